@@ -1,0 +1,558 @@
+"""Client-side routing for efs-mount-autoscaler (Python 3.9+, standard library only).
+
+Reads the published list of mount targets (the JSON in SSM Parameter Store) and sends each
+logical path to its shard, exactly as the Rust library ``efs-router`` (router/ in this
+repository) does; both are tested against ``tests/vectors/routing.json``. The rules are in
+router/README.md.
+
+    import efs_router
+    mount_list = efs_router.MountTargetList.from_json(ssm_value)
+    router = efs_router.Router(mount_list, efs_router.Layout.single_mount("/mnt/efs"))
+    router.write("data/analysis/device-42-1700000000.json", b"{...}")
+    data = router.read_with_fallback("data/analysis/device-42-1700000000.json").data
+
+The core function is ``shard_index(path, targets, strategy) -> int``: ``targets`` are the
+entries of the published list (dicts as parsed from JSON, or ``Target``), ``strategy`` is
+``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
+    "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
+    "Target", "MountTargetList", "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
+    "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
+]
+
+RENDEZVOUS = "rendezvous"
+MODULO_SHA256 = "modulo-sha256"
+STRATEGIES = (RENDEZVOUS, MODULO_SHA256)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class RouterError(Exception):
+    """Base of every error this module raises on purpose."""
+
+
+class ListError(RouterError, ValueError):
+    """The published list is not a mount target list."""
+
+
+class PathError(RouterError, ValueError):
+    """A logical path was refused. ``kind``: empty, nul, empty-component or escapes-root (and
+    not-unicode, for a str with a lone surrogate, which Rust's strings cannot hold)."""
+
+    def __init__(self, kind: str, path: str, message: str):
+        super().__init__("path %r %s" % (path, message))
+        self.kind = kind
+        self.path = path
+
+
+class RouteError(RouterError):
+    """No shard to route to. ``kind``: no-targets or all-draining."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class LayoutError(RouterError, ValueError):
+    """A layout that does not fit the list."""
+
+
+class InsideAnotherShard(RouterError, ValueError):
+    """Joined to an outer root (``/``), the path lands in another shard's directory."""
+
+    def __init__(self, path: str, root: str):
+        super().__init__("path %r lies inside the directory of shard root %s; it would alias that shard's files"
+                         % (path, root))
+        self.path = path
+        self.root = root
+
+
+class NotFound(RouterError, FileNotFoundError):
+    """No shard has the file."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The published list
+
+
+@dataclass(frozen=True)
+class Target:
+    """One mount target as clients see it. ``root`` is the shard's directory in the file system."""
+
+    id: str
+    ip: str
+    az: Optional[str] = None
+    az_id: Optional[str] = None
+    subnet_id: Optional[str] = None
+    root: str = "/"
+    draining: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], index: int = 0) -> "Target":
+        if not isinstance(d, Mapping):
+            raise ListError("not a mount target list: mount target %d is not an object" % index)
+
+        def text(key: str, required: bool = False, nullable: bool = True, default: Any = None) -> Any:
+            if key not in d:
+                if required:
+                    raise ListError("not a mount target list: mount target %d has no %r" % (index, key))
+                return default
+            v = d[key]
+            if v is None and nullable:
+                return default
+            if not isinstance(v, str):
+                raise ListError("not a mount target list: mount target %d: %r is not a string" % (index, key))
+            return v
+
+        draining = d.get("draining", False)
+        if not isinstance(draining, bool):
+            raise ListError("not a mount target list: mount target %d: 'draining' is not true or false" % index)
+        return cls(
+            id=text("id", required=True, nullable=False),
+            ip=text("ip", required=True, nullable=False),
+            az=text("az"),
+            az_id=text("az_id"),
+            subnet_id=text("subnet_id"),
+            root=text("root", nullable=False, default="/"),
+            draining=draining,
+        )
+
+    def to_dict(self) -> dict:
+        d: dict = {"id": self.id, "ip": self.ip}
+        for key in ("az", "az_id", "subnet_id"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        d["root"] = self.root
+        if self.draining:
+            d["draining"] = True
+        return d
+
+
+def root_is_valid(root: str) -> bool:
+    """``/`` or ``/a/b``: absolute, no empty, ``.`` or ``..`` parts, no NUL, no trailing slash."""
+    if root == "/":
+        return True
+    if not root.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") and "\0" not in part for part in root[1:].split("/"))
+
+
+@dataclass
+class MountTargetList:
+    """The published document. The original two-field form reads as roots ``/``, ``modulo-sha256``."""
+
+    mount_targets: List[Target] = field(default_factory=list)
+    strategy: str = RENDEZVOUS
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]) -> "MountTargetList":
+        try:
+            raw = json.loads(text)
+        except ValueError as e:
+            raise ListError("not a mount target list: %s" % e) from None
+        if not isinstance(raw, dict) or "mount_targets" not in raw:
+            raise ListError("not a mount target list: no 'mount_targets'")
+        unknown = sorted(set(raw) - {"mount_targets", "strategy"})
+        if unknown:
+            raise ListError("not a mount target list: unknown field %r" % unknown[0])
+        entries = raw["mount_targets"]
+        if not isinstance(entries, list):
+            raise ListError("not a mount target list: 'mount_targets' is not an array")
+        strategy = raw.get("strategy")
+        if strategy is None:
+            strategy = MODULO_SHA256
+        if strategy not in STRATEGIES:
+            raise ListError("not a mount target list: unknown strategy %r" % (strategy,))
+        targets = [Target.from_dict(e, i) for i, e in enumerate(entries)]
+        seen = set()
+        for i, t in enumerate(targets):
+            if not t.id:
+                raise ListError("mount target %d has an empty id" % i)
+            if t.id in seen:
+                raise ListError("mount target %s is listed twice" % t.id)
+            seen.add(t.id)
+            if not root_is_valid(t.root):
+                raise ListError("mount target %s has root %r: a root must be absolute, without '..', '.', "
+                                "empty parts or NUL" % (t.id, t.root))
+        return cls(targets, strategy)
+
+    def to_json(self) -> str:
+        return json.dumps({"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy},
+                          separators=(",", ":"), ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Logical paths
+
+
+def normalise(path: str) -> str:
+    """Checks and normalises a logical path (router/README.md, "Logical paths").
+
+    One leading ``/`` is dropped; ``.`` parts are dropped; ``..`` removes the part before it.
+    Refused with ``PathError``: a NUL byte (``nul``), an empty part such as ``a//b`` or ``a/``
+    (``empty-component``), a ``..`` that would leave the root (``escapes-root``), and a path
+    that normalises to nothing (``empty``).
+    """
+    if not isinstance(path, str):
+        raise TypeError("a logical path is a str, not %s" % type(path).__name__)
+    if "\0" in path:
+        raise PathError("nul", path, "contains a NUL byte")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathError("not-unicode", path, "is not valid Unicode (a lone surrogate)") from None
+    rest = path[1:] if path.startswith("/") else path
+    if not rest:
+        raise PathError("empty", path, "names no file (it is empty or normalises to the shard root)")
+    parts = rest.split("/")
+    if "" in parts:
+        raise PathError("empty-component", path, "has an empty component ('//', or a trailing '/')")
+    out: List[str] = []
+    for part in parts:
+        if part == ".":
+            continue
+        if part == "..":
+            if not out:
+                raise PathError("escapes-root", path, "leaves its root through '..'")
+            out.pop()
+            continue
+        out.append(part)
+    if not out:
+        raise PathError("empty", path, "names no file (it is empty or normalises to the shard root)")
+    return "/".join(out)
+
+
+def _at_or_under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing
+
+
+TargetLike = Union[Target, Mapping[str, Any]]
+
+
+def _field(t: TargetLike, key: str, default: Any) -> Any:
+    if isinstance(t, Mapping):
+        v = t.get(key, default)
+        return default if v is None else v
+    return getattr(t, key, default)
+
+
+def rendezvous_score(root: str, normalised: str) -> int:
+    """First 8 bytes, big-endian, of SHA-256 over ``root`` (UTF-8), one 0x00 byte, ``normalised`` (UTF-8)."""
+    digest = hashlib.sha256(root.encode("utf-8") + b"\0" + normalised.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def modulo_sha256(path: str, n: int) -> int:
+    """The original expression: ``int(hashlib.sha256(path.encode()).hexdigest(), 16) % n``."""
+    return int(hashlib.sha256(path.encode()).hexdigest(), 16) % n
+
+
+def shard_index(path: str, targets: Sequence[TargetLike], strategy: str) -> int:
+    """The index in ``targets`` (the list's order) of the shard that ``path`` belongs to.
+
+    ``path`` is checked and normalised for both strategies; ``rendezvous`` hashes the normalised
+    path, ``modulo-sha256`` the path exactly as given (as the original did). Draining targets
+    are never chosen: routing is as if they were already removed.
+    """
+    normalised = normalise(path)
+    return _index_of(path, normalised, targets, strategy)
+
+
+def _index_of(raw: str, normalised: str, targets: Sequence[TargetLike], strategy: str) -> int:
+    if strategy not in STRATEGIES:
+        raise ValueError("unknown strategy %r: expected one of %s" % (strategy, ", ".join(STRATEGIES)))
+    if not targets:
+        raise RouteError("no-targets", "the mount target list is empty: there is no shard to route to")
+    active = [i for i, t in enumerate(targets) if not _field(t, "draining", False)]
+    if not active:
+        raise RouteError("all-draining", "all %d mount targets are draining: there is no shard to route new "
+                                         "files to" % len(targets))
+    if strategy == MODULO_SHA256:
+        return active[modulo_sha256(raw, len(active))]
+    best: Optional[Tuple[int, bytes, int]] = None
+    for i in active:
+        root = _field(targets[i], "root", "/")
+        key = (-rendezvous_score(root, normalised), root.encode("utf-8"), i)
+        if best is None or key < best:
+            best = key
+    assert best is not None
+    return best[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts
+
+
+def _relative_to(root: str, ancestor: str) -> Optional[str]:
+    """``root`` relative to ``ancestor`` when ``ancestor`` is ``root`` or above it."""
+    if ancestor == "/":
+        return root.lstrip("/")
+    if root == ancestor:
+        return ""
+    if root.startswith(ancestor + "/"):
+        return root[len(ancestor) + 1:]
+    return None
+
+
+def _join(base: str, rel: str) -> str:
+    return os.path.join(base, rel) if rel else base
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the shards are mounted on this host: ``single_mount(base)`` (the file system root once,
+    a file is ``<base>/<root>/<path>``) or ``per_target(mounts)`` (target i's ``ip:root`` at
+    ``mounts[i]``, a file is ``<mounts[i]>/<path>``)."""
+
+    base: Optional[str] = None
+    mounts: Optional[Tuple[str, ...]] = None
+
+    @classmethod
+    def single_mount(cls, base: Union[str, os.PathLike]) -> "Layout":
+        return cls(base=os.fspath(base))
+
+    @classmethod
+    def per_target(cls, mounts: Sequence[Union[str, os.PathLike]]) -> "Layout":
+        return cls(mounts=tuple(os.fspath(m) for m in mounts))
+
+    @classmethod
+    def per_target_template(cls, template: str, n: int) -> "Layout":
+        if "{i}" not in template:
+            raise LayoutError("mount template %r has no '{i}' to put the target's index in" % template)
+        return cls(mounts=tuple(template.replace("{i}", str(i)) for i in range(n)))
+
+    def check(self, targets: Sequence[Target]) -> None:
+        if self.mounts is not None and len(self.mounts) != len(targets):
+            raise LayoutError("%d mounts for %d mount targets: a per-target layout needs one mount per target, "
+                              "in list order" % (len(self.mounts), len(targets)))
+
+    def shard_dir(self, targets: Sequence[Target], index: int) -> str:
+        if self.mounts is not None:
+            return self.mounts[index]
+        assert self.base is not None
+        return _join(self.base, targets[index].root.lstrip("/"))
+
+    def real_path(self, targets: Sequence[Target], index: int, normalised: str) -> str:
+        return os.path.join(self.shard_dir(targets, index), normalised)
+
+    def move_paths(self, targets: Sequence[Target], src: int, dst: int, normalised: str) -> Optional[Tuple[str, str]]:
+        """Source and destination through one mount that sees both shards (a rename between two
+        mounts fails with EXDEV, even of one file system); None when no mount does."""
+        if self.mounts is None:
+            return self.real_path(targets, src, normalised), self.real_path(targets, dst, normalised)
+        for k, t in enumerate(targets):
+            a = _relative_to(targets[src].root, t.root)
+            b = _relative_to(targets[dst].root, t.root)
+            if a is not None and b is not None:
+                return (os.path.join(_join(self.mounts[k], a), normalised),
+                        os.path.join(_join(self.mounts[k], b), normalised))
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# File operations
+
+
+class Resolved(NamedTuple):
+    index: int  # the home shard's index in the list
+    logical: str  # the normalised logical path
+    real: str  # where the file is, or will be, on this host
+
+
+class Found(NamedTuple):
+    kind: str  # "home", "elsewhere" or "missing"
+    index: Optional[int] = None  # for "elsewhere": the shard that has it
+    real: Optional[str] = None  # for "elsewhere": its real path there
+
+
+class Location(NamedTuple):
+    home: Resolved
+    found: Found
+
+
+class Place(NamedTuple):
+    """Where a read found its bytes: ``home``; ``moved-home`` (found in shard ``index``, renamed
+    home by this read); ``moved-by-another`` (found in shard ``index``, another client moved or
+    removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``)."""
+
+    kind: str
+    index: Optional[int] = None
+    reason: Optional[str] = None
+
+
+class ReadResult(NamedTuple):
+    data: bytes
+    place: Place
+
+
+HOME = Place("home")
+
+
+def _present(path: str) -> bool:
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def _read_if_present(path: str) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _temporary_name() -> str:
+    # Random: many tasks share the file system, and each container's process may be pid 1.
+    return ".efs-router-%s.tmp" % secrets.token_hex(8)
+
+
+class Router:
+    """A published list and how this host mounts it."""
+
+    def __init__(self, mount_list: MountTargetList, layout: Layout):
+        layout.check(mount_list.mount_targets)
+        self.list = mount_list
+        self.layout = layout
+        self._reserved: List[Tuple[str, str]] = []
+        roots = [t.root for t in mount_list.mount_targets]
+        for outer in roots:
+            for inner in roots:
+                rel = _relative_to(inner, outer)
+                if rel and all(r != rel for r, _ in self._reserved):
+                    self._reserved.append((rel, inner))
+
+    @property
+    def targets(self) -> List[Target]:
+        return self.list.mount_targets
+
+    def resolve(self, path: str) -> Resolved:
+        logical = normalise(path)
+        for rel, root in self._reserved:
+            if _at_or_under(logical, rel):
+                raise InsideAnotherShard(path, root)
+        index = _index_of(path, logical, self.targets, self.list.strategy)
+        return Resolved(index, logical, self.layout.real_path(self.targets, index, logical))
+
+    def _others(self, home: int) -> Iterator[int]:
+        """Shards holding distinct directories other than home's: one per root, in list order."""
+        t = self.targets
+        for j in range(len(t)):
+            if t[j].root != t[home].root and all(k.root != t[j].root for k in t[:j]):
+                yield j
+
+    def locate(self, path: str) -> Location:
+        """Where ``path`` is now: home, elsewhere, or missing. Moves nothing."""
+        home = self.resolve(path)
+        return Location(home, self._find(home))
+
+    def _find(self, home: Resolved) -> Found:
+        if _present(home.real):
+            return Found("home")
+        for j in self._others(home.index):
+            real = self.layout.real_path(self.targets, j, home.logical)
+            if _present(real):
+                return Found("elsewhere", j, real)
+        if _present(home.real):  # moved home by a concurrent read while we looked elsewhere
+            return Found("home")
+        return Found("missing")
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is in any shard: one stat at home; on a miss, one per other shard, then home again."""
+        return self._find(self.resolve(path)).kind != "missing"
+
+    def write(self, path: str, data: bytes) -> str:
+        """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
+        Creates missing directories; returns the real path."""
+        home = self.resolve(path)
+        directory = os.path.dirname(home.real)
+        os.makedirs(directory, exist_ok=True)
+        for attempt in range(9):
+            tmp = os.path.join(directory, _temporary_name())
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+                break
+            except FileExistsError:
+                if attempt == 8:
+                    raise
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, home.real)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return home.real
+
+    def read_with_fallback(self, path: str) -> ReadResult:
+        """Reads ``path`` from home; on a miss from the first other shard that has it, and moves it
+        home there by one rename. Raises ``NotFound`` when no shard has it."""
+        home = self.resolve(path)
+        data = _read_if_present(home.real)
+        if data is not None:
+            return ReadResult(data, HOME)
+        for j in self._others(home.index):
+            data = _read_if_present(self.layout.real_path(self.targets, j, home.logical))
+            if data is None:
+                continue
+            place = self._move_home(j, home)
+            if place is None:  # home gained a file (a write) since our miss: home is the truth
+                newer = _read_if_present(home.real)
+                if newer is not None:
+                    return ReadResult(newer, HOME)
+                return ReadResult(data, Place("left-elsewhere", j, "home changed while moving"))
+            return ReadResult(data, place)
+        data = _read_if_present(home.real)  # moved home by a concurrent read while we looked elsewhere
+        if data is not None:
+            return ReadResult(data, HOME)
+        raise NotFound("%r: no such file in any shard" % path)
+
+    def _move_home(self, src_index: int, home: Resolved) -> Optional[Place]:
+        """Renames the file from shard ``src_index`` home. None when home already has a file of that
+        name and the misplaced copy is still there."""
+        paths = self.layout.move_paths(self.targets, src_index, home.index, home.logical)
+        if paths is None:
+            return Place("left-elsewhere", src_index, "no mount on this host sees both shards")
+        src, dst = paths
+        if src == dst:  # never rename a file onto itself
+            return Place("left-elsewhere", src_index, "source and home are the same path")
+        if _present(dst):  # never replace a file at home
+            return None if _present(src) else Place("moved-by-another", src_index)
+        try:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+        except OSError as e:
+            return Place("left-elsewhere", src_index, "create directory %s: %s" % (os.path.dirname(dst), e))
+        try:
+            os.rename(src, dst)
+        except FileNotFoundError as e:
+            if not _present(src):
+                return Place("moved-by-another", src_index)
+            return Place("left-elsewhere", src_index, "rename %s to %s: %s" % (src, dst, e))
+        except OSError as e:
+            return Place("left-elsewhere", src_index, "rename %s to %s: %s" % (src, dst, e))
+        return Place("moved-home", src_index)

@@ -1,0 +1,253 @@
+//! efs-route: where does a logical path live? For operators.
+//!
+//! ```text
+//! efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] resolve PATH...
+//! efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] where PATH...
+//! efs-route --list FILE|- show
+//! ```
+
+use efs_router::{Found, Layout, MountTargetList, Resolved, Router};
+use serde_json::json;
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] COMMAND [PATH...]
+
+Routes logical paths by the published list of mount targets (efs-mount-autoscaler).
+
+commands:
+  resolve PATH...   the home shard of each path and its real path (touches no file)
+  where PATH...     the same, and whether the file is at home, elsewhere or missing
+                    (looks at each shard directory; moves nothing)
+  show              the list as this tool reads it: strategy and targets
+
+options:
+  --list FILE       the published list (JSON, either form); '-' reads standard input
+  --base DIR        the file system root is mounted once at DIR (default /mnt/efs):
+                    a file is DIR/<root>/<path>
+  --mounts TEMPLATE one mount per target, TEMPLATE with {i} for the target's position,
+                    e.g. /mnt/efs-{i}: a file is <mount i>/<path>
+  --json            one JSON object per path instead of text
+";
+
+/// Where the published list comes from. (SSM Parameter Store goes here too.)
+#[derive(Debug)]
+enum ListSource {
+    File(PathBuf),
+    Stdin,
+}
+
+/// Reads and parses the list from its source; the error names the source.
+fn read_list(source: &ListSource) -> Result<MountTargetList, String> {
+    let (name, text) = match source {
+        ListSource::File(path) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        ListSource::Stdin => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("standard input: {e}"))?;
+            ("standard input".to_owned(), text)
+        }
+    };
+    MountTargetList::from_json(&text).map_err(|e| format!("{name}: {e}"))
+}
+
+#[derive(Debug)]
+struct Args {
+    list: ListSource,
+    mounts: Option<String>,
+    base: Option<PathBuf>,
+    json: bool,
+    command: String,
+    paths: Vec<String>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let (mut list, mut mounts, mut base, mut json) = (None, None, None, false);
+    let mut rest = Vec::new();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--list" => {
+                let v = value("--list")?;
+                list = Some(if v == "-" {
+                    ListSource::Stdin
+                } else {
+                    ListSource::File(v.into())
+                });
+            }
+            "--base" => base = Some(PathBuf::from(value("--base")?)),
+            "--mounts" => mounts = Some(value("--mounts")?),
+            "--json" => json = true,
+            "-h" | "--help" => return Err(String::new()),
+            "--" => {
+                rest.extend(args.by_ref());
+            }
+            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
+            _ => rest.push(arg),
+        }
+    }
+    if base.is_some() && mounts.is_some() {
+        return Err("--base and --mounts are two different layouts: give one".to_owned());
+    }
+    let list = list.ok_or("--list is required")?;
+    let mut rest = rest.into_iter();
+    let command = rest.next().ok_or("no command")?;
+    let paths: Vec<String> = rest.collect();
+    match command.as_str() {
+        "resolve" | "where" if paths.is_empty() => {
+            return Err(format!("{command} needs at least one PATH"))
+        }
+        "resolve" | "where" => {}
+        "show" if !paths.is_empty() => return Err("show takes no PATH".to_owned()),
+        "show" => {}
+        other => return Err(format!("unknown command {other:?}")),
+    }
+    Ok(Args {
+        list,
+        mounts,
+        base,
+        json,
+        command,
+        paths,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("efs-route: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("efs-route: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Ok(false) when some path could not be routed (each is reported and the others still are).
+fn run(args: &Args) -> Result<bool, String> {
+    let list = read_list(&args.list)?;
+    if args.command == "show" {
+        show(&list, args.json);
+        return Ok(true);
+    }
+    let n = list.mount_targets.len();
+    let layout = match (&args.mounts, &args.base) {
+        (Some(t), _) => Layout::per_target_template(t, n).map_err(|e| e.to_string())?,
+        (None, base) => Layout::single_mount(base.clone().unwrap_or_else(|| "/mnt/efs".into())),
+    };
+    let router = Router::new(list, layout).map_err(|e| e.to_string())?;
+    let mut all_ok = true;
+    for (k, path) in args.paths.iter().enumerate() {
+        let answer = if args.command == "where" {
+            router.locate(path).map(|l| (l.home, Some(l.found)))
+        } else {
+            router.resolve(path).map(|r| (r, None))
+        };
+        match answer {
+            Ok((home, found)) => print_answer(&router, path, &home, found.as_ref(), args.json, k),
+            Err(e) => {
+                all_ok = false;
+                if args.json {
+                    println!("{}", json!({"path": path, "error": e.to_string()}));
+                } else {
+                    eprintln!("efs-route: {e}");
+                }
+            }
+        }
+    }
+    Ok(all_ok)
+}
+
+fn show(list: &MountTargetList, as_json: bool) {
+    if as_json {
+        println!("{}", list.to_json());
+        return;
+    }
+    println!("strategy: {}", list.strategy);
+    for (i, t) in list.mount_targets.iter().enumerate() {
+        println!(
+            "{i}: {} {} {} root {}{}",
+            t.id,
+            t.ip,
+            t.az.as_deref().unwrap_or("-"),
+            t.root,
+            if t.draining { " (draining)" } else { "" }
+        );
+    }
+}
+
+fn print_answer(
+    router: &Router,
+    path: &str,
+    home: &Resolved,
+    found: Option<&Found>,
+    as_json: bool,
+    k: usize,
+) {
+    let t = &router.list().mount_targets[home.index];
+    let (status, at) = match found {
+        None => (None, None),
+        Some(Found::Home) => (Some("home"), None),
+        Some(Found::Elsewhere { index, real }) => (Some("elsewhere"), Some((*index, real))),
+        Some(Found::Missing) => (Some("missing"), None),
+    };
+    if as_json {
+        let mut v = json!({
+            "path": path,
+            "normalised": home.logical.as_str(),
+            "shard": home.index,
+            "id": t.id,
+            "ip": t.ip,
+            "root": t.root,
+            "real_path": home.real,
+            "strategy": router.list().strategy.as_str(),
+        });
+        if let Some(s) = status {
+            v["status"] = json!(s);
+        }
+        if let Some((index, real)) = at {
+            v["found"] = json!({"shard": index, "id": router.list().mount_targets[index].id, "real_path": real});
+        }
+        println!("{v}");
+        return;
+    }
+    if k > 0 {
+        println!();
+    }
+    println!("path:       {path}");
+    println!("normalised: {}", home.logical);
+    println!(
+        "shard:      {} ({} {}, root {})",
+        home.index, t.id, t.ip, t.root
+    );
+    println!("real path:  {}", home.real.display());
+    if let Some(s) = status {
+        println!("status:     {s}");
+    }
+    if let Some((index, real)) = at {
+        let o = &router.list().mount_targets[index];
+        println!(
+            "found at:   shard {index} ({} root {}): {}",
+            o.id,
+            o.root,
+            real.display()
+        );
+    }
+}

@@ -1,0 +1,404 @@
+//! File operations through the shards: [`Router`] answers where a logical path lives and
+//! checks, writes and reads it there.
+//!
+//! - `write` lands atomically: the bytes go to a temporary name in the home directory, are
+//!   synced, then renamed over the final name, so a reader sees the old file, the new one, or
+//!   none, never half of one.
+//! - `read_with_fallback` reads the home; on a miss it looks in the other shards, and a file
+//!   found elsewhere is moved home by one `rename(2)` within the file system (never a copy, never
+//!   onto itself). Another client moving the same file first is not an error.
+//! - `exists` looks at home, then elsewhere; it moves nothing.
+//!
+//! Shards that share a root (the original list, where every entry is rooted at `/`) are the
+//! same directory of the same file system (DESIGN.md fact 1), so they are searched once and
+//! never moved between.
+
+use crate::layout::{relative_to, Layout, LayoutError};
+use crate::list::{MountTargetList, Target};
+use crate::path::LogicalPath;
+use crate::shard::{index_of, RouteError};
+use std::collections::hash_map::RandomState;
+use std::fs;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What went wrong with a file operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// Joined to the root `/`, the path would land in the directory of the shard rooted at
+    /// `root` and alias its files (`shards/use1-az4/x` under `/` is `x` of `/shards/use1-az4`).
+    #[error("path {path:?} lies inside the directory of shard root {root}; it would alias that shard's files")]
+    InsideAnotherShard { path: String, root: String },
+    #[error("{path:?}: no such file in any shard")]
+    NotFound { path: String },
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A logical path routed: its home shard and the real path there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Index of the home shard in the list.
+    pub index: usize,
+    /// The normalised logical path.
+    pub logical: LogicalPath,
+    /// Where the file is, or will be, on this host.
+    pub real: PathBuf,
+}
+
+/// Where a file was found, without moving it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    Home,
+    /// In shard `index`, not its home, at `real`.
+    Elsewhere {
+        index: usize,
+        real: PathBuf,
+    },
+    Missing,
+}
+
+/// The answer of [`Router::locate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub home: Resolved,
+    pub found: Found,
+}
+
+/// Where a read found its bytes, and what it did about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Read at home.
+    Home,
+    /// Found in shard `from` and renamed home by this read.
+    MovedHome { from: usize },
+    /// Found in shard `from`, but another client moved (or removed) it before this read could.
+    MovedByAnother { from: usize },
+    /// Found in shard `index` and left there, for `reason` (no mount sees both shards, or the
+    /// rename failed); the read still succeeds.
+    LeftElsewhere { index: usize, reason: String },
+}
+
+impl Place {
+    /// `home`, `moved-home`, `moved-by-another` or `left-elsewhere`, as the Python client names them.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Place::Home => "home",
+            Place::MovedHome { .. } => "moved-home",
+            Place::MovedByAnother { .. } => "moved-by-another",
+            Place::LeftElsewhere { .. } => "left-elsewhere",
+        }
+    }
+}
+
+/// The answer of [`Router::read_with_fallback`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub data: Vec<u8>,
+    pub place: Place,
+}
+
+/// A published list and how this host mounts it.
+#[derive(Debug, Clone)]
+pub struct Router {
+    list: MountTargetList,
+    layout: Layout,
+    /// Paths, relative to some shard's root, that are another shard's directory.
+    reserved: Vec<(String, String)>,
+}
+
+impl Router {
+    pub fn new(list: MountTargetList, layout: Layout) -> Result<Router, Error> {
+        layout.check(&list.mount_targets)?;
+        let mut reserved: Vec<(String, String)> = Vec::new();
+        for outer in &list.mount_targets {
+            for inner in &list.mount_targets {
+                if let Some(rel) = relative_to(&inner.root, &outer.root) {
+                    if !rel.is_empty() && !reserved.iter().any(|(r, _)| r == rel) {
+                        reserved.push((rel.to_owned(), inner.root.clone()));
+                    }
+                }
+            }
+        }
+        Ok(Router {
+            list,
+            layout,
+            reserved,
+        })
+    }
+
+    pub fn list(&self) -> &MountTargetList {
+        &self.list
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn targets(&self) -> &[Target] {
+        &self.list.mount_targets
+    }
+
+    /// The home shard of `path` and the real path there.
+    pub fn resolve(&self, path: &str) -> Result<Resolved, Error> {
+        let logical = LogicalPath::parse(path).map_err(RouteError::from)?;
+        if let Some((_, root)) = self
+            .reserved
+            .iter()
+            .find(|(r, _)| logical.is_at_or_under(r))
+        {
+            return Err(Error::InsideAnotherShard {
+                path: path.to_owned(),
+                root: root.clone(),
+            });
+        }
+        let index = index_of(path, &logical, self.targets(), self.list.strategy)?;
+        let real = self.layout.real_path(self.targets(), index, &logical);
+        Ok(Resolved {
+            index,
+            logical,
+            real,
+        })
+    }
+
+    /// The shards other than `home` that hold distinct directories, in list order: one per
+    /// root, none with home's root.
+    fn others(&self, home: usize) -> impl Iterator<Item = usize> + '_ {
+        let t = self.targets();
+        (0..t.len()).filter(move |&j| {
+            t[j].root != t[home].root && !t[..j].iter().any(|k| k.root == t[j].root)
+        })
+    }
+
+    fn real_in(&self, index: usize, logical: &LogicalPath) -> PathBuf {
+        self.layout.real_path(self.targets(), index, logical)
+    }
+
+    /// Where `path` is now: home, elsewhere, or nowhere. Moves nothing.
+    pub fn locate(&self, path: &str) -> Result<Location, Error> {
+        let home = self.resolve(path)?;
+        let found = self.find(&home)?;
+        Ok(Location { home, found })
+    }
+
+    fn find(&self, home: &Resolved) -> Result<Found, Error> {
+        if present(&home.real)? {
+            return Ok(Found::Home);
+        }
+        for j in self.others(home.index) {
+            let real = self.real_in(j, &home.logical);
+            if present(&real)? {
+                return Ok(Found::Elsewhere { index: j, real });
+            }
+        }
+        // A concurrent read may have moved it home while we looked elsewhere.
+        if present(&home.real)? {
+            return Ok(Found::Home);
+        }
+        Ok(Found::Missing)
+    }
+
+    /// Whether `path` exists in any shard. One `stat` when it is at home; on a miss, one per
+    /// distinct shard directory, then home again.
+    pub fn exists(&self, path: &str) -> Result<bool, Error> {
+        let home = self.resolve(path)?;
+        Ok(self.find(&home)? != Found::Missing)
+    }
+
+    /// Writes `data` as `path` in its home shard, atomically: a temporary file in the same
+    /// directory, synced, then renamed over the name. Creates missing directories. Returns
+    /// the real path. A stale copy in another shard is left alone; reads prefer home.
+    pub fn write(&self, path: &str, data: &[u8]) -> Result<PathBuf, Error> {
+        let home = self.resolve(path)?;
+        let dir = home
+            .real
+            .parent()
+            .expect("a real path has a shard directory above it");
+        fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+        let (tmp, mut file) = create_temporary(dir)?;
+        let result = (|| {
+            file.write_all(data).map_err(io_err("write", &tmp))?;
+            file.sync_all().map_err(io_err("sync", &tmp))?;
+            drop(file);
+            fs::rename(&tmp, &home.real).map_err(io_err("rename", &tmp))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| home.real)
+    }
+
+    /// Reads `path` from its home; on a miss, from the first other shard that has it, and moves
+    /// it home there by a rename. Fails with [`Error::NotFound`] when no shard has it.
+    pub fn read_with_fallback(&self, path: &str) -> Result<Read, Error> {
+        let home = self.resolve(path)?;
+        if let Some(data) = read_if_present(&home.real)? {
+            return Ok(Read {
+                data,
+                place: Place::Home,
+            });
+        }
+        for j in self.others(home.index) {
+            let real = self.real_in(j, &home.logical);
+            let Some(data) = read_if_present(&real)? else {
+                continue;
+            };
+            match self.move_home(j, &home)? {
+                Move::Done(place) => return Ok(Read { data, place }),
+                Move::HomeTaken => {
+                    // Home gained a file (a write) since our miss: home is the truth.
+                    if let Some(data) = read_if_present(&home.real)? {
+                        return Ok(Read {
+                            data,
+                            place: Place::Home,
+                        });
+                    }
+                    return Ok(Read {
+                        data,
+                        place: Place::LeftElsewhere {
+                            index: j,
+                            reason: "home changed while moving".to_owned(),
+                        },
+                    });
+                }
+            }
+        }
+        // A concurrent read may have moved it home while we looked elsewhere.
+        if let Some(data) = read_if_present(&home.real)? {
+            return Ok(Read {
+                data,
+                place: Place::Home,
+            });
+        }
+        Err(Error::NotFound {
+            path: path.to_owned(),
+        })
+    }
+
+    /// Moves `home.logical` from shard `from` to its home by one rename.
+    fn move_home(&self, from: usize, home: &Resolved) -> Result<Move, Error> {
+        let Some((src, dst)) =
+            self.layout
+                .move_paths(self.targets(), from, home.index, &home.logical)
+        else {
+            return Ok(Move::Done(Place::LeftElsewhere {
+                index: from,
+                reason: "no mount on this host sees both shards".to_owned(),
+            }));
+        };
+        if src == dst {
+            // Unreachable for distinct roots; never rename a file onto itself.
+            return Ok(Move::Done(Place::LeftElsewhere {
+                index: from,
+                reason: "source and home are the same path".to_owned(),
+            }));
+        }
+        // Never replace a file at home: it is newer than the misplaced copy, or it is this
+        // very file moved there by another client.
+        if present(&dst)? {
+            return Ok(if present(&src)? {
+                Move::HomeTaken
+            } else {
+                Move::Done(Place::MovedByAnother { from })
+            });
+        }
+        if let Some(dir) = dst.parent() {
+            if let Err(e) = fs::create_dir_all(dir) {
+                return Ok(Move::Done(Place::LeftElsewhere {
+                    index: from,
+                    reason: format!("create directory {}: {e}", dir.display()),
+                }));
+            }
+        }
+        match fs::rename(&src, &dst) {
+            Ok(()) => Ok(Move::Done(Place::MovedHome { from })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !present(&src)? => {
+                Ok(Move::Done(Place::MovedByAnother { from }))
+            }
+            Err(e) => Ok(Move::Done(Place::LeftElsewhere {
+                index: from,
+                reason: format!("rename {} to {}: {e}", src.display(), dst.display()),
+            })),
+        }
+    }
+}
+
+/// The outcome of [`Router::move_home`].
+enum Move {
+    Done(Place),
+    /// Home already has a file of that name, and the misplaced copy is still there.
+    HomeTaken,
+}
+
+/// Whether something is at `path` (following symlinks, like `os.path.exists`); errors other
+/// than "not found" are errors.
+fn present(path: &Path) -> Result<bool, Error> {
+    match fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err("stat", path)(e)),
+    }
+}
+
+/// A new, empty file with a [`temporary_name`] in `dir`.
+fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), Error> {
+    let mut attempt = 0;
+    loop {
+        let tmp = dir.join(temporary_name());
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
+            Err(e) => return Err(io_err("create", &tmp)(e)),
+        }
+    }
+}
+
+fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    match fs::read(path) {
+        Ok(data) => Ok(Some(data)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("read", path)(e)),
+    }
+}
+
+/// `.efs-router-<16 hex digits>.tmp`: random (many tasks share the file system, and every
+/// container's process may be pid 1), and of fixed length whatever the final name's length.
+fn temporary_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // RandomState is seeded from the OS; hashing a counter, the pid and the clock with it
+    // gives an unpredictable name without a random-number crate.
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!(".efs-router-{:016x}.tmp", h.finish())
+}

@@ -1,0 +1,22 @@
+//! Client-side routing for efs-mount-autoscaler: reads the published list of mount targets
+//! and sends each logical path to its shard, as DESIGN.md describes.
+//!
+//! - [`list`]: the published JSON, both forms.
+//! - [`path`]: logical paths, checked and normalised.
+//! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
+//! - [`layout`]: where a shard's files are on this host (one mount, or one per target).
+//! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
+//!
+//! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
+
+pub mod fs;
+pub mod layout;
+pub mod list;
+pub mod path;
+pub mod shard;
+
+pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
+pub use layout::{Layout, LayoutError};
+pub use list::{ListError, MountTargetList, Strategy, Target};
+pub use path::{LogicalPath, PathError};
+pub use shard::{modulo_sha256, rendezvous_score, shard_index, RouteError};

@@ -1,0 +1,154 @@
+//! The `efs-route` command-line tool, run as a process.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const LIST: &str = r#"{"mount_targets":[
+  {"id":"fsmt-a","ip":"10.0.1.4","az":"us-east-1a","az_id":"use1-az6","subnet_id":"subnet-1","root":"/"},
+  {"id":"fsmt-b","ip":"10.0.2.7","az":"us-east-1b","az_id":"use1-az4","subnet_id":"subnet-2","root":"/shards/use1-az4"},
+  {"id":"fsmt-c","ip":"10.0.3.9","az":"us-east-1c","az_id":"use1-az1","subnet_id":"subnet-3","root":"/shards/use1-az1"}
+ ],"strategy":"rendezvous"}"#;
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_efs-route"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    // The tool may exit (usage error) before it reads: a broken pipe here is fine.
+    let _ = input.write_all(stdin.unwrap_or("").as_bytes());
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn resolve_from_a_file_and_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.json");
+    std::fs::write(&list, LIST).unwrap();
+    let path = "/data/analysis/device-42-1700000000.json";
+    let targets: Vec<efs_router::Target> = efs_router::MountTargetList::from_json(LIST)
+        .unwrap()
+        .mount_targets;
+    let want = efs_router::shard_index(path, &targets, efs_router::Strategy::Rendezvous).unwrap();
+
+    let o = run(
+        &["--list", list.to_str().unwrap(), "--json", "resolve", path],
+        None,
+    );
+    assert!(o.status.success(), "{o:?}");
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["shard"], want);
+    assert_eq!(v["normalised"], "data/analysis/device-42-1700000000.json");
+    let root = targets[want].root.trim_start_matches('/');
+    let real = Path::new("/mnt/efs")
+        .join(root)
+        .join("data/analysis/device-42-1700000000.json");
+    assert_eq!(v["real_path"], real.to_str().unwrap());
+
+    let o = run(
+        &["--list", "-", "--mounts", "/mnt/efs-{i}", "resolve", path],
+        Some(LIST),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!(
+            "real path:  /mnt/efs-{want}/data/analysis/device-42-1700000000.json"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn where_says_home_elsewhere_or_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("efs");
+    let list = efs_router::MountTargetList::from_json(LIST).unwrap();
+    let router = efs_router::Router::new(list, efs_router::Layout::single_mount(&base)).unwrap();
+    router.write("data/a.json", b"a").unwrap();
+    // b.json written into a shard that is not its home.
+    let b = router.resolve("data/b.json").unwrap();
+    let other = (b.index + 1) % 3;
+    let misplaced = router
+        .layout()
+        .real_path(&router.list().mount_targets, other, &b.logical);
+    std::fs::create_dir_all(misplaced.parent().unwrap()).unwrap();
+    std::fs::write(&misplaced, b"b").unwrap();
+
+    let o = run(
+        &[
+            "--list",
+            "-",
+            "--base",
+            base.to_str().unwrap(),
+            "--json",
+            "where",
+            "data/a.json",
+            "data/b.json",
+            "data/c.json",
+        ],
+        Some(LIST),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let v = json_lines(&o);
+    assert_eq!(v[0]["status"], "home");
+    assert_eq!(v[1]["status"], "elsewhere");
+    assert_eq!(v[1]["found"]["shard"], other);
+    assert_eq!(v[1]["found"]["real_path"], misplaced.to_str().unwrap());
+    assert_eq!(v[2]["status"], "missing");
+    assert!(misplaced.exists(), "where moved a file");
+}
+
+#[test]
+fn errors_and_usage() {
+    let o = run(
+        &["--list", "-", "resolve", "../etc/passwd", "data/ok"],
+        Some(LIST),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("leaves its root"));
+    assert!(
+        stdout(&o).contains("data/ok"),
+        "the good path is still answered"
+    );
+
+    let o = run(&["--list", "-", "resolve", "x"], Some("{\"nope\":1}"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("standard input: not a mount target list"));
+
+    for args in [
+        &["resolve", "x"][..],
+        &["--list", "-"],
+        &["--list", "-", "frobnicate"],
+        &["--list", "-", "resolve"],
+        &[
+            "--list", "-", "--base", "/a", "--mounts", "/m-{i}", "resolve", "x",
+        ],
+    ] {
+        let o = run(args, Some(LIST));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("usage:"));
+    }
+    let o = run(&["--help"], None);
+    assert!(o.status.success() && stdout(&o).contains("usage:"));
+
+    let o = run(&["--list", "-", "show"], Some(LIST));
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("strategy: rendezvous\n0: fsmt-a 10.0.1.4 us-east-1a root /\n"));
+}

@@ -1,0 +1,177 @@
+//! `shard_index` and path normalisation against `tests/vectors/routing.json` (shared with the
+//! Python client), and `modulo-sha256` against the original Python expression run by CPython.
+
+use efs_router::{modulo_sha256, shard_index, LogicalPath, Strategy, Target};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn vectors() -> Value {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/routing.json");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    serde_json::from_str(&text).expect("routing.json is JSON")
+}
+
+fn lists(v: &Value) -> HashMap<String, Vec<Target>> {
+    v["lists"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, l)| (k.clone(), serde_json::from_value(l.clone()).unwrap()))
+        .collect()
+}
+
+fn strategy(s: &Value) -> Strategy {
+    serde_json::from_value(s.clone()).unwrap()
+}
+
+#[test]
+fn routing_vectors() {
+    let v = vectors();
+    let lists = lists(&v);
+    let cases = v["routing"].as_array().unwrap();
+    assert!(cases.len() >= 300);
+    for case in cases {
+        let path = case["path"].as_str().unwrap();
+        let targets = &lists[case["list"].as_str().unwrap()];
+        let got = shard_index(path, targets, strategy(&case["strategy"]));
+        assert_eq!(
+            got,
+            Ok(case["index"].as_u64().unwrap() as usize),
+            "case {case}"
+        );
+    }
+}
+
+#[test]
+fn routing_error_vectors() {
+    let v = vectors();
+    let lists = lists(&v);
+    for case in v["routing_errors"].as_array().unwrap() {
+        let path = case["path"].as_str().unwrap();
+        let targets = &lists[case["list"].as_str().unwrap()];
+        match shard_index(path, targets, strategy(&case["strategy"])) {
+            Ok(i) => panic!("case {case}: routed to {i}"),
+            Err(e) => assert_eq!(e.kind(), case["error"].as_str().unwrap(), "case {case}"),
+        }
+    }
+}
+
+#[test]
+fn normalisation_vectors() {
+    let v = vectors();
+    for case in v["normalise"].as_array().unwrap() {
+        let path = case["path"].as_str().unwrap();
+        match (LogicalPath::parse(path), case.get("normalised")) {
+            (Ok(p), Some(n)) => assert_eq!(p.as_str(), n.as_str().unwrap(), "case {case}"),
+            (Err(e), None) => assert_eq!(e.kind(), case["error"].as_str().unwrap(), "case {case}"),
+            (got, _) => panic!("case {case}: got {got:?}"),
+        }
+    }
+}
+
+/// xorshift64*: enough to make paths, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Random strings over ASCII, `/`, `.`, multi-byte and astral characters: any string the
+/// application could pass, valid as a logical path or not.
+fn random_path(rng: &mut Rng) -> String {
+    const ALPHABET: &[char] = &[
+        'a', 'b', 'z', 'A', 'Z', '0', '9', '-', '_', '.', '/', '/', ' ', 'é', 'ß', '中', '📈', '\\',
+    ];
+    let len = 1 + rng.below(60);
+    (0..len)
+        .map(|_| ALPHABET[rng.below(ALPHABET.len())])
+        .collect()
+}
+
+fn python3() -> Option<String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    Command::new(&python)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| python)
+}
+
+#[test]
+fn modulo_agrees_with_the_original_python_expression() {
+    let Some(python) = python3() else {
+        eprintln!("SKIPPED: no python3 to run the original expression");
+        return;
+    };
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut paths: Vec<String> = (0..5000).map(|_| random_path(&mut rng)).collect();
+    paths.extend(
+        (0..1000).map(|i| format!("data/analysis/device-{i}-{}.json", 1_700_000_000 + i * 7)),
+    );
+    let ns: Vec<usize> = (1..=8)
+        .chain([
+            13,
+            64,
+            1000,
+            1 << 31,
+            u32::MAX as usize,
+            1 << 40,
+            (1 << 62) + 7,
+        ])
+        .collect();
+    let script = r#"
+import hashlib, json, sys
+paths, ns = json.load(sys.stdin)
+# The original client's expression, verbatim, with len(mount_targets) = n.
+json.dump([[int(hashlib.sha256(file_path.encode()).hexdigest(), 16) % n for n in ns] for file_path in paths], sys.stdout)
+"#;
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = serde_json::to_vec(&(&paths, &ns)).unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let expected: Vec<Vec<usize>> = serde_json::from_slice(&out.stdout).unwrap();
+    let list = |n: usize| -> Vec<Target> {
+        (0..n)
+            .map(|i| {
+                serde_json::from_value(
+                    serde_json::json!({"id": format!("fsmt-{i}"), "ip": "10.0.0.1"}),
+                )
+                .unwrap()
+            })
+            .collect()
+    };
+    let lists: Vec<Vec<Target>> = (1..=8).map(list).collect();
+    let mut routed = 0;
+    for (path, want) in paths.iter().zip(&expected) {
+        for (&n, &w) in ns.iter().zip(want) {
+            assert_eq!(modulo_sha256(path, n), w, "path {path:?} n {n}");
+            if n <= 8 && LogicalPath::parse(path).is_ok() {
+                assert_eq!(
+                    shard_index(path, &lists[n - 1], Strategy::ModuloSha256),
+                    Ok(w)
+                );
+                routed += 1;
+            }
+        }
+    }
+    assert!(routed > 8000, "too few valid random paths: {routed}");
+}

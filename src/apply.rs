@@ -1,0 +1,119 @@
+//! Carry out a plan's steps. Each step is idempotent, so a run that dies between two of
+//! them leaves a state the next run's plan finishes.
+
+use crate::aws::Clients;
+use crate::config::Config;
+use crate::error::Error;
+use crate::observed::{LifeCycle, MountTarget};
+use crate::plan::{NewTarget, SecurityGroups, Step};
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// What applying did, for the response and the summary log.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub actions: Vec<&'static str>,
+    pub created: Option<(MountTarget, String)>,
+    pub waiting_for: Vec<String>,
+    pub published: bool,
+}
+
+/// First and longest pause between two looks at a creating mount target.
+const FIRST_POLL: Duration = Duration::from_secs(1);
+const LONGEST_POLL: Duration = Duration::from_secs(10);
+
+pub async fn apply(
+    clients: &Clients,
+    config: &Config,
+    steps: &[Step],
+    wait_until: Instant,
+    applied: &mut Applied,
+) -> Result<(), Error> {
+    for step in steps {
+        match step {
+            Step::CreateShardDir { root } => {
+                let path = config.watch_path(root);
+                std::fs::create_dir_all(&path).map_err(|source| Error::CreateShardDir {
+                    path: path.clone(),
+                    source,
+                })?;
+                info!(root = %root, path = %path.display(), "shard directory ready");
+            }
+            Step::CreateMountTarget(new) => {
+                if let Some(target) = create(clients, config, new).await? {
+                    applied.created = Some((target.clone(), new.root.clone()));
+                    wait(clients, &target.id, wait_until, applied).await?;
+                }
+            }
+            Step::Wait { mount_target_id } => wait(clients, mount_target_id, wait_until, applied).await?,
+            Step::Publish { list } => {
+                clients.ssm.write(&config.parameter_name, list).await?;
+                applied.published = true;
+                info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
+            }
+            Step::ForceDeployment { service } => {
+                let id = clients.ecs.force_new_deployment(&config.cluster, service).await?;
+                info!(cluster = %config.cluster, service = %service, deployment = id.as_deref().unwrap_or("?"), "forced a new deployment");
+            }
+        }
+        applied.actions.push(step.name());
+    }
+    Ok(())
+}
+
+/// `None` when another run created a target in that AZ first (AWS says `MountTargetConflict`):
+/// the run observes again instead of failing.
+async fn create(clients: &Clients, config: &Config, new: &NewTarget) -> Result<Option<MountTarget>, Error> {
+    let groups = match &new.security_groups {
+        SecurityGroups::Given(ids) => Some(ids.clone()),
+        SecurityGroups::SameAs(id) => Some(clients.efs.security_groups(id).await?),
+        SecurityGroups::VpcDefault => None,
+    };
+    match clients
+        .efs
+        .create_mount_target(&config.file_system_id, &new.subnet_id, groups.clone())
+        .await
+    {
+        Ok(target) => {
+            info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
+                  root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
+            Ok(Some(target))
+        }
+        Err(Error::MountTargetConflict { .. }) => {
+            warn!(az = %new.az, subnet = %new.subnet_id, "a mount target already exists in this AZ; another run got there first");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Polls with backoff until the target is available or `until` comes. A target still
+/// creating then is left to the next run; one that failed is reported, never waited on.
+async fn wait(clients: &Clients, id: &str, until: Instant, applied: &mut Applied) -> Result<(), Error> {
+    let mut pause = FIRST_POLL;
+    loop {
+        let state = clients.efs.mount_target(id).await?.map(|t| t.state);
+        match state {
+            Some(LifeCycle::Available) => {
+                info!(mount_target = %id, "mount target available");
+                return Ok(());
+            }
+            Some(LifeCycle::Creating | LifeCycle::Updating) => {}
+            Some(other) => {
+                warn!(mount_target = %id, state = other.as_str(), "mount target will not become available; not waiting for it");
+                return Ok(());
+            }
+            None => {
+                warn!(mount_target = %id, "mount target is gone");
+                return Ok(());
+            }
+        }
+        if Instant::now() + pause > until {
+            info!(mount_target = %id, "still creating at the time limit; the next run picks it up");
+            applied.waiting_for.push(id.to_owned());
+            return Ok(());
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(LONGEST_POLL);
+    }
+}

@@ -1,0 +1,254 @@
+//! Settings from the environment, checked before any AWS call.
+
+/// The environment variables of the contract (DESIGN.md), in its order.
+pub const ENV_VARS: &[&str] = &[
+    "EFS_FILE_SYSTEM_ID",
+    "SSM_PARAMETER_NAME",
+    "ECS_CLUSTER_NAME",
+    "ECS_SERVICE_NAME",
+    "EFS_MOUNT_PATH",
+    "WATCH_DIR",
+    "FILE_THRESHOLD",
+    "SUBNET_IDS",
+    "SECURITY_GROUP_IDS",
+    "MAX_MOUNT_TARGETS",
+    "SCALE_IN_RATIO",
+    "SCALE_IN_COOLDOWN_SECONDS",
+    "PROTECTED_SUBNET_IDS",
+];
+
+use crate::error::Error;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The function's settings. An unset or empty optional variable takes its default
+/// (CloudFormation passes optional parameters as empty strings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub file_system_id: String,
+    pub parameter_name: String,
+    pub cluster: String,
+    pub services: Vec<String>,
+    pub mount_path: PathBuf,
+    /// Relative to each shard root, without leading or trailing `/`.
+    pub watch_dir: String,
+    pub file_threshold: u64,
+    pub subnet_ids: Option<Vec<String>>,
+    pub security_group_ids: Option<Vec<String>>,
+    pub max_mount_targets: Option<usize>,
+    pub scale_in_ratio: f64,
+    pub scale_in_cooldown: Duration,
+    pub protected_subnet_ids: Vec<String>,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let value = |var: &'static str| get(var).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let required = |var: &'static str| {
+            value(var).ok_or(Error::Config {
+                var,
+                problem: "required, not set".into(),
+            })
+        };
+        let file_system_id = required("EFS_FILE_SYSTEM_ID")?;
+        let cluster = required("ECS_CLUSTER_NAME")?;
+        let services = id_list("ECS_SERVICE_NAME", &required("ECS_SERVICE_NAME")?)?;
+        let parameter_name =
+            value("SSM_PARAMETER_NAME").unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
+
+        let mount_path = PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
+        if !mount_path.is_absolute() {
+            return Err(Error::Config {
+                var: "EFS_MOUNT_PATH",
+                problem: format!("{} is not an absolute path", mount_path.display()),
+            });
+        }
+        let watch_dir = watch_dir(value("WATCH_DIR").as_deref().unwrap_or("data/analysis"))?;
+
+        let file_threshold = match value("FILE_THRESHOLD") {
+            None => 50_000,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(Error::Config {
+                        var: "FILE_THRESHOLD",
+                        problem: format!("{v:?} is not a whole number above 0"),
+                    })
+                }
+            },
+        };
+        let max_mount_targets = match value("MAX_MOUNT_TARGETS") {
+            None => None,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    return Err(Error::Config {
+                        var: "MAX_MOUNT_TARGETS",
+                        problem: format!("{v:?} is not a whole number above 0"),
+                    })
+                }
+            },
+        };
+        let scale_in_ratio = match value("SCALE_IN_RATIO") {
+            None => 0.6,
+            Some(v) => match v.parse::<f64>() {
+                Ok(r) if r > 0.0 && r < 1.0 => r,
+                _ => {
+                    return Err(Error::Config {
+                        var: "SCALE_IN_RATIO",
+                        problem: format!("{v:?} is not a number between 0 and 1 (exclusive)"),
+                    })
+                }
+            },
+        };
+        let scale_in_cooldown = match value("SCALE_IN_COOLDOWN_SECONDS") {
+            None => Duration::from_secs(1800),
+            Some(v) => Duration::from_secs(v.parse::<u64>().map_err(|_| Error::Config {
+                var: "SCALE_IN_COOLDOWN_SECONDS",
+                problem: format!("{v:?} is not a whole number of seconds"),
+            })?),
+        };
+        let optional_list = |var: &'static str| value(var).map(|v| id_list(var, &v)).transpose();
+        Ok(Config {
+            file_system_id,
+            parameter_name,
+            cluster,
+            services,
+            mount_path,
+            watch_dir,
+            file_threshold,
+            subnet_ids: optional_list("SUBNET_IDS")?,
+            security_group_ids: optional_list("SECURITY_GROUP_IDS")?,
+            max_mount_targets,
+            scale_in_ratio,
+            scale_in_cooldown,
+            protected_subnet_ids: optional_list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
+        })
+    }
+
+    /// The directory whose files are counted for a shard rooted at `root`.
+    pub fn watch_path(&self, root: &str) -> PathBuf {
+        let mut path = self.mount_path.clone();
+        path.extend(root.split('/').filter(|p| !p.is_empty()));
+        path.extend(self.watch_dir.split('/').filter(|p| !p.is_empty()));
+        path
+    }
+}
+
+/// `a,b , c` → [a, b, c]; an empty item (`a,,b`, `,`) is an error, as are duplicates.
+fn id_list(var: &'static str, raw: &str) -> Result<Vec<String>, Error> {
+    let mut ids: Vec<String> = Vec::new();
+    for item in raw.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(Error::Config {
+                var,
+                problem: format!("{raw:?} has an empty item; give a comma-separated list of ids"),
+            });
+        }
+        if item.chars().any(char::is_whitespace) {
+            return Err(Error::Config {
+                var,
+                problem: format!("{item:?} contains whitespace"),
+            });
+        }
+        if !ids.iter().any(|i| i == item) {
+            ids.push(item.to_owned());
+        }
+    }
+    Ok(ids)
+}
+
+fn watch_dir(raw: &str) -> Result<String, Error> {
+    let parts: Vec<&str> = raw.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    if parts.iter().any(|p| *p == ".." || p.contains('\0')) {
+        return Err(Error::Config {
+            var: "WATCH_DIR",
+            problem: format!("{raw:?} must stay inside the shard root (no '..')"),
+        });
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, Error> {
+        let mut env: HashMap<String, String> = [
+            ("EFS_FILE_SYSTEM_ID", "fs-1"),
+            ("ECS_CLUSTER_NAME", "c"),
+            ("ECS_SERVICE_NAME", "s"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in vars {
+            env.insert(k.to_string(), v.to_string());
+        }
+        Config::from_lookup(|k| env.get(k).cloned())
+    }
+
+    fn failing_var(vars: &[(&str, &str)]) -> &'static str {
+        match config(vars) {
+            Err(Error::Config { var, .. }) => var,
+            other => panic!("expected a config error for {vars:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_contract() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.parameter_name, "/efs-mount-autoscaling/mount-targets");
+        assert_eq!(c.mount_path, PathBuf::from("/mnt/efs"));
+        assert_eq!(c.watch_dir, "data/analysis");
+        assert_eq!(c.file_threshold, 50_000);
+        assert_eq!(c.subnet_ids, None);
+        assert_eq!(c.security_group_ids, None);
+        assert_eq!(c.max_mount_targets, None);
+        assert_eq!(c.scale_in_ratio, 0.6);
+        assert_eq!(c.scale_in_cooldown, Duration::from_secs(1800));
+        assert!(c.protected_subnet_ids.is_empty());
+    }
+
+    #[test]
+    fn lists_and_paths_parse() {
+        let c = config(&[
+            ("ECS_SERVICE_NAME", "api, worker,api"),
+            ("SUBNET_IDS", "subnet-a,subnet-b"),
+            ("WATCH_DIR", "/data/analysis/"),
+            ("SUBNET_IDS", ""),
+        ])
+        .unwrap();
+        assert_eq!(c.services, vec!["api", "worker"]);
+        assert_eq!(c.subnet_ids, None, "an empty value is unset");
+        assert_eq!(c.watch_dir, "data/analysis");
+        assert_eq!(c.watch_path("/"), PathBuf::from("/mnt/efs/data/analysis"));
+        assert_eq!(
+            c.watch_path("/shards/use1-az4"),
+            PathBuf::from("/mnt/efs/shards/use1-az4/data/analysis")
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        assert_eq!(failing_var(&[("EFS_FILE_SYSTEM_ID", "")]), "EFS_FILE_SYSTEM_ID");
+        assert_eq!(failing_var(&[("ECS_CLUSTER_NAME", " ")]), "ECS_CLUSTER_NAME");
+        assert_eq!(failing_var(&[("ECS_SERVICE_NAME", "a,,b")]), "ECS_SERVICE_NAME");
+        assert_eq!(failing_var(&[("FILE_THRESHOLD", "0")]), "FILE_THRESHOLD");
+        assert_eq!(failing_var(&[("FILE_THRESHOLD", "lots")]), "FILE_THRESHOLD");
+        assert_eq!(failing_var(&[("FILE_THRESHOLD", "-5")]), "FILE_THRESHOLD");
+        assert_eq!(failing_var(&[("SUBNET_IDS", ",")]), "SUBNET_IDS");
+        assert_eq!(failing_var(&[("SECURITY_GROUP_IDS", "sg-1,")]), "SECURITY_GROUP_IDS");
+        assert_eq!(failing_var(&[("MAX_MOUNT_TARGETS", "0")]), "MAX_MOUNT_TARGETS");
+        assert_eq!(failing_var(&[("SCALE_IN_RATIO", "1.5")]), "SCALE_IN_RATIO");
+        assert_eq!(failing_var(&[("SCALE_IN_COOLDOWN_SECONDS", "30m")]), "SCALE_IN_COOLDOWN_SECONDS");
+        assert_eq!(failing_var(&[("EFS_MOUNT_PATH", "mnt/efs")]), "EFS_MOUNT_PATH");
+        assert_eq!(failing_var(&[("WATCH_DIR", "../etc")]), "WATCH_DIR");
+        assert_eq!(failing_var(&[("PROTECTED_SUBNET_IDS", "a b")]), "PROTECTED_SUBNET_IDS");
+    }
+}

@@ -1,0 +1,76 @@
+//! Counting the files of a directory without a stat per entry.
+//!
+//! Over NFS a stat is a network round trip per file, while one READDIR reply carries
+//! hundreds of names. So names come straight from `getdents64` into one 1 MiB buffer, the
+//! entry type is taken from `d_type`, and an entry whose type the file system does not report
+//! (`DT_UNKNOWN`, common on NFS) counts as a file rather than costing a stat. Memory stays
+//! the buffer, whatever the number of files. (`std::fs::DirEntry::file_type` and `walkdir`
+//! fall back to a stat for `DT_UNKNOWN`, so they are not used.)
+
+use rustix::fs::{FileType, Mode, OFlags, RawDir};
+use rustix::io::Errno;
+use std::mem::MaybeUninit;
+use std::path::Path;
+
+const BUFFER_BYTES: usize = 1 << 20;
+
+/// The number of non-directory entries directly in `dir`, or `None` if `dir` does not exist.
+pub fn count_files(dir: &Path) -> std::io::Result<Option<u64>> {
+    let fd = match rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut buf: Vec<MaybeUninit<u8>> = Vec::with_capacity(BUFFER_BYTES);
+    buf.resize(BUFFER_BYTES, MaybeUninit::uninit());
+    let mut entries = RawDir::new(fd, &mut buf);
+    let mut files = 0u64;
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if entry.file_type() != FileType::Directory {
+            files += 1;
+        }
+    }
+    Ok(Some(files))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn counts_files_and_links_not_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..2500 {
+            fs::write(dir.path().join(format!("device-{i}.json")), b"{}").unwrap();
+        }
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(dir.path().join("sub").join("inner.json"), b"{}").unwrap();
+        std::os::unix::fs::symlink("device-1.json", dir.path().join("link")).unwrap();
+        assert_eq!(count_files(dir.path()).unwrap(), Some(2501));
+    }
+
+    #[test]
+    fn empty_and_missing_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(count_files(dir.path()).unwrap(), Some(0));
+        assert_eq!(count_files(&dir.path().join("absent")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_file_is_not_a_directory_to_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, b"x").unwrap();
+        assert!(count_files(&file).is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! The one error type. Each variant names what is at fault (a variable, a file, a
+//! parameter, an AWS operation) and keeps its source.
+
+use std::path::PathBuf;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("configuration: {var}: {problem}")]
+    Config { var: &'static str, problem: String },
+
+    #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}} and {{\"action\":\"plan\"}}")]
+    UnsupportedEvent { received: String },
+
+    #[error("SSM parameter {name} does not hold a mount target list, so it is left unchanged and nothing was done: {source}")]
+    CorruptParameter {
+        name: String,
+        #[source]
+        source: efs_router::list::ListError,
+    },
+
+    #[error("watch directory {path} of the root shard does not exist; is EFS_MOUNT_PATH/WATCH_DIR right and the file system mounted?")]
+    MissingWatchDir { path: PathBuf },
+
+    #[error("cannot read directory {path}: {source}")]
+    ReadDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("cannot create shard directory {path}: {source}")]
+    CreateShardDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{what} not found ({operation})")]
+    NotFound {
+        operation: &'static str,
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("AWS throttled {operation} beyond the SDK's retries; the next run will try again")]
+    Throttled {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("another mount target already exists in that AZ ({operation})")]
+    MountTargetConflict {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("AWS {operation} failed: {message}")]
+    Aws {
+        operation: &'static str,
+        message: String,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+impl Error {
+    /// The Lambda error type reported to the runtime: the variant's name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Config { .. } => "Config",
+            Error::UnsupportedEvent { .. } => "UnsupportedEvent",
+            Error::CorruptParameter { .. } => "CorruptParameter",
+            Error::MissingWatchDir { .. } => "MissingWatchDir",
+            Error::ReadDir { .. } => "ReadDir",
+            Error::CreateShardDir { .. } => "CreateShardDir",
+            Error::NotFound { .. } => "NotFound",
+            Error::Throttled { .. } => "Throttled",
+            Error::MountTargetConflict { .. } => "MountTargetConflict",
+            Error::Aws { .. } => "Aws",
+            Error::Inconsistent(_) => "Inconsistent",
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! What an invocation asks for.
+
+use crate::error::Error;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Observe, plan and apply.
+    Reconcile,
+    /// Observe and plan; change nothing.
+    Plan,
+}
+
+impl Action {
+    /// An EventBridge scheduled event or `{"action":"reconcile"}` reconciles;
+    /// `{"action":"plan"}` plans. Anything else is refused before any AWS call.
+    pub fn from_event(event: &Value) -> Result<Self, Error> {
+        if event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") {
+            return Ok(Action::Reconcile);
+        }
+        match event.get("action").and_then(Value::as_str) {
+            Some("reconcile") => Ok(Action::Reconcile),
+            Some("plan") => Ok(Action::Plan),
+            _ => {
+                let mut received = event.to_string();
+                if received.len() > 200 {
+                    received.truncate(received.floor_char_boundary(200));
+                    received.push('…');
+                }
+                Err(Error::UnsupportedEvent { received })
+            }
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Reconcile => "reconcile",
+            Action::Plan => "plan",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event_file(name: &str) -> Value {
+        let path = format!("{}/events/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_sample_events_are_understood() {
+        assert_eq!(Action::from_event(&event_file("scheduled.json")).unwrap(), Action::Reconcile);
+        assert_eq!(Action::from_event(&event_file("reconcile.json")).unwrap(), Action::Reconcile);
+        assert_eq!(Action::from_event(&event_file("plan.json")).unwrap(), Action::Plan);
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_what_is_accepted() {
+        for bad in [
+            serde_json::json!({}),
+            serde_json::json!({"action": "explode"}),
+            serde_json::json!({"action": 1}),
+            serde_json::json!({"detail-type": "EC2 Instance State-change Notification"}),
+            serde_json::json!("reconcile"),
+            serde_json::json!(null),
+        ] {
+            let err = Action::from_event(&bad).unwrap_err().to_string();
+            assert!(err.contains("\"action\":\"plan\"") && err.contains("Scheduled Event"), "{err}");
+        }
+    }
+}

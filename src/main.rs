@@ -1,0 +1,50 @@
+use efs_mount_autoscaler::{aws::Clients, config::Config, event::Action, reconcile};
+use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
+use serde_json::Value;
+
+/// Carries our error to the Runtime API with its variant as the error type.
+#[derive(Debug)]
+struct Failure(efs_mount_autoscaler::error::Error);
+
+impl From<Failure> for Diagnostic {
+    fn from(Failure(e): Failure) -> Self {
+        Diagnostic {
+            error_type: e.kind().to_owned(),
+            error_message: error_chain(&e),
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    // A bad setting fails the init, before any AWS call, naming the variable.
+    let config = Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
+    let clients = Clients::from_env().await;
+    let (config, clients) = (&config, &clients);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        let run = async {
+            let action = Action::from_event(&event.payload)?;
+            reconcile::run(clients, config, action, event.context.deadline()).await
+        };
+        run.await.map_err(|e| {
+            tracing::error!(error = %error_chain(&e), kind = e.kind(), "run failed; nothing after the failing step was done");
+            Failure(e)
+        })
+    }))
+    .await
+}

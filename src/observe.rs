@@ -1,0 +1,85 @@
+//! Observe everything a plan needs. Reads only; any error here means nothing was changed.
+
+use crate::aws::Clients;
+use crate::config::Config;
+use crate::count::count_files;
+use crate::error::Error;
+use crate::observed::Observed;
+use crate::shard::root_for_az;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// What was observed, and how long counting the files took.
+pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
+    let (mount_targets, parameter, deployments) = tokio::try_join!(
+        clients.efs.mount_targets(&config.file_system_id),
+        clients.ssm.read(&config.parameter_name),
+        clients.ecs.primary_deployments(&config.cluster, &config.services),
+    )?;
+
+    let holding: Vec<_> = mount_targets.iter().filter(|t| t.occupies_az()).collect();
+    let vpc_id = match holding.iter().find_map(|t| t.vpc_id.clone()) {
+        Some(vpc) => Some(vpc),
+        // Older API responses carry no VpcId: take it from a target's subnet.
+        None => match holding.first() {
+            Some(t) => clients
+                .ec2
+                .subnets_by_id(std::slice::from_ref(&t.subnet_id), "the subnet of a mount target")
+                .await?
+                .first()
+                .map(|s| s.vpc_id.clone()),
+            None => None,
+        },
+    };
+    let subnets = match (&config.subnet_ids, &vpc_id) {
+        (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
+        (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
+        (None, None) => {
+            return Err(Error::Config {
+                var: "SUBNET_IDS",
+                problem: format!(
+                    "required while file system {} has no mount target to take a VPC from",
+                    config.file_system_id
+                ),
+            })
+        }
+    };
+
+    // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
+    let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
+    if let Some(p) = &parameter {
+        roots.extend(p.list.mount_targets.iter().map(|t| t.root.clone()));
+    }
+    roots.extend(holding.iter().map(|t| root_for_az(&t.az_id)));
+    let started = Instant::now();
+    let dirs: Vec<_> = roots.into_iter().map(|r| (config.watch_path(&r), r)).collect();
+    let files = tokio::task::spawn_blocking(move || -> Result<BTreeMap<String, u64>, Error> {
+        let mut files = BTreeMap::new();
+        for (path, root) in dirs {
+            match count_files(&path) {
+                Ok(Some(n)) => {
+                    files.insert(root, n);
+                }
+                Ok(None) if root == "/" => return Err(Error::MissingWatchDir { path }),
+                Ok(None) => {}
+                Err(source) => return Err(Error::ReadDir { path, source }),
+            }
+        }
+        Ok(files)
+    })
+    .await
+    .map_err(|e| Error::Inconsistent(format!("counting task failed: {e}")))??;
+    let count_took = started.elapsed();
+
+    Ok((
+        Observed {
+            mount_targets,
+            vpc_id,
+            subnets,
+            parameter,
+            deployments,
+            files,
+        },
+        count_took,
+    ))
+}

@@ -1,0 +1,91 @@
+//! What a run observes, as plain data: the input of `plan`.
+
+use efs_router::list::MountTargetList;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LifeCycle {
+    Creating,
+    Available,
+    Updating,
+    Deleting,
+    Deleted,
+    Error,
+    Unknown(String),
+}
+
+impl LifeCycle {
+    pub fn as_str(&self) -> &str {
+        match self {
+            LifeCycle::Creating => "creating",
+            LifeCycle::Available => "available",
+            LifeCycle::Updating => "updating",
+            LifeCycle::Deleting => "deleting",
+            LifeCycle::Deleted => "deleted",
+            LifeCycle::Error => "error",
+            LifeCycle::Unknown(s) => s,
+        }
+    }
+
+    /// Serves, or soon will: counts toward the current number of mount targets.
+    pub fn is_active(&self) -> bool {
+        matches!(self, LifeCycle::Creating | LifeCycle::Available | LifeCycle::Updating)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountTarget {
+    pub id: String,
+    pub subnet_id: String,
+    pub vpc_id: Option<String>,
+    pub az: String,
+    pub az_id: String,
+    pub ip: Option<String>,
+    pub state: LifeCycle,
+}
+
+impl MountTarget {
+    /// Holds its AZ: AWS refuses a second mount target there until this one is gone.
+    /// A target without an id is an API artefact, not a target (never waited on).
+    pub fn occupies_az(&self) -> bool {
+        !self.id.is_empty() && self.state != LifeCycle::Deleted
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subnet {
+    pub id: String,
+    pub vpc_id: String,
+    pub az: String,
+    pub az_id: String,
+}
+
+/// The published parameter, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    pub list: MountTargetList,
+    pub last_modified: Option<SystemTime>,
+}
+
+/// The primary deployment of one ECS service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployment {
+    pub service: String,
+    pub id: Option<String>,
+    pub created_at: Option<SystemTime>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub mount_targets: Vec<MountTarget>,
+    /// The VPC of the file system's mount targets, if it has any.
+    pub vpc_id: Option<String>,
+    /// Candidate subnets: `SUBNET_IDS`, or every subnet of the VPC.
+    pub subnets: Vec<Subnet>,
+    /// `None` when the parameter does not exist.
+    pub parameter: Option<Parameter>,
+    pub deployments: Vec<Deployment>,
+    /// Files per shard root; a root whose watch directory does not exist is absent.
+    pub files: BTreeMap<String, u64>,
+}

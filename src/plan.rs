@@ -1,0 +1,648 @@
+//! The decision, as a pure function of what was observed: no I/O, no clock.
+//!
+//! Level-triggered like a Kubernetes controller: it assumes nothing about why it runs or
+//! what the last run finished, so a run that died anywhere is finished by the next one.
+
+use crate::observed::{LifeCycle, Observed, Subnet};
+use crate::shard::{self, Shard};
+use efs_router::list::{MountTargetList, Strategy, Target};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The settings that shape a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub file_threshold: u64,
+    pub max_mount_targets: Option<usize>,
+    pub subnet_ids: Option<Vec<String>>,
+    pub security_group_ids: Option<Vec<String>>,
+    pub services: Vec<String>,
+    /// False on the second pass of a run, after it created or waited: one new target a run.
+    pub allow_create: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecurityGroups {
+    Given(Vec<String>),
+    /// Those of this existing mount target (looked up when the step runs).
+    SameAs(String),
+    /// None given and no target to copy: AWS applies the VPC's default group.
+    VpcDefault,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTarget {
+    pub subnet_id: String,
+    pub az: String,
+    pub az_id: String,
+    pub root: String,
+    pub security_groups: SecurityGroups,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    CreateShardDir { root: String },
+    CreateMountTarget(NewTarget),
+    Wait { mount_target_id: String },
+    Publish { list: MountTargetList },
+    ForceDeployment { service: String },
+}
+
+impl Step {
+    /// The name used in the response's `actions` and in logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::CreateShardDir { .. } => "create_shard_directory",
+            Step::CreateMountTarget(_) => "create_mount_target",
+            Step::Wait { .. } => "wait_mount_target",
+            Step::Publish { .. } => "publish",
+            Step::ForceDeployment { .. } => "force_deployment",
+        }
+    }
+
+    /// Steps that change capacity; after them a run observes again before it publishes.
+    pub fn changes_capacity(&self) -> bool {
+        matches!(self, Step::CreateMountTarget(_) | Step::Wait { .. })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub shards: Vec<Shard>,
+    pub file_count: u64,
+    /// By mount target id.
+    pub files_per_shard: BTreeMap<String, u64>,
+    /// Mount targets creating, available or updating.
+    pub current: usize,
+    /// `ceil(files / threshold)`, at least 1, before any bound.
+    pub needed: usize,
+    /// AZs that can hold a mount target (with one, or with a free eligible subnet).
+    pub az_capacity: usize,
+    pub desired: usize,
+    /// Needed more than the AZs (or MAX_MOUNT_TARGETS) allow.
+    pub at_capacity: bool,
+    /// The list clients should see once the steps have run.
+    pub list: MountTargetList,
+    pub steps: Vec<Step>,
+    pub reason: String,
+    /// Things an operator should know that change nothing (a target in `error`, say).
+    pub warnings: Vec<String>,
+}
+
+pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
+    let published = obs.parameter.as_ref().map(|p| &p.list);
+    let shards = shard::assign(&obs.mount_targets, published, |root| obs.files.contains_key(root));
+    let mut warnings = Vec::new();
+
+    // Files: each distinct root once (the original layout lists `/` for every target).
+    let files_of = |root: &str| obs.files.get(root).copied().unwrap_or(0);
+    let mut roots: BTreeSet<&str> = shards.iter().map(|s| s.root.as_str()).collect();
+    roots.insert("/");
+    let file_count: u64 = roots.iter().map(|r| files_of(r)).sum();
+    let files_per_shard = shards.iter().map(|s| (s.target.id.clone(), files_of(&s.root))).collect();
+    let orphaned: Vec<&String> = obs.files.keys().filter(|r| !roots.contains(r.as_str())).collect();
+    for root in orphaned {
+        if files_of(root) > 0 {
+            warnings.push(format!(
+                "{} files under {root} belong to no mount target and are not counted",
+                files_of(root)
+            ));
+        }
+    }
+    for s in &shards {
+        if !s.target.state.is_active() {
+            warnings.push(format!(
+                "mount target {} in {} is {}; it holds its AZ but serves no shard",
+                s.target.id,
+                s.target.az,
+                s.target.state.as_str()
+            ));
+        }
+    }
+
+    let current = shards.iter().filter(|s| s.target.state.is_active()).count();
+    let vpc = obs
+        .vpc_id
+        .clone()
+        .or_else(|| obs.subnets.first().map(|s| s.vpc_id.clone()));
+    let used_azs: BTreeSet<&str> = obs
+        .mount_targets
+        .iter()
+        .filter(|t| t.occupies_az())
+        .map(|t| t.az_id.as_str())
+        .collect();
+    let mut eligible: Vec<&Subnet> = obs
+        .subnets
+        .iter()
+        .filter(|s| vpc.as_deref() == Some(s.vpc_id.as_str()))
+        .filter(|s| policy.subnet_ids.as_ref().is_none_or(|ids| ids.contains(&s.id)))
+        .filter(|s| !used_azs.contains(s.az_id.as_str()))
+        .collect();
+    eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
+    for s in obs.subnets.iter().filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str())) {
+        warnings.push(format!(
+            "subnet {} is in {}, not the file system's VPC {}; ignored",
+            s.id,
+            s.vpc_id,
+            vpc.as_deref().unwrap_or("?")
+        ));
+    }
+    let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
+    let az_capacity = used_azs.len() + free_azs.len();
+    let limit = az_capacity.min(policy.max_mount_targets.unwrap_or(usize::MAX)).max(1);
+    let needed = usize::try_from(file_count.div_ceil(policy.file_threshold))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let desired = needed.min(limit);
+    let at_capacity = needed > limit;
+
+    let mut steps = Vec::new();
+    let need_text = format!(
+        "{file_count} files need {needed} mount target{} at {} per target",
+        if needed == 1 { "" } else { "s" },
+        policy.file_threshold
+    );
+    let creating: Vec<&Shard> = shards
+        .iter()
+        .filter(|s| s.target.state == LifeCycle::Creating)
+        .collect();
+    let reason = if desired > current {
+        if let Some(c) = creating.first() {
+            format!(
+                "{need_text}; have {current}; waiting for {} in {} before adding another",
+                c.target.id, c.target.az
+            )
+        } else if !policy.allow_create {
+            format!("{need_text}; have {current}; one new mount target a run")
+        } else if let Some(subnet) = eligible.first() {
+            let root = shard::root_for_az(&subnet.az_id);
+            if !obs.files.contains_key(&root) {
+                steps.push(Step::CreateShardDir { root: root.clone() });
+            }
+            let security_groups = match (&policy.security_group_ids, shards.iter().find(|s| s.target.state.is_active())) {
+                (Some(ids), _) => SecurityGroups::Given(ids.clone()),
+                (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
+                (None, None) => SecurityGroups::VpcDefault,
+            };
+            steps.push(Step::CreateMountTarget(NewTarget {
+                subnet_id: subnet.id.clone(),
+                az: subnet.az.clone(),
+                az_id: subnet.az_id.clone(),
+                root,
+                security_groups,
+            }));
+            format!(
+                "{need_text}; had {current}; adding one in {} ({}, {})",
+                subnet.az, subnet.az_id, subnet.id
+            )
+        } else {
+            bound_text(&need_text, current, az_capacity, policy.max_mount_targets)
+        }
+    } else if at_capacity {
+        bound_text(&need_text, current, az_capacity, policy.max_mount_targets)
+    } else if desired < current {
+        format!("{need_text}; have {current}; scale-in is not done by this version")
+    } else {
+        format!("{need_text}; have {current}: nothing to add")
+    };
+
+    for s in shards.iter().filter(|s| s.target.state.is_active()) {
+        if !obs.files.contains_key(&s.root) {
+            steps.push(Step::CreateShardDir { root: s.root.clone() });
+        }
+    }
+    for s in &creating {
+        steps.push(Step::Wait {
+            mount_target_id: s.target.id.clone(),
+        });
+    }
+
+    let list = rebuild_list(published, &shards);
+    let publish = published != Some(&list);
+    if publish {
+        steps.push(Step::Publish { list: list.clone() });
+    }
+    let param_time = obs.parameter.as_ref().and_then(|p| p.last_modified);
+    for service in &policy.services {
+        let deployed = obs.deployments.iter().find(|d| &d.service == service);
+        let stale = match (param_time, deployed.and_then(|d| d.created_at)) {
+            (Some(published_at), Some(deployed_at)) => published_at > deployed_at,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if publish || stale {
+            steps.push(Step::ForceDeployment {
+                service: service.clone(),
+            });
+        }
+    }
+
+    Plan {
+        shards,
+        file_count,
+        files_per_shard,
+        current,
+        needed,
+        az_capacity,
+        desired,
+        at_capacity,
+        list,
+        steps,
+        reason,
+        warnings,
+    }
+}
+
+fn bound_text(need_text: &str, current: usize, az_capacity: usize, max: Option<usize>) -> String {
+    match max {
+        Some(m) if m < az_capacity => {
+            format!("{need_text}; have {current}; MAX_MOUNT_TARGETS is {m}: at capacity")
+        }
+        _ => format!(
+            "{need_text}; have {current}; no AZ without a mount target has an eligible subnet \
+             ({az_capacity} AZ{} usable): at capacity",
+            if az_capacity == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// The list clients should see: the published order kept (modulo routing depends on it),
+/// each entry refreshed from what was observed, entries whose target is gone dropped, new
+/// available targets appended. Only `available` targets with an address are listed.
+fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountTargetList {
+    let servable: Vec<&Shard> = shards
+        .iter()
+        .filter(|s| s.target.state == LifeCycle::Available && s.target.ip.is_some())
+        .collect();
+    let entry = |s: &Shard, draining: bool| Target {
+        id: s.target.id.clone(),
+        ip: s.target.ip.clone().unwrap_or_default(),
+        az: Some(s.target.az.clone()),
+        az_id: Some(s.target.az_id.clone()),
+        subnet_id: Some(s.target.subnet_id.clone()),
+        root: s.root.clone(),
+        draining,
+    };
+    let mut out = MountTargetList::new(published.map_or(Strategy::Rendezvous, |l| l.strategy));
+    let mut used = BTreeSet::new();
+    for e in published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]) {
+        let found = servable
+            .iter()
+            .find(|s| s.target.id == e.id)
+            .or_else(|| servable.iter().find(|s| e.az_id.as_deref() == Some(s.target.az_id.as_str())));
+        if let Some(s) = found.filter(|s| !used.contains(&s.target.id)) {
+            used.insert(s.target.id.clone());
+            out.mount_targets.push(entry(s, e.draining));
+        }
+    }
+    for s in servable {
+        if used.insert(s.target.id.clone()) {
+            out.mount_targets.push(entry(s, false));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observed::{Deployment, MountTarget, Parameter};
+    use std::time::{Duration, SystemTime};
+
+    const VPC: &str = "vpc-main";
+
+    fn subnet(id: &str, vpc: &str, az: char) -> Subnet {
+        Subnet {
+            id: id.into(),
+            vpc_id: vpc.into(),
+            az: format!("us-east-1{az}"),
+            az_id: format!("use1-az{}", az as u8 - b'a' + 1),
+        }
+    }
+
+    fn target(id: &str, az: char, state: LifeCycle) -> MountTarget {
+        MountTarget {
+            id: id.into(),
+            subnet_id: format!("subnet-{az}"),
+            vpc_id: Some(VPC.into()),
+            az: format!("us-east-1{az}"),
+            az_id: format!("use1-az{}", az as u8 - b'a' + 1),
+            ip: Some(format!("10.0.{}.4", az as u8 - b'a' + 1)),
+            state,
+        }
+    }
+
+    fn at(secs: u64) -> Option<SystemTime> {
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+    }
+
+    /// A file system with one available target in AZ a, subnets in a, b, c of its VPC, its
+    /// list published at t=100 and the service deployed at t=200, and `files` files in `/`.
+    fn world(files: u64) -> Observed {
+        let mut o = Observed {
+            mount_targets: vec![target("fsmt-a", 'a', LifeCycle::Available)],
+            vpc_id: Some(VPC.into()),
+            subnets: vec![subnet("subnet-a", VPC, 'a'), subnet("subnet-b", VPC, 'b'), subnet("subnet-c", VPC, 'c')],
+            parameter: None,
+            deployments: vec![Deployment {
+                service: "app".into(),
+                id: Some("ecs-svc/1".into()),
+                created_at: at(200),
+            }],
+            files: BTreeMap::from([("/".to_owned(), files)]),
+        };
+        o.parameter = Some(Parameter {
+            list: plan(&o, &policy()).list,
+            last_modified: at(100),
+        });
+        o
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            file_threshold: 50_000,
+            max_mount_targets: None,
+            subnet_ids: None,
+            security_group_ids: None,
+            services: vec!["app".into()],
+            allow_create: true,
+        }
+    }
+
+    fn names(p: &Plan) -> Vec<&'static str> {
+        p.steps.iter().map(Step::name).collect()
+    }
+
+    fn created(p: &Plan) -> Option<&NewTarget> {
+        p.steps.iter().find_map(|s| match s {
+            Step::CreateMountTarget(n) => Some(n),
+            _ => None,
+        })
+    }
+
+    /// Adds an available target in `az` with its own shard root, published.
+    fn add_shard(o: &mut Observed, id: &str, az: char, files: u64) {
+        let t = target(id, az, LifeCycle::Available);
+        o.files.insert(shard::root_for_az(&t.az_id), files);
+        o.mount_targets.push(t);
+        let list = plan(o, &policy()).list;
+        o.parameter = Some(Parameter {
+            list,
+            last_modified: at(100),
+        });
+    }
+
+    #[test]
+    fn below_threshold_does_nothing() {
+        let p = plan(&world(49_999), &policy());
+        assert_eq!((p.needed, p.desired, p.current), (1, 1, 1));
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        assert!(!p.at_capacity);
+        assert_eq!(p.files_per_shard["fsmt-a"], 49_999);
+    }
+
+    #[test]
+    fn exactly_at_threshold_is_still_one() {
+        let p = plan(&world(50_000), &policy());
+        assert_eq!(p.desired, 1);
+        assert!(p.steps.is_empty());
+    }
+
+    #[test]
+    fn first_crossing_creates_one_in_the_first_free_az() {
+        let p = plan(&world(61_234), &policy());
+        assert_eq!(p.desired, 2);
+        assert_eq!(names(&p), ["create_shard_directory", "create_mount_target"]);
+        let new = created(&p).unwrap();
+        assert_eq!((new.subnet_id.as_str(), new.az_id.as_str()), ("subnet-b", "use1-az2"));
+        assert_eq!(new.root, "/shards/use1-az2");
+        assert_eq!(new.security_groups, SecurityGroups::SameAs("fsmt-a".into()));
+        assert!(p.reason.contains("61234 files need 2"), "{}", p.reason);
+    }
+
+    #[test]
+    fn the_trigger_stays_true_after_a_scale_out_and_nothing_happens() {
+        let mut o = world(30_000);
+        add_shard(&mut o, "fsmt-b", 'b', 30_000);
+        let p = plan(&o, &policy());
+        assert_eq!((p.file_count, p.desired, p.current), (60_000, 2, 2));
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+    }
+
+    #[test]
+    fn azs_exhausted_is_at_capacity_and_creates_nothing() {
+        let mut o = world(100_000);
+        add_shard(&mut o, "fsmt-b", 'b', 50_000);
+        add_shard(&mut o, "fsmt-c", 'c', 50_000);
+        let p = plan(&o, &policy());
+        assert_eq!((p.needed, p.desired, p.az_capacity), (4, 3, 3));
+        assert!(p.at_capacity);
+        assert!(created(&p).is_none());
+        assert!(p.reason.contains("at capacity"), "{}", p.reason);
+    }
+
+    #[test]
+    fn a_target_creating_is_waited_for_and_not_doubled() {
+        let mut o = world(160_000);
+        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Creating));
+        let p = plan(&o, &policy());
+        assert_eq!(p.desired, 3);
+        assert!(created(&p).is_none());
+        assert!(p.steps.contains(&Step::Wait {
+            mount_target_id: "fsmt-b".into()
+        }));
+        // Not published while creating.
+        assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
+        assert!(p.reason.contains("waiting for fsmt-b"), "{}", p.reason);
+    }
+
+    #[test]
+    fn max_mount_targets_bounds_desired() {
+        let mut o = world(500_000);
+        add_shard(&mut o, "fsmt-b", 'b', 0);
+        let p = plan(
+            &o,
+            &Policy {
+                max_mount_targets: Some(2),
+                ..policy()
+            },
+        );
+        assert_eq!((p.needed, p.desired), (10, 2));
+        assert!(p.at_capacity);
+        assert!(created(&p).is_none());
+        assert!(p.reason.contains("MAX_MOUNT_TARGETS is 2"), "{}", p.reason);
+    }
+
+    #[test]
+    fn a_used_az_is_not_free_through_a_second_subnet() {
+        let mut o = world(100_000);
+        // Only other subnet: a second one in AZ a, which already has a target.
+        o.subnets = vec![subnet("subnet-a", VPC, 'a'), subnet("subnet-a2", VPC, 'a')];
+        let p = plan(&o, &policy());
+        assert!(created(&p).is_none());
+        assert!(p.at_capacity);
+        assert_eq!(p.az_capacity, 1);
+    }
+
+    #[test]
+    fn subnets_of_another_vpc_are_never_chosen() {
+        let mut o = world(100_000);
+        o.subnets = vec![subnet("subnet-x", "vpc-other", 'b'), subnet("subnet-c", VPC, 'c')];
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p).unwrap().subnet_id, "subnet-c");
+        assert!(p.warnings.iter().any(|w| w.contains("subnet-x")));
+        o.subnets.pop();
+        let p = plan(&o, &policy());
+        assert!(created(&p).is_none());
+        assert!(p.at_capacity);
+    }
+
+    #[test]
+    fn an_allow_list_restricts_the_choice() {
+        let p = plan(
+            &world(100_000),
+            &Policy {
+                subnet_ids: Some(vec!["subnet-c".into()]),
+                security_group_ids: Some(vec!["sg-1".into()]),
+                ..policy()
+            },
+        );
+        let new = created(&p).unwrap();
+        assert_eq!(new.subnet_id, "subnet-c");
+        assert_eq!(new.security_groups, SecurityGroups::Given(vec!["sg-1".into()]));
+    }
+
+    #[test]
+    fn one_new_target_a_run() {
+        let p = plan(
+            &world(200_000),
+            &Policy {
+                allow_create: false,
+                ..policy()
+            },
+        );
+        assert_eq!(p.desired, 3);
+        assert!(created(&p).is_none());
+    }
+
+    #[test]
+    fn a_missing_parameter_is_published_and_services_redeployed() {
+        let mut o = world(10);
+        o.parameter = None;
+        let p = plan(&o, &policy());
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        assert_eq!(p.list.strategy, Strategy::Rendezvous);
+        assert_eq!(p.list.mount_targets.len(), 1);
+        assert_eq!(p.list.mount_targets[0].root, "/");
+        assert_eq!(p.list.mount_targets[0].ip, "10.0.1.4");
+    }
+
+    #[test]
+    fn a_parameter_newer_than_the_deployment_redeploys_only() {
+        let mut o = world(10);
+        o.parameter.as_mut().unwrap().last_modified = at(300);
+        let p = plan(&o, &policy());
+        assert_eq!(names(&p), ["force_deployment"]);
+    }
+
+    #[test]
+    fn the_original_form_keeps_its_order_and_strategy_and_gains_the_new_target() {
+        let mut o = world(10);
+        let b = target("fsmt-b", 'b', LifeCycle::Available);
+        o.mount_targets.insert(0, b);
+        // As the original wrote it: a then b, two fields each, root `/` for both.
+        o.parameter = Some(Parameter {
+            list: MountTargetList::from_json(
+                r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
+            )
+            .unwrap(),
+            last_modified: at(100),
+        });
+        o.mount_targets.push(target("fsmt-c", 'c', LifeCycle::Available));
+        o.files.insert("/shards/use1-az3".into(), 0);
+        let p = plan(&o, &policy());
+        let ids: Vec<&str> = p.list.mount_targets.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["fsmt-a", "fsmt-b", "fsmt-c"]);
+        let roots: Vec<&str> = p.list.mount_targets.iter().map(|t| t.root.as_str()).collect();
+        assert_eq!(roots, ["/", "/", "/shards/use1-az3"]);
+        assert_eq!(p.list.strategy, Strategy::ModuloSha256);
+        // `/` is counted once although two targets share it.
+        assert_eq!(p.file_count, 10);
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+    }
+
+    #[test]
+    fn a_recreated_target_keeps_its_shard_and_place() {
+        let mut o = world(10);
+        add_shard(&mut o, "fsmt-b", 'b', 7);
+        add_shard(&mut o, "fsmt-c", 'c', 3);
+        o.mount_targets.retain(|t| t.id != "fsmt-b");
+        o.mount_targets.push(MountTarget {
+            id: "fsmt-b2".into(),
+            ip: Some("10.0.2.9".into()),
+            ..target("fsmt-b2", 'b', LifeCycle::Available)
+        });
+        let p = plan(&o, &policy());
+        let got: Vec<(&str, &str)> = p
+            .list
+            .mount_targets
+            .iter()
+            .map(|t| (t.id.as_str(), t.root.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [("fsmt-a", "/"), ("fsmt-b2", "/shards/use1-az2"), ("fsmt-c", "/shards/use1-az3")]
+        );
+        assert_eq!(p.files_per_shard["fsmt-b2"], 7);
+    }
+
+    #[test]
+    fn a_target_in_error_holds_its_az_but_is_not_published() {
+        let mut o = world(120_000);
+        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Error));
+        let p = plan(&o, &policy());
+        assert_eq!(p.current, 1);
+        assert_eq!(created(&p).unwrap().az_id, "use1-az3");
+        assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
+        assert!(p.warnings.iter().any(|w| w.contains("fsmt-b") && w.contains("error")));
+    }
+
+    #[test]
+    fn a_run_that_died_after_creating_is_finished_without_a_second_target() {
+        // Created in b and its directory made, then the run died before publishing.
+        let mut o = world(61_000);
+        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        o.files.insert("/shards/use1-az2".into(), 0);
+        let p = plan(&o, &policy());
+        assert!(created(&p).is_none());
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        assert_eq!(p.list.mount_targets[1].root, "/shards/use1-az2");
+    }
+
+    #[test]
+    fn a_pre_existing_second_target_gets_a_shard_directory_before_it_is_published() {
+        let mut o = world(10);
+        o.parameter = None;
+        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        let p = plan(&o, &policy());
+        assert_eq!(names(&p), ["create_shard_directory", "publish", "force_deployment"]);
+        assert_eq!(
+            p.steps[0],
+            Step::CreateShardDir {
+                root: "/shards/use1-az2".into()
+            }
+        );
+    }
+
+    #[test]
+    fn no_mount_target_yet_uses_the_allowed_subnets() {
+        let mut o = world(10);
+        o.mount_targets.clear();
+        o.vpc_id = None;
+        o.parameter = None;
+        let p = plan(&o, &policy());
+        assert_eq!(p.current, 0);
+        let new = created(&p).unwrap();
+        assert_eq!(new.subnet_id, "subnet-a");
+        assert_eq!(new.security_groups, SecurityGroups::VpcDefault);
+    }
+}

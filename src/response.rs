@@ -1,0 +1,37 @@
+//! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
+
+use efs_router::list::Target;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewMountTarget {
+    pub id: String,
+    pub ip: Option<String>,
+    pub az: String,
+    pub subnet_id: String,
+    pub root: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Response {
+    #[serde(rename = "statusCode")]
+    pub status_code: u16,
+    /// `reconcile` or `plan` (a plan changed nothing; `actions` are what it would do).
+    pub action: &'static str,
+    pub file_count: u64,
+    pub files_per_shard: BTreeMap<String, u64>,
+    pub threshold: u64,
+    pub desired: usize,
+    pub at_capacity: bool,
+    pub new_mount_target: Option<NewMountTarget>,
+    /// Mount targets creating, available or updating after this run.
+    pub total: usize,
+    /// The published list after this run (for a plan: the list it would publish).
+    pub mount_targets: Vec<Target>,
+    /// Targets still `creating` when the run ended; the next run picks them up.
+    pub waiting_for: Vec<String>,
+    pub actions: Vec<&'static str>,
+    pub reason: String,
+    pub warnings: Vec<String>,
+}

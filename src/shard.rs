@@ -1,0 +1,72 @@
+//! Shards: each mount target owns a directory of the one namespace that every mount target
+//! serves (DESIGN.md, fact 1). The first keeps `/`, where the files already are; each one
+//! this function adds gets `/shards/<az-id>`, a key that survives re-creating the target.
+
+use crate::observed::MountTarget;
+use efs_router::list::MountTargetList;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    pub target: MountTarget,
+    pub root: String,
+}
+
+pub fn root_for_az(az_id: &str) -> String {
+    format!("/shards/{az_id}")
+}
+
+/// Gives every mount target that holds an AZ its shard root, in a stable order (the
+/// published list's, then the rest by AZ id):
+/// 1. the root the published list gives its id;
+/// 2. else the root the list gives a target in the same AZ (a re-created target keeps its shard);
+/// 3. else `/shards/<az-id>` when that directory already exists (a run created it, then died);
+/// 4. else `/` while no target holds `/` (the first shard keeps the files that were there);
+/// 5. else `/shards/<az-id>` (a target that was there before this function; its directory gets made).
+pub fn assign(
+    targets: &[MountTarget],
+    published: Option<&MountTargetList>,
+    shard_dir_exists: impl Fn(&str) -> bool,
+) -> Vec<Shard> {
+    let listed = published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]);
+    let mut ordered: Vec<&MountTarget> = targets.iter().filter(|t| t.occupies_az()).collect();
+    ordered.sort_by_key(|t| {
+        let by_id = listed.iter().position(|e| e.id == t.id);
+        let by_az = listed.iter().position(|e| e.az_id.as_deref() == Some(t.az_id.as_str()));
+        (by_id.or(by_az).unwrap_or(usize::MAX), t.az_id.clone(), t.id.clone())
+    });
+
+    let mut shards: Vec<Shard> = Vec::with_capacity(ordered.len());
+    let mut pending: Vec<&MountTarget> = Vec::new();
+    for t in ordered {
+        let known = listed
+            .iter()
+            .find(|e| e.id == t.id)
+            .or_else(|| listed.iter().find(|e| e.az_id.as_deref() == Some(t.az_id.as_str())));
+        match known {
+            Some(entry) => shards.push(Shard {
+                target: t.clone(),
+                root: entry.root.clone(),
+            }),
+            None => pending.push(t),
+        }
+    }
+    let taken = |shards: &[Shard], root: &str| shards.iter().any(|s| s.root == root);
+    let mut rest = Vec::new();
+    for t in pending {
+        let own = root_for_az(&t.az_id);
+        if shard_dir_exists(&own) && !taken(&shards, &own) {
+            shards.push(Shard { target: t.clone(), root: own });
+        } else {
+            rest.push(t);
+        }
+    }
+    for t in rest {
+        let root = if taken(&shards, "/") {
+            root_for_az(&t.az_id)
+        } else {
+            "/".to_owned()
+        };
+        shards.push(Shard { target: t.clone(), root });
+    }
+    shards
+}

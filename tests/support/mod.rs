@@ -1,0 +1,52 @@
+//! The end-to-end harness: moto_server, a small AWS world built through the SDK, a directory
+//! laid out as the function's EFS mount, an in-test Lambda Runtime API that runs the function
+//! binary as Lambda does, and a fault-injecting proxy between the function and moto.
+//!
+//! Shared by `tests/e2e.rs` and `examples/demo.rs` (`#[path = "../tests/support/mod.rs"]`);
+//! each uses a part of it.
+#![allow(dead_code, unused_imports)]
+
+pub mod aws;
+pub mod files;
+pub mod function;
+pub mod moto;
+pub mod proxy;
+pub mod runtime_api;
+pub mod testbed;
+pub mod world;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use self::aws::Aws;
+pub use self::files::Mount;
+pub use self::function::{Function, Invocation};
+pub use self::moto::Moto;
+pub use self::proxy::Proxy;
+pub use self::testbed::Testbed;
+pub use self::world::{Seed, World};
+
+/// The crate's root directory.
+pub fn project_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A sample event from `events/<name>.json` (`scheduled`, `reconcile`, `plan`).
+pub fn event(name: &str) -> Value {
+    let path = project_dir().join("events").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// The function binary built next to the running executable's directory: for
+/// `target/debug/examples/demo`, `target/debug/efs-mount-autoscaler`.
+pub fn binary_beside_exe() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the executable has no grandparent directory");
+    dir.join(format!("efs-mount-autoscaler{}", std::env::consts::EXE_SUFFIX))
+}

@@ -1,0 +1,462 @@
+//! A fault-injecting HTTP proxy between the function's SDK and moto. It forwards every request,
+//! names its operation (EFS by method and path, SSM and ECS by `X-Amz-Target`, EC2 by the form
+//! body's `Action`), counts it, and, as a test asks:
+//!
+//! - answers the first K requests of an operation with a throttling error in that service's wire
+//!   format, or with a 5xx;
+//! - makes mount targets created through it look `creating` (in the `CreateMountTarget` answer,
+//!   and in the first K `DescribeMountTargets` answers that include them), as on AWS, where a
+//!   new target takes a minute or two to become `available` (moto makes it available at once).
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::HeaderName;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// The operations that change something. `mutating_calls()` reports any request whose
+/// operation is one of these or starts with a mutating verb.
+pub const MUTATING: &[&str] = &[
+    "CreateMountTarget",
+    "DeleteMountTarget",
+    "ModifyMountTargetSecurityGroups",
+    "PutParameter",
+    "DeleteParameter",
+    "UpdateService",
+];
+const MUTATING_VERBS: &[&str] = &[
+    "Create",
+    "Delete",
+    "Put",
+    "Update",
+    "Modify",
+    "Tag",
+    "Untag",
+    "Register",
+    "Deregister",
+    "Run",
+    "Start",
+    "Stop",
+    "Associate",
+    "Disassociate",
+    "Attach",
+    "Detach",
+    "Label",
+];
+
+/// The wire protocol of a request, which decides the form of an injected error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// EFS: REST-JSON, error type in `x-amzn-ErrorType`.
+    RestJson,
+    /// SSM, ECS: AWS JSON 1.1, error type in the body's `__type`.
+    AwsJson,
+    /// EC2: the query protocol, XML `<Response><Errors><Error><Code>`.
+    Ec2Query,
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// `ThrottlingException` (EFS, SSM, ECS) or `RequestLimitExceeded` (EC2).
+    Throttle,
+    /// An internal error with this HTTP status.
+    ServerError(u16),
+}
+
+#[derive(Clone, Debug)]
+struct Fault {
+    operation: String,
+    kind: FaultKind,
+    remaining: usize,
+}
+
+#[derive(Default)]
+struct State {
+    counts: BTreeMap<String, usize>,
+    faulted: BTreeMap<String, usize>,
+    order: Vec<String>,
+    faults: Vec<Fault>,
+    /// How many `DescribeMountTargets` answers show a target created from now on as `creating`.
+    hold_creating: Option<usize>,
+    held: HashMap<String, usize>,
+    created: Vec<String>,
+}
+
+pub struct Proxy {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    task: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Starts a proxy on 127.0.0.1:free port forwarding to `upstream` (e.g. moto's endpoint).
+    pub async fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let state = Arc::new(Mutex::new(State::default()));
+        let upstream = Arc::new(upstream.trim_end_matches('/').to_string());
+        let client: Client<HttpConnector, Full<Bytes>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let accept_state = state.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (state, upstream, client) =
+                    (accept_state.clone(), upstream.clone(), client.clone());
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| {
+                        handle(req, state.clone(), upstream.clone(), client.clone())
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Proxy { addr, state, task }
+    }
+
+    /// `http://127.0.0.1:PORT`, for the function's `AWS_ENDPOINT_URL`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Answer the next `times` requests of `operation` (e.g. `DescribeMountTargets`,
+    /// `PutParameter`, `DescribeSubnets`) with a throttling error.
+    pub fn throttle(&self, operation: &str, times: usize) {
+        self.add_fault(operation, FaultKind::Throttle, times);
+    }
+
+    /// Answer the next `times` requests of `operation` with an internal error of this status.
+    pub fn server_error(&self, operation: &str, status: u16, times: usize) {
+        self.add_fault(operation, FaultKind::ServerError(status), times);
+    }
+
+    fn add_fault(&self, operation: &str, kind: FaultKind, times: usize) {
+        self.state.lock().unwrap().faults.push(Fault {
+            operation: operation.to_string(),
+            kind,
+            remaining: times,
+        });
+    }
+
+    /// Drops every pending fault.
+    pub fn clear_faults(&self) {
+        self.state.lock().unwrap().faults.clear();
+    }
+
+    /// Mount targets created through the proxy from now on look `creating` in their
+    /// `CreateMountTarget` answer and in the first `describes` `DescribeMountTargets` answers
+    /// that include them (`usize::MAX`: until `release_creating`).
+    pub fn hold_creating(&self, describes: usize) {
+        self.state.lock().unwrap().hold_creating = Some(describes);
+    }
+
+    /// Lets every held target show its real state (`available` in moto) from now on.
+    pub fn release_creating(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.hold_creating = None;
+        state.held.clear();
+    }
+
+    /// Requests of `operation` seen (faulted ones included).
+    pub fn count(&self, operation: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .counts
+            .get(operation)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Requests of `operation` answered with an injected fault.
+    pub fn faulted(&self, operation: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .faulted
+            .get(operation)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Every request seen.
+    pub fn total(&self) -> usize {
+        self.state.lock().unwrap().counts.values().sum()
+    }
+
+    /// Requests per operation.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        self.state.lock().unwrap().counts.clone()
+    }
+
+    /// Operations in the order they were requested.
+    pub fn operations(&self) -> Vec<String> {
+        self.state.lock().unwrap().order.clone()
+    }
+
+    /// The mutating operations requested, with their counts (empty: nothing was changed).
+    pub fn mutating_calls(&self) -> BTreeMap<String, usize> {
+        self.counts()
+            .into_iter()
+            .filter(|(op, _)| is_mutating(op))
+            .collect()
+    }
+
+    /// Forgets the counts (not the faults).
+    pub fn reset_counts(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.counts.clear();
+        state.faulted.clear();
+        state.order.clear();
+    }
+
+    /// Ids of the mount targets created through the proxy.
+    pub fn created_mount_targets(&self) -> Vec<String> {
+        self.state.lock().unwrap().created.clone()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub fn is_mutating(operation: &str) -> bool {
+    MUTATING.contains(&operation) || MUTATING_VERBS.iter().any(|v| operation.starts_with(v))
+}
+
+/// The operation and protocol of a request.
+pub fn operation(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> (String, Protocol) {
+    if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
+        let op = target.rsplit('.').next().unwrap_or(target);
+        return (op.to_string(), Protocol::AwsJson);
+    }
+    if let Some(rest) = path.strip_prefix("/2015-02-01/") {
+        let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+        let op = match (method.as_str(), parts.as_slice()) {
+            ("POST", ["mount-targets"]) => "CreateMountTarget",
+            ("GET", ["mount-targets"]) => "DescribeMountTargets",
+            ("DELETE", ["mount-targets", _]) => "DeleteMountTarget",
+            ("GET", ["mount-targets", _, "security-groups"]) => "DescribeMountTargetSecurityGroups",
+            ("PUT", ["mount-targets", _, "security-groups"]) => "ModifyMountTargetSecurityGroups",
+            ("POST", ["file-systems"]) => "CreateFileSystem",
+            ("GET", ["file-systems"]) => "DescribeFileSystems",
+            ("DELETE", ["file-systems", _]) => "DeleteFileSystem",
+            ("PUT", ["file-systems", _]) => "UpdateFileSystem",
+            ("POST", ["access-points"]) => "CreateAccessPoint",
+            ("GET", ["access-points"]) => "DescribeAccessPoints",
+            ("DELETE", ["access-points", _]) => "DeleteAccessPoint",
+            _ => return (format!("EFS {method} {path}"), Protocol::RestJson),
+        };
+        return (op.to_string(), Protocol::RestJson);
+    }
+    let form = String::from_utf8_lossy(body);
+    if let Some(action) = form
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("Action="))
+    {
+        return (action.to_string(), Protocol::Ec2Query);
+    }
+    (format!("{method} {path}"), Protocol::Unknown)
+}
+
+type Reply = Response<Full<Bytes>>;
+
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<Mutex<State>>,
+    upstream: Arc<String>,
+    client: Client<HttpConnector, Full<Bytes>>,
+) -> Result<Reply, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, format!("proxy: bad body: {e}"))),
+    };
+    let path = parts.uri.path().to_string();
+    let (op, protocol) = operation(&parts.method, &path, &parts.headers, &body);
+
+    // Count it, and fail it if a fault is due.
+    let fault = {
+        let mut s = state.lock().unwrap();
+        *s.counts.entry(op.clone()).or_default() += 1;
+        s.order.push(op.clone());
+        let fault = s
+            .faults
+            .iter_mut()
+            .find(|f| f.operation == op && f.remaining > 0)
+            .map(|f| {
+                f.remaining -= 1;
+                f.kind
+            });
+        if fault.is_some() {
+            *s.faulted.entry(op.clone()).or_default() += 1;
+        }
+        fault
+    };
+    if let Some(kind) = fault {
+        return Ok(injected(kind, protocol, &op));
+    }
+
+    // Forward it.
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| path.clone());
+    let mut forward = Request::builder()
+        .method(parts.method.clone())
+        .uri(format!("{upstream}{path_and_query}"));
+    for (name, value) in parts.headers.iter() {
+        if !is_hop_by_hop(name) {
+            forward = forward.header(name, value);
+        }
+    }
+    let forward = forward.body(Full::new(body)).expect("forwarded request");
+    let answer = match client.request(forward).await {
+        Ok(a) => a,
+        Err(e) => return Ok(plain(StatusCode::BAD_GATEWAY, format!("proxy: upstream: {e}"))),
+    };
+    let (mut answer_parts, answer_body) = answer.into_parts();
+    let mut answer_body = match answer_body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return Ok(plain(StatusCode::BAD_GATEWAY, format!("proxy: upstream body: {e}"))),
+    };
+
+    if answer_parts.status.is_success() {
+        if op == "CreateMountTarget" {
+            answer_body = on_created(&state, answer_body);
+        } else if op == "DescribeMountTargets" {
+            answer_body = on_described(&state, answer_body);
+        }
+    }
+
+    let mut reply = Response::builder().status(answer_parts.status);
+    for (name, value) in answer_parts.headers.drain().filter_map(|(n, v)| n.map(|n| (n, v))) {
+        if !is_hop_by_hop(&name) && name != hyper::header::CONTENT_LENGTH {
+            reply = reply.header(name, value);
+        }
+    }
+    Ok(reply.body(Full::new(answer_body)).expect("reply"))
+}
+
+/// Records a new mount target; shows it `creating` when targets are being held.
+fn on_created(state: &Mutex<State>, body: Bytes) -> Bytes {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let Some(id) = v["MountTargetId"].as_str().map(str::to_string) else {
+        return body;
+    };
+    let mut s = state.lock().unwrap();
+    s.created.push(id.clone());
+    match s.hold_creating {
+        Some(k) => {
+            s.held.insert(id, k);
+            v["LifeCycleState"] = json!("creating");
+            Bytes::from(v.to_string())
+        }
+        None => body,
+    }
+}
+
+/// Shows held targets `creating`, counting down each one's remaining describes.
+fn on_described(state: &Mutex<State>, body: Bytes) -> Bytes {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let mut s = state.lock().unwrap();
+    let mut changed = false;
+    if let Some(targets) = v["MountTargets"].as_array_mut() {
+        for t in targets {
+            let Some(id) = t["MountTargetId"].as_str() else {
+                continue;
+            };
+            if let Some(remaining) = s.held.get_mut(id) {
+                if *remaining > 0 {
+                    *remaining -= 1;
+                    if t["LifeCycleState"] == json!("available") {
+                        t["LifeCycleState"] = json!("creating");
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    if changed {
+        Bytes::from(v.to_string())
+    } else {
+        body
+    }
+}
+
+/// An injected error in the wire format of the request's protocol.
+fn injected(kind: FaultKind, protocol: Protocol, op: &str) -> Reply {
+    let (status, code, message) = match (kind, protocol) {
+        (FaultKind::Throttle, Protocol::Ec2Query) => (503, "RequestLimitExceeded", "Request limit exceeded."),
+        (FaultKind::Throttle, Protocol::RestJson) => (429, "ThrottlingException", "Rate exceeded"),
+        (FaultKind::Throttle, _) => (400, "ThrottlingException", "Rate exceeded"),
+        (FaultKind::ServerError(s), Protocol::Ec2Query) => (s, "InternalError", "An internal error has occurred"),
+        (FaultKind::ServerError(s), Protocol::AwsJson) => (s, "InternalServerError", "Internal server error"),
+        (FaultKind::ServerError(s), _) => (s, "InternalServerError", "Internal server error"),
+    };
+    let message = format!("{message} (injected by the test proxy into {op})");
+    let request_id = "00000000-1111-2222-3333-444444444444";
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let builder = Response::builder()
+        .status(status)
+        .header("x-amzn-requestid", request_id);
+    let reply = match protocol {
+        Protocol::Ec2Query => builder.header("content-type", "text/xml;charset=UTF-8").body(
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>"
+            ),
+        ),
+        Protocol::AwsJson => builder
+            .header("content-type", "application/x-amz-json-1.1")
+            .body(json!({"__type": code, "message": message}).to_string()),
+        Protocol::RestJson | Protocol::Unknown => builder
+            .header("content-type", "application/json")
+            .header("x-amzn-errortype", code)
+            .body(json!({"ErrorCode": code, "Message": message}).to_string()),
+    };
+    reply
+        .map(|b| b.map(|s| Full::new(Bytes::from(s))))
+        .expect("injected reply")
+}
+
+fn plain(status: StatusCode, text: String) -> Reply {
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(text)))
+        .unwrap()
+}
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "te" | "trailer" | "upgrade"
+    )
+}

@@ -1,0 +1,70 @@
+//! Everything one scenario needs, wired together: moto, the world, a mount full of files,
+//! the proxy in front of moto, and the function pointed at the proxy with the world's
+//! contract variables.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::aws::Aws;
+use super::files::Mount;
+use super::function::{Function, Invocation};
+use super::moto::Moto;
+use super::proxy::Proxy;
+use super::world::{World, WorldBuilder};
+
+/// A deadline long enough for any run against moto.
+pub const LONG: Duration = Duration::from_secs(60);
+
+pub struct Testbed {
+    pub world: World,
+    pub mount: Mount,
+    pub proxy: Proxy,
+    pub function: Function,
+    pub aws: Aws,
+    pub moto: Moto,
+}
+
+impl Testbed {
+    /// Starts moto, builds `world`, and sets up the function (`binary`) against it through a
+    /// proxy, with `EFS_MOUNT_PATH` an empty temporary mount.
+    pub async fn new(binary: impl Into<PathBuf>, world: WorldBuilder) -> Testbed {
+        let moto = Moto::start();
+        let aws = Aws::at(&moto.endpoint()).await;
+        let world = world.build(&aws).await;
+        let mount = Mount::temp();
+        let proxy = Proxy::start(&moto.endpoint()).await;
+        let function = Function::new(binary, &proxy.endpoint()).envs(world.function_env(mount.path()));
+        Testbed {
+            world,
+            mount,
+            proxy,
+            function,
+            aws,
+            moto,
+        }
+    }
+
+    /// Sets one of the function's variables.
+    pub fn env(&mut self, key: &str, value: impl Into<String>) -> &mut Self {
+        self.function = self.function.clone().env(key, value);
+        self
+    }
+
+    /// Removes one of the function's variables.
+    pub fn unset(&mut self, key: &str) -> &mut Self {
+        self.function = self.function.clone().without(key);
+        self
+    }
+
+    /// One cold invocation with a long deadline.
+    pub async fn invoke(&self, event: &Value) -> Invocation {
+        self.function.invoke(event, LONG).await
+    }
+
+    /// One cold invocation with this deadline.
+    pub async fn invoke_with_deadline(&self, event: &Value, timeout: Duration) -> Invocation {
+        self.function.invoke(event, timeout).await
+    }
+}

@@ -1,0 +1,1003 @@
+//! The SAM template (`template.yaml`) checked against the code it deploys:
+//!
+//! - the function's environment is exactly the contract's variables (`config::ENV_VARS`),
+//!   each from a parameter whose default is the contract's;
+//! - the schedule sends the payload of `events/reconcile.json`;
+//! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
+//!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
+//!   the narrowest resource IAM supports (`*` only where IAM has no resource-level
+//!   permission, [`UNSCOPABLE`]);
+//! - the alarms and the dashboard name the namespace, metrics and dimensions that
+//!   `metrics.rs` emits.
+//!
+//! The template is read with cfn-lint's own YAML decoder (short-form tags such as `!Sub`
+//! become `{"Fn::Sub": …}`), run as `python3` (or `$PYTHON`); cfn-lint is part of
+//! `make test`'s tools. Intrinsic functions are then evaluated by a small evaluator below,
+//! for chosen parameter values, so that the checks see the policy CloudFormation would
+//! create.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use efs_mount_autoscaler::aws::CALLED_ACTIONS;
+use efs_mount_autoscaler::config::ENV_VARS;
+use efs_mount_autoscaler::metrics::{self, MetricSpec};
+use serde_json::{json, Map, Value};
+
+/// Actions the role must allow although the code does not call them: AWS calls them with the
+/// role's credentials on the function's behalf.
+const IMPLIED_ACTIONS: &[(&str, &str)] = &[
+    (
+        "ec2:DescribeNetworkInterfaces",
+        "CreateMountTarget requires it of its caller (EFS API reference); Lambda uses it to \
+         attach the function to its VPC",
+    ),
+    (
+        "ec2:CreateNetworkInterface",
+        "CreateMountTarget creates the mount target's network interface with its caller's \
+         permissions; Lambda creates the function's VPC network interfaces with the role",
+    ),
+    (
+        "ec2:DeleteNetworkInterface",
+        "Lambda removes the function's VPC network interfaces",
+    ),
+    (
+        "ec2:AssignPrivateIpAddresses",
+        "Lambda VPC networking (as in AWSLambdaVPCAccessExecutionRole)",
+    ),
+    (
+        "ec2:UnassignPrivateIpAddresses",
+        "Lambda VPC networking (as in AWSLambdaVPCAccessExecutionRole)",
+    ),
+    (
+        "elasticfilesystem:ClientMount",
+        "Lambda mounts the file system through the access point (needed when the file \
+         system has a resource policy)",
+    ),
+    (
+        "elasticfilesystem:ClientWrite",
+        "the function creates the shard directories",
+    ),
+    (
+        "elasticfilesystem:ClientRootAccess",
+        "only when the created access point's POSIX user is root (uid 0)",
+    ),
+    ("logs:CreateLogStream", "Lambda writes the function's log"),
+    ("logs:PutLogEvents", "Lambda writes the function's log"),
+];
+
+/// Actions without resource-level permissions (Service Authorization Reference: no resource
+/// type): IAM only allows them with `"Resource": "*"`.
+const UNSCOPABLE: &[&str] = &["ec2:DescribeSubnets", "ec2:DescribeNetworkInterfaces"];
+
+const FUNCTION: &str = "AutoscalerFunction";
+const ROLE: &str = "FunctionRole";
+const REGION: &str = "us-east-1";
+const ACCOUNT: &str = "123456789012";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `template.yaml` as JSON, decoded by cfn-lint.
+fn template() -> &'static Value {
+    static TEMPLATE: OnceLock<Value> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let script = "import json, sys\n\
+                      from cfnlint.decode import decode\n\
+                      tpl, matches = decode(sys.argv[1])\n\
+                      if matches or tpl is None:\n\
+                      \x20   sys.exit('cannot decode the template: ' + '; '.join(str(m) for m in matches))\n\
+                      json.dump(tpl, sys.stdout)\n";
+        let out = Command::new(&python)
+            .args(["-c", script])
+            .arg(repo().join("template.yaml"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {python} (needed with cfn-lint): {e}"));
+        assert!(
+            out.status.success(),
+            "{python} with cfn-lint's decoder failed (pip install cfn-lint): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("the decoder prints JSON")
+    })
+}
+
+fn resource(name: &str) -> &'static Value {
+    template()["Resources"]
+        .get(name)
+        .unwrap_or_else(|| panic!("no resource {name}"))
+}
+
+fn function() -> &'static Value {
+    resource(FUNCTION)
+}
+
+fn read_json(rel: &str) -> Value {
+    let path: PathBuf = repo().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+// ---------------------------------------------------------------------------------------
+// A small evaluator of CloudFormation intrinsic functions, for given parameter values.
+
+/// The values of the template's parameters (defaults, overridden), as CloudFormation passes
+/// them: strings, and lists of strings for `List<…>` types.
+struct Eval {
+    params: BTreeMap<String, Value>,
+}
+
+impl Eval {
+    /// Defaults, then the required parameters, then `overrides`.
+    fn new(overrides: &[(&str, &str)]) -> Eval {
+        let mut given: BTreeMap<&str, &str> = [
+            ("FileSystemId", "fs-0123456789abcdef0"),
+            ("EcsClusterName", "prod"),
+            ("EcsServiceName", "api"),
+            ("FunctionSubnetIds", "subnet-aaa,subnet-bbb"),
+            ("FunctionSecurityGroupIds", "sg-fff"),
+        ]
+        .into_iter()
+        .collect();
+        given.extend(overrides.iter().copied());
+        let mut params = BTreeMap::new();
+        for (name, decl) in template()["Parameters"].as_object().unwrap() {
+            let text = match given.get(name.as_str()) {
+                Some(v) => v.to_string(),
+                None => match decl.get("Default") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => panic!("parameter {name} has no default and no test value"),
+                },
+            };
+            let ty = decl["Type"].as_str().unwrap();
+            let value = if ty.starts_with("List<") || ty == "CommaDelimitedList" {
+                Value::Array(text.split(',').map(|s| json!(s)).collect())
+            } else {
+                json!(text)
+            };
+            params.insert(name.clone(), value);
+        }
+        Eval { params }
+    }
+
+    fn var(&self, name: &str, sub_vars: &Map<String, Value>) -> Value {
+        if let Some(v) = sub_vars.get(name) {
+            return self.eval(v).expect("a Sub variable has a value");
+        }
+        match name {
+            "AWS::Partition" => return json!("aws"),
+            "AWS::Region" => return json!(REGION),
+            "AWS::AccountId" => return json!(ACCOUNT),
+            "AWS::StackName" => return json!("stack"),
+            "AWS::URLSuffix" => return json!("amazonaws.com"),
+            _ => {}
+        }
+        if let Some(v) = self.params.get(name) {
+            return v.clone();
+        }
+        if let Some((res, attr)) = name.split_once('.') {
+            resource(res);
+            return json!(format!("<{res}.{attr}>"));
+        }
+        resource(name);
+        json!(format!("<{name}>"))
+    }
+
+    fn sub(&self, text: &str, vars: &Map<String, Value>) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after.find('}').expect("closed ${…}");
+            let name = &after[..end];
+            if let Some(literal) = name.strip_prefix('!') {
+                out.push_str("${");
+                out.push_str(literal);
+                out.push('}');
+            } else {
+                match self.var(name, vars) {
+                    Value::String(s) => out.push_str(&s),
+                    other => panic!("${{{name}}} in a Sub is not a string: {other}"),
+                }
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    fn condition(&self, name: &str) -> bool {
+        let c = &template()["Conditions"][name];
+        assert!(!c.is_null(), "no condition {name}");
+        self.eval(c)
+            .unwrap()
+            .as_bool()
+            .expect("a condition is a boolean")
+    }
+
+    /// The value of `v`; `None` for `AWS::NoValue`.
+    fn eval(&self, v: &Value) -> Option<Value> {
+        match v {
+            Value::Array(items) => Some(Value::Array(
+                items.iter().filter_map(|i| self.eval(i)).collect(),
+            )),
+            Value::Object(map) if map.len() == 1 => {
+                let (key, arg) = map.iter().next().unwrap();
+                self.function(key, arg).unwrap_or_else(|| {
+                    let mut out = Map::new();
+                    if let Some(v) = self.eval(arg) {
+                        out.insert(key.clone(), v);
+                    }
+                    Some(Value::Object(out))
+                })
+            }
+            Value::Object(map) => Some(Value::Object(
+                map.iter()
+                    .filter_map(|(k, v)| self.eval(v).map(|v| (k.clone(), v)))
+                    .collect(),
+            )),
+            scalar => Some(scalar.clone()),
+        }
+    }
+
+    /// `Some(value)` when `key` is an intrinsic function, else `None`.
+    fn function(&self, key: &str, arg: &Value) -> Option<Option<Value>> {
+        let s = |v: &Value| -> String {
+            match self.eval(v) {
+                Some(Value::String(s)) => s,
+                Some(Value::Number(n)) => n.to_string(),
+                other => panic!("not a string: {other:?}"),
+            }
+        };
+        let list = |v: &Value| -> Vec<Value> {
+            match self.eval(v) {
+                Some(Value::Array(a)) => a,
+                other => panic!("not a list: {other:?}"),
+            }
+        };
+        let args = |n: usize| -> &Vec<Value> {
+            let a = arg
+                .as_array()
+                .unwrap_or_else(|| panic!("{key} takes a list"));
+            assert_eq!(a.len(), n, "{key} takes {n} arguments");
+            a
+        };
+        Some(match key {
+            "Ref" if arg == "AWS::NoValue" => None,
+            "Ref" => Some(self.var(arg.as_str().unwrap(), &Map::new())),
+            "Fn::Sub" => Some(json!(match arg {
+                Value::String(text) => self.sub(text, &Map::new()),
+                Value::Array(a) => self.sub(a[0].as_str().unwrap(), a[1].as_object().unwrap()),
+                other => panic!("bad Fn::Sub {other}"),
+            })),
+            "Fn::Join" => {
+                let a = args(2);
+                let parts: Vec<String> = list(&a[1])
+                    .iter()
+                    .map(|p| p.as_str().unwrap().to_string())
+                    .collect();
+                Some(json!(parts.join(a[0].as_str().unwrap())))
+            }
+            "Fn::Split" => {
+                let a = args(2);
+                let text = s(&a[1]);
+                Some(json!(text
+                    .split(a[0].as_str().unwrap())
+                    .collect::<Vec<_>>()))
+            }
+            "Fn::Select" => {
+                let a = args(2);
+                let i: usize = s(&a[0]).parse().unwrap();
+                let l = list(&a[1]);
+                Some(
+                    l.get(i)
+                        .unwrap_or_else(|| panic!("Select {i} of {l:?}"))
+                        .clone(),
+                )
+            }
+            "Fn::If" => {
+                let a = args(3);
+                let branch = if self.condition(a[0].as_str().unwrap()) {
+                    &a[1]
+                } else {
+                    &a[2]
+                };
+                self.eval(branch)
+            }
+            "Fn::GetAtt" => {
+                let a = args(2);
+                let (res, attr) = (a[0].as_str().unwrap(), a[1].as_str().unwrap());
+                resource(res);
+                Some(json!(format!("<{res}.{attr}>")))
+            }
+            "Fn::FindInMap" => {
+                let a = args(3);
+                let v = &template()["Mappings"][s(&a[0])][s(&a[1])][s(&a[2])];
+                assert!(!v.is_null(), "FindInMap {a:?}");
+                Some(v.clone())
+            }
+            "Fn::Equals" => {
+                let a = args(2);
+                Some(json!(s(&a[0]) == s(&a[1])))
+            }
+            "Fn::Not" => Some(json!(!self.eval(&args(1)[0]).unwrap().as_bool().unwrap())),
+            "Fn::And" => Some(json!(arg.as_array().unwrap().iter().all(|c| self
+                .eval(c)
+                .unwrap()
+                .as_bool()
+                .unwrap()))),
+            "Fn::Or" => Some(json!(arg.as_array().unwrap().iter().any(|c| self
+                .eval(c)
+                .unwrap()
+                .as_bool()
+                .unwrap()))),
+            "Condition" => Some(json!(self.condition(arg.as_str().unwrap()))),
+            _ => return None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The function, its environment and its schedule.
+
+#[test]
+fn the_function_is_a_rust_arm64_lambda_that_never_overlaps_itself() {
+    let f = function();
+    assert_eq!(f["Type"], "AWS::Serverless::Function");
+    assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda");
+    // The package's binary (src/main.rs) is named after the package.
+    assert_eq!(
+        f["Metadata"]["BuildProperties"]["Binary"],
+        env!("CARGO_PKG_NAME")
+    );
+    let p = &f["Properties"];
+    assert_eq!(p["Runtime"], "provided.al2023");
+    assert_eq!(p["Architectures"], json!(["arm64"]));
+    assert_eq!(p["Handler"], "bootstrap");
+    assert_eq!(p["ReservedConcurrentExecutions"], 1);
+    assert_eq!(p["Timeout"], json!({"Ref": "FunctionTimeout"}));
+    assert_eq!(p["MemorySize"], json!({"Ref": "FunctionMemorySize"}));
+    assert_eq!(p["Role"], json!({"Fn::GetAtt": [ROLE, "Arn"]}));
+    assert!(
+        p.get("Policies").is_none(),
+        "the role is FunctionRole alone"
+    );
+
+    // Long enough to wait for a mount target (1-2 minutes, more on bad days).
+    let timeout = &template()["Parameters"]["FunctionTimeout"];
+    assert!(timeout["Default"].as_u64().unwrap() >= 600, "{timeout}");
+
+    // JSON logs, in a log group with a retention period, never filtered above INFO (the
+    // metric lines have no level, which Lambda takes as INFO).
+    let logging = &p["LoggingConfig"];
+    assert_eq!(logging["LogFormat"], "JSON");
+    assert_eq!(logging["LogGroup"], json!({"Ref": "LogGroup"}));
+    assert_eq!(logging["ApplicationLogLevel"], "INFO");
+    let group = resource("LogGroup");
+    assert_eq!(group["Type"], "AWS::Logs::LogGroup");
+    assert_eq!(
+        group["Properties"]["RetentionInDays"],
+        json!({"Ref": "LogRetentionDays"})
+    );
+
+    assert_eq!(
+        p["VpcConfig"],
+        json!({
+            "SubnetIds": {"Ref": "FunctionSubnetIds"},
+            "SecurityGroupIds": {"Ref": "FunctionSecurityGroupIds"},
+        })
+    );
+}
+
+#[test]
+fn the_file_system_is_mounted_through_an_access_point_rooted_at_slash() {
+    let p = &function()["Properties"];
+    let configs = p["FileSystemConfigs"].as_array().unwrap();
+    assert_eq!(configs.len(), 1);
+    assert_eq!(configs[0]["LocalMountPath"], json!({"Ref": "EfsMountPath"}));
+
+    let created = Eval::new(&[]);
+    assert_eq!(
+        created.eval(&configs[0]["Arn"]).unwrap(),
+        "<AccessPoint.Arn>"
+    );
+    let ap = resource("AccessPoint");
+    assert_eq!(ap["Condition"], "CreateAccessPoint");
+    assert_eq!(ap["Properties"]["RootDirectory"]["Path"], "/");
+    assert_eq!(
+        ap["Properties"]["FileSystemId"],
+        json!({"Ref": "FileSystemId"})
+    );
+    assert!(ap["Properties"]["PosixUser"].is_object());
+
+    let arn =
+        "arn:aws:elasticfilesystem:us-east-1:123456789012:access-point/fsap-0123456789abcdef0";
+    let existing = Eval::new(&[("ExistingAccessPointArn", arn)]);
+    assert!(!existing.condition("CreateAccessPoint"));
+    assert_eq!(existing.eval(&configs[0]["Arn"]).unwrap(), arn);
+}
+
+#[test]
+fn the_environment_is_exactly_the_contract() {
+    let vars = function()["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .unwrap();
+    let got: BTreeSet<&str> = vars.keys().map(String::as_str).collect();
+    let want: BTreeSet<&str> = ENV_VARS.iter().copied().collect();
+    assert_eq!(got, want);
+    assert_eq!(vars.len(), ENV_VARS.len());
+
+    // Each variable comes from a parameter (nothing an operator must edit in the template).
+    let params = template()["Parameters"].as_object().unwrap();
+    for (name, value) in vars {
+        let refs = refs_in(value);
+        assert!(
+            refs.iter().any(|r| params.contains_key(r)),
+            "{name} is not set from a parameter: {value}"
+        );
+    }
+
+    // With the defaults, the values are the contract's defaults; optional settings are left
+    // unset, so that the function applies its own default.
+    let defaults = Eval::new(&[]);
+    let env = |e: &Eval| -> BTreeMap<String, Value> {
+        vars.iter()
+            .filter_map(|(k, v)| e.eval(v).map(|v| (k.clone(), v)))
+            .collect()
+    };
+    let got = env(&defaults);
+    let want: BTreeMap<String, Value> = [
+        ("EFS_FILE_SYSTEM_ID", "fs-0123456789abcdef0"),
+        ("SSM_PARAMETER_NAME", "/efs-mount-autoscaling/mount-targets"),
+        ("ECS_CLUSTER_NAME", "prod"),
+        ("ECS_SERVICE_NAME", "api"),
+        ("EFS_MOUNT_PATH", "/mnt/efs"),
+        ("WATCH_DIR", "data/analysis"),
+        ("FILE_THRESHOLD", "50000"),
+        ("SCALE_IN_RATIO", "0.6"),
+        ("SCALE_IN_COOLDOWN_SECONDS", "1800"),
+        // The function's own subnets: never remove the mount target it mounts through.
+        ("PROTECTED_SUBNET_IDS", "subnet-aaa,subnet-bbb"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), json!(v)))
+    .collect();
+    assert_eq!(got, want);
+
+    // Every setting reaches the function when given.
+    let given = Eval::new(&[
+        ("SsmParameterName", "/x/list"),
+        ("EcsServiceName", "api,worker"),
+        ("EfsMountPath", "/mnt/data"),
+        ("WatchDir", "in/box"),
+        ("FileThreshold", "1000"),
+        ("MountTargetSubnetIds", "subnet-1,subnet-2"),
+        ("MountTargetSecurityGroupIds", "sg-1"),
+        ("MaxMountTargets", "4"),
+        ("ScaleInRatio", "0.5"),
+        ("ScaleInCooldownSeconds", "60"),
+        ("ProtectedSubnetIds", "subnet-9"),
+    ]);
+    let got = env(&given);
+    for (k, v) in [
+        ("SSM_PARAMETER_NAME", "/x/list"),
+        ("ECS_SERVICE_NAME", "api,worker"),
+        ("EFS_MOUNT_PATH", "/mnt/data"),
+        ("WATCH_DIR", "in/box"),
+        ("FILE_THRESHOLD", "1000"),
+        ("SUBNET_IDS", "subnet-1,subnet-2"),
+        ("SECURITY_GROUP_IDS", "sg-1"),
+        ("MAX_MOUNT_TARGETS", "4"),
+        ("SCALE_IN_RATIO", "0.5"),
+        ("SCALE_IN_COOLDOWN_SECONDS", "60"),
+        ("PROTECTED_SUBNET_IDS", "subnet-9"),
+    ] {
+        assert_eq!(got.get(k), Some(&json!(v)), "{k}");
+    }
+    assert_eq!(got.len(), ENV_VARS.len());
+}
+
+/// Parameter names referenced (`Ref`, `Fn::Sub` variables) anywhere in `v`.
+fn refs_in(v: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("Ref", Value::String(name)) => {
+                            out.insert(name.clone());
+                        }
+                        ("Fn::Sub", Value::String(text)) => {
+                            for part in text.split("${").skip(1) {
+                                out.insert(part.split('}').next().unwrap().to_string());
+                            }
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    walk(v, &mut out);
+    out
+}
+
+#[test]
+fn the_schedule_sends_the_payload_in_events() {
+    let events = function()["Properties"]["Events"].as_object().unwrap();
+    let schedules: Vec<&Value> = events
+        .values()
+        .filter(|e| e["Type"] == "Schedule")
+        .collect();
+    assert_eq!(schedules.len(), 1, "one schedule");
+    let props = &schedules[0]["Properties"];
+    let input: Value = serde_json::from_str(props["Input"].as_str().expect("a constant Input"))
+        .expect("the Input is JSON");
+    assert_eq!(input, read_json("events/reconcile.json"));
+
+    let on = Eval::new(&[]);
+    assert_eq!(on.eval(&props["Schedule"]).unwrap(), "rate(5 minutes)");
+    assert_eq!(on.eval(&props["State"]).unwrap(), "ENABLED");
+    let off = Eval::new(&[("ScheduleEnabled", "false")]);
+    assert_eq!(off.eval(&props["State"]).unwrap(), "DISABLED");
+
+    // Every allowed rate has a schedule expression and the matching period.
+    let rates = &template()["Mappings"]["ScheduleRate"];
+    let allowed = template()["Parameters"]["ScheduleRateMinutes"]["AllowedValues"]
+        .as_array()
+        .unwrap();
+    assert_eq!(allowed.len(), rates.as_object().unwrap().len());
+    for minutes in allowed {
+        let minutes = minutes.as_str().unwrap();
+        let n: u64 = minutes.parse().unwrap();
+        let rate = &rates[minutes];
+        let unit = if n == 1 { "minute" } else { "minutes" };
+        assert_eq!(rate["Expression"], format!("rate({n} {unit})"));
+        assert_eq!(rate["Seconds"], n * 60);
+    }
+}
+
+#[test]
+fn the_sample_events_are_the_accepted_shapes() {
+    assert_eq!(read_json("events/plan.json"), json!({"action": "plan"}));
+    assert_eq!(
+        read_json("events/reconcile.json"),
+        json!({"action": "reconcile"})
+    );
+    assert_eq!(
+        read_json("events/scheduled.json")["detail-type"],
+        "Scheduled Event"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// IAM.
+
+/// Every statement of the function's role, evaluated with `e`.
+fn statements(e: &Eval) -> Vec<Value> {
+    let role = resource(ROLE);
+    assert_eq!(role["Type"], "AWS::IAM::Role");
+    let props = &role["Properties"];
+    assert!(
+        props.get("ManagedPolicyArns").is_none(),
+        "no managed policy"
+    );
+    let principal = &props["AssumeRolePolicyDocument"]["Statement"][0]["Principal"];
+    assert_eq!(principal["Service"], "lambda.amazonaws.com");
+    let mut out = Vec::new();
+    for policy in props["Policies"].as_array().unwrap() {
+        let doc = e.eval(&policy["PolicyDocument"]).unwrap();
+        out.extend(doc["Statement"].as_array().unwrap().iter().cloned());
+    }
+    out
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().map(|s| s.as_str().unwrap().to_string()).collect(),
+        other => panic!("not a string or a list: {other}"),
+    }
+}
+
+/// action → the resources it is allowed on (and the statement's condition, if any).
+fn allowed(e: &Eval) -> BTreeMap<String, (BTreeSet<String>, Value)> {
+    let mut out: BTreeMap<String, (BTreeSet<String>, Value)> = BTreeMap::new();
+    for s in statements(e) {
+        assert_eq!(s["Effect"], "Allow", "{s}");
+        assert!(s.get("NotAction").is_none() && s.get("NotResource").is_none());
+        let resources = strings(&s["Resource"]);
+        for action in strings(&s["Action"]) {
+            assert!(!action.contains('*'), "wildcard action {action}");
+            let entry = out.entry(action.clone()).or_default();
+            assert!(
+                entry.0.is_empty(),
+                "{action} is in two statements: keep one place per action"
+            );
+            entry.0.extend(resources.iter().cloned());
+            entry.1 = s.get("Condition").cloned().unwrap_or(Value::Null);
+        }
+    }
+    out
+}
+
+/// The resources each action must be scoped to, for the parameters of [`Eval::new`] plus
+/// `services` as `EcsServiceName`.
+fn expected_resources(action: &str, services: &[&str]) -> Vec<String> {
+    let arn = |service: &str, rest: &str| format!("arn:aws:{service}:{REGION}:{ACCOUNT}:{rest}");
+    let eni = arn("ec2", "network-interface/*");
+    let (service, name) = action.split_once(':').unwrap();
+    match (service, name) {
+        ("elasticfilesystem", _) => {
+            vec![arn("elasticfilesystem", "file-system/fs-0123456789abcdef0")]
+        }
+        ("ssm", _) => vec![arn("ssm", "parameter/efs-mount-autoscaling/mount-targets")],
+        ("ecs", _) => services
+            .iter()
+            .map(|s| arn("ecs", &format!("service/prod/{s}")))
+            .collect(),
+        ("logs", _) => vec!["<LogGroup.Arn>".into()],
+        ("ec2", "CreateNetworkInterface") => vec![
+            eni,
+            // In a shared VPC, subnets and security groups belong to the VPC's owner.
+            format!("arn:aws:ec2:{REGION}:*:subnet/*"),
+            format!("arn:aws:ec2:{REGION}:*:security-group/*"),
+        ],
+        ("ec2", _) if UNSCOPABLE.contains(&action) => vec!["*".into()],
+        ("ec2", _) => vec![eni],
+        _ => panic!("no expected resource for {action}: add it here and to the template"),
+    }
+}
+
+fn implied(root_access: bool) -> impl Iterator<Item = &'static str> {
+    IMPLIED_ACTIONS
+        .iter()
+        .map(|(a, _)| *a)
+        .filter(move |a| root_access || *a != "elasticfilesystem:ClientRootAccess")
+}
+
+#[test]
+fn the_role_allows_exactly_what_the_code_calls_and_what_aws_needs_for_it() {
+    for (uid, root_access) in [("0", true), ("1000", false)] {
+        let e = Eval::new(&[("AccessPointUid", uid)]);
+        let got: BTreeSet<String> = allowed(&e).into_keys().collect();
+        let want: BTreeSet<String> = CALLED_ACTIONS
+            .iter()
+            .copied()
+            .chain(implied(root_access))
+            .map(String::from)
+            .collect();
+        let missing: Vec<_> = want.difference(&got).collect();
+        let extra: Vec<_> = got.difference(&want).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "uid {uid}: the template misses {missing:?} and allows more than needed: {extra:?}"
+        );
+    }
+}
+
+#[test]
+fn every_action_is_on_the_narrowest_resource() {
+    for services in [
+        vec!["api"],
+        vec!["api", "worker", "ingest"],
+        vec!["a", "b", "c", "d", "e"],
+    ] {
+        let joined = services.join(",");
+        let e = Eval::new(&[("EcsServiceName", &joined)]);
+        for (action, (resources, condition)) in allowed(&e) {
+            let want: BTreeSet<String> =
+                expected_resources(&action, &services).into_iter().collect();
+            assert_eq!(resources, want, "{action} with services {joined}");
+            if resources.contains("*") {
+                assert!(
+                    UNSCOPABLE.contains(&action.as_str()),
+                    "{action} on * although IAM can scope it"
+                );
+            }
+            if action.starts_with("elasticfilesystem:Client") {
+                assert_eq!(
+                    condition,
+                    json!({"StringEquals": {"elasticfilesystem:AccessPointArn": "<AccessPoint.Arn>"}}),
+                    "{action}: only through the function's access point"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_else_grants_the_function_permissions() {
+    for (name, r) in template()["Resources"].as_object().unwrap() {
+        let ty = r["Type"].as_str().unwrap();
+        assert!(
+            !matches!(
+                ty,
+                "AWS::IAM::Policy" | "AWS::IAM::ManagedPolicy" | "AWS::IAM::RolePolicy"
+            ),
+            "{name}: {ty} would add permissions outside FunctionRole"
+        );
+        if ty == "AWS::Serverless::Function" {
+            assert_eq!(name, FUNCTION, "one function");
+        }
+    }
+    // Each implied action says why it is there.
+    for (action, why) in IMPLIED_ACTIONS {
+        assert!(!why.is_empty(), "{action}");
+        assert!(
+            !CALLED_ACTIONS.contains(action),
+            "{action} is called, not implied"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Metrics, alarms, dashboard.
+
+fn spec(name: &str) -> &'static MetricSpec {
+    metrics::METRICS
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("{name} is not a metric that metrics.rs emits"))
+}
+
+fn alarms() -> Vec<(&'static str, &'static Value)> {
+    template()["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm")
+        .map(|(k, r)| (k.as_str(), &r["Properties"]))
+        .collect()
+}
+
+/// `(namespace, metric name, dimension names)` of an alarm's metric or metric-math inputs.
+fn alarm_metrics(p: &Value) -> Vec<(String, String, Vec<String>)> {
+    let one = |m: &Value| {
+        (
+            m["Namespace"].as_str().unwrap().to_string(),
+            m["MetricName"].as_str().unwrap().to_string(),
+            m["Dimensions"]
+                .as_array()
+                .map(|d| {
+                    d.iter()
+                        .map(|d| d["Name"].as_str().unwrap().to_string())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    };
+    if p.get("MetricName").is_some() {
+        return vec![one(p)];
+    }
+    p["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.get("MetricStat").map(|s| one(&s["Metric"])))
+        .collect()
+}
+
+#[test]
+fn the_alarms_use_the_emitted_metrics() {
+    let mut ours = 0;
+    for (name, p) in alarms() {
+        for (namespace, metric, dims) in alarm_metrics(p) {
+            if namespace == metrics::NAMESPACE {
+                ours += 1;
+                assert_eq!(dims, spec(&metric).dimensions, "{name}: {metric}");
+            }
+        }
+    }
+    assert!(ours > 0);
+}
+
+#[test]
+fn the_three_alarms_are_there() {
+    let by_metric = |ns: &str, metric: &str| {
+        alarms()
+            .into_iter()
+            .filter(|(_, p)| {
+                alarm_metrics(p)
+                    .iter()
+                    .any(|(n, m, _)| n == ns && m == metric)
+            })
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+    };
+    let e = Eval::new(&[]);
+    // Function errors.
+    let errors: Vec<_> = by_metric("AWS/Lambda", "Errors")
+        .into_iter()
+        .filter(|p| p.get("MetricName").is_some())
+        .collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0]["ComparisonOperator"],
+        "GreaterThanOrEqualToThreshold"
+    );
+    assert_eq!(errors[0]["Threshold"], 1);
+    // At capacity.
+    let at_capacity = by_metric(metrics::NAMESPACE, metrics::AT_CAPACITY);
+    assert_eq!(at_capacity.len(), 1);
+    assert_eq!(at_capacity[0]["Statistic"], "Maximum");
+    assert_eq!(at_capacity[0]["Threshold"], 1);
+    assert_eq!(
+        e.eval(&at_capacity[0]["Dimensions"]).unwrap(),
+        json!([{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}])
+    );
+    // No successful run for 3 periods of the schedule; no run at all breaches.
+    let runs: Vec<_> = by_metric("AWS/Lambda", "Invocations");
+    assert_eq!(runs.len(), 1);
+    let p = runs[0];
+    assert_eq!(p["EvaluationPeriods"], 3);
+    assert_eq!(p["DatapointsToAlarm"], 3);
+    assert_eq!(p["TreatMissingData"], "breaching");
+    assert_eq!(p["ComparisonOperator"], "LessThanThreshold");
+    assert_eq!(p["Threshold"], 1);
+    for m in e.eval(&p["Metrics"]).unwrap().as_array().unwrap() {
+        if let Some(stat) = m.get("MetricStat") {
+            assert_eq!(stat["Period"], 300, "the schedule's period");
+        }
+    }
+}
+
+/// The dashboard body with every `${…}` replaced by `1`, parsed; and the raw text.
+fn dashboard() -> (Value, &'static str) {
+    let sub = &resource("Dashboard")["Properties"]["DashboardBody"]["Fn::Sub"];
+    let (text, vars) = match sub {
+        Value::Array(a) => (a[0].as_str().unwrap(), a[1].as_object().unwrap().clone()),
+        Value::String(s) => (s.as_str(), Map::new()),
+        other => panic!("DashboardBody is not a Fn::Sub: {other}"),
+    };
+    // Every variable resolves: a Sub variable, a parameter, a resource (attribute), a pseudo
+    // parameter.
+    let e = Eval::new(&[]);
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        plain.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').unwrap();
+        e.var(&after[..end], &vars);
+        plain.push('1');
+        rest = &after[end + 1..];
+    }
+    plain.push_str(rest);
+    let body = serde_json::from_str(&plain)
+        .unwrap_or_else(|err| panic!("the dashboard body is not JSON: {err}\n{plain}"));
+    (body, text)
+}
+
+/// `(namespace, metric, dimension names)` of a dashboard metric row, or of a SEARCH
+/// expression's `{Namespace,Dim,…} MetricName="…"`.
+fn widget_metrics(row: &Value) -> Option<(String, String, Vec<String>)> {
+    let row = row.as_array()?;
+    if let Some(expr) = row.first()?.get("expression").and_then(Value::as_str) {
+        let schema = expr.split('{').nth(1)?.split('}').next()?;
+        let mut parts = schema.split(',').map(str::trim);
+        let namespace = parts.next()?.to_string();
+        let dims = parts.map(String::from).collect();
+        let metric = expr
+            .split("MetricName=\"")
+            .nth(1)?
+            .split('"')
+            .next()?
+            .to_string();
+        return Some((namespace, metric, dims));
+    }
+    let names: Vec<&str> = row.iter().map_while(Value::as_str).collect();
+    let (namespace, metric) = (names.first()?, names.get(1)?);
+    let dims = names[2..]
+        .chunks(2)
+        .map(|pair| pair[0].to_string())
+        .collect();
+    Some((namespace.to_string(), metric.to_string(), dims))
+}
+
+#[test]
+fn the_dashboard_shows_files_per_shard_against_the_threshold_and_mount_targets_against_desired() {
+    let (body, text) = dashboard();
+    let widgets = body["widgets"].as_array().unwrap();
+    let mut shown: Vec<(usize, String)> = Vec::new();
+    for (i, w) in widgets.iter().enumerate() {
+        let Some(rows) = w["properties"]["metrics"].as_array() else {
+            continue;
+        };
+        for row in rows {
+            let (namespace, metric, dims) =
+                widget_metrics(row).unwrap_or_else(|| panic!("cannot read the row {row}"));
+            if namespace == metrics::NAMESPACE {
+                assert_eq!(dims, spec(&metric).dimensions, "dashboard: {metric}");
+                shown.push((i, metric));
+            }
+        }
+    }
+    let widget_of = |metric: &str| {
+        shown
+            .iter()
+            .find(|(_, m)| m == metric)
+            .map(|(i, _)| *i)
+            .unwrap_or_else(|| panic!("the dashboard does not show {metric}"))
+    };
+    // Files per shard, with the threshold as a horizontal line.
+    let files = &widgets[widget_of(metrics::FILE_COUNT)]["properties"];
+    assert!(files["annotations"]["horizontal"].is_array());
+    assert!(
+        text.contains(r#""value": ${FileThreshold}"#),
+        "the threshold line is FILE_THRESHOLD"
+    );
+    // Mount targets against desired, in one widget.
+    assert_eq!(
+        widget_of(metrics::MOUNT_TARGETS),
+        widget_of(metrics::DESIRED_MOUNT_TARGETS)
+    );
+    // Every emitted metric is on the dashboard.
+    for m in metrics::METRICS {
+        widget_of(m.name);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Outputs and samconfig.
+
+#[test]
+fn the_outputs_name_the_function_the_schedule_the_parameter_and_the_dashboard() {
+    let outputs = template()["Outputs"].as_object().unwrap();
+    let value = |name: &str| &outputs[name]["Value"];
+    assert_eq!(value("FunctionName"), &json!({"Ref": FUNCTION}));
+    let (event, _) = function()["Properties"]["Events"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, e)| e["Type"] == "Schedule")
+        .unwrap();
+    // SAM names the schedule's rule <function><event>.
+    assert_eq!(
+        value("ScheduleRuleName"),
+        &json!({"Ref": format!("{FUNCTION}{event}")})
+    );
+    assert_eq!(value("ParameterName"), &json!({"Ref": "SsmParameterName"}));
+    assert_eq!(value("DashboardName"), &json!({"Ref": "Dashboard"}));
+    assert!(outputs.contains_key("DashboardUrl"));
+}
+
+#[test]
+fn samconfig_overrides_only_parameters_that_exist() {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import json, sys, tomllib\n\
+                  json.dump(tomllib.load(open(sys.argv[1], 'rb')), sys.stdout)\n";
+    let out = Command::new(&python)
+        .args(["-c", script])
+        .arg(repo().join("samconfig.toml"))
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "samconfig.toml: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deploy = &config["default"]["deploy"]["parameters"];
+    let capabilities = strings(&deploy["capabilities"]).join(" ");
+    assert!(
+        capabilities.contains("CAPABILITY_IAM"),
+        "the stack creates a role"
+    );
+    let params = template()["Parameters"].as_object().unwrap();
+    if let Some(overrides) = deploy.get("parameter_overrides") {
+        for o in strings(overrides).iter().flat_map(|o| o.split_whitespace()) {
+            let name = o.split('=').next().unwrap();
+            assert!(params.contains_key(name), "samconfig.toml overrides {name}");
+        }
+    }
+}
