@@ -40,7 +40,10 @@ async fn main() {
     }
 
     let mount_dir = project_dir().join("target").join("demo-efs");
-    step(&format!("Writing {FILES} readings into {}/data/analysis", mount_dir.display()));
+    step(&format!(
+        "Writing {FILES} readings into {}/data/analysis",
+        mount_dir.display()
+    ));
     let started = Instant::now();
     let mount = Mount::at(&mount_dir);
     mount.generate(FILES);
@@ -80,7 +83,11 @@ async fn main() {
         world.services[0],
         before.id,
         after.id,
-        if before.id == after.id { " (unchanged)" } else { " (redeployed)" }
+        if before.id == after.id {
+            " (unchanged)"
+        } else {
+            " (redeployed)"
+        }
     );
     println!("Shard directories: {:?}", mount.shard_ids());
 

@@ -3,7 +3,6 @@
 pub mod apply;
 pub mod aws;
 pub mod config;
-pub mod count;
 pub mod error;
 pub mod event;
 pub mod metrics;

@@ -2,10 +2,10 @@
 
 use crate::aws::Clients;
 use crate::config::Config;
-use crate::count::count_files;
 use crate::error::Error;
 use crate::observed::Observed;
 use crate::shard::root_for_az;
+use efs_router::dir::count_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 

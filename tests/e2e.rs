@@ -34,7 +34,11 @@ async fn testbed(world: support::world::WorldBuilder, files: usize, threshold: u
 fn actions(r: &Value) -> Vec<String> {
     r["actions"]
         .as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -57,7 +61,11 @@ fn assert_response_shape(inv: &Invocation) {
             .as_array()
             .is_some_and(|a| a.iter().all(Value::is_string))
         && r["reason"].is_string();
-    assert!(ok, "response does not have the contract's shape\n{}", inv.describe());
+    assert!(
+        ok,
+        "response does not have the contract's shape\n{}",
+        inv.describe()
+    );
 }
 
 /// No create, delete, put or update of any kind went through the proxy.
@@ -88,11 +96,29 @@ fn entry_ids(published: &Value) -> BTreeSet<String> {
 
 /// Every described target is published with its id, IP, AZ, AZ id and subnet, and the
 /// roots are `/` for `first` and `/shards/<az-id>` for the others.
-fn assert_published_is(published: &Value, described: &[MountTarget], first: &str, strategy: &str, inv: &Invocation) {
-    let context = format!("published {}\ndescribed {described:#?}\n{}", pretty(published), inv.describe());
-    assert_eq!(published["strategy"], json!(strategy), "strategy\n{context}");
+fn assert_published_is(
+    published: &Value,
+    described: &[MountTarget],
+    first: &str,
+    strategy: &str,
+    inv: &Invocation,
+) {
+    let context = format!(
+        "published {}\ndescribed {described:#?}\n{}",
+        pretty(published),
+        inv.describe()
+    );
+    assert_eq!(
+        published["strategy"],
+        json!(strategy),
+        "strategy\n{context}"
+    );
     let list = entries(published);
-    assert_eq!(list.len(), described.len(), "one entry per mount target\n{context}");
+    assert_eq!(
+        list.len(),
+        described.len(),
+        "one entry per mount target\n{context}"
+    );
     for t in described {
         let e = list
             .iter()
@@ -101,7 +127,12 @@ fn assert_published_is(published: &Value, described: &[MountTarget], first: &str
         assert_eq!(e["ip"], json!(t.ip), "ip of {}\n{context}", t.id);
         assert_eq!(e["az"], json!(t.az), "az of {}\n{context}", t.id);
         assert_eq!(e["az_id"], json!(t.az_id), "az_id of {}\n{context}", t.id);
-        assert_eq!(e["subnet_id"], json!(t.subnet_id), "subnet_id of {}\n{context}", t.id);
+        assert_eq!(
+            e["subnet_id"],
+            json!(t.subnet_id),
+            "subnet_id of {}\n{context}",
+            t.id
+        );
         let root = if t.id == first {
             "/".to_string()
         } else {
@@ -123,9 +154,16 @@ async fn original_target(world: &World) -> MountTarget {
 /// One target per AZ, each available.
 fn assert_one_per_az(targets: &[MountTarget], inv: &Invocation) {
     let azs: BTreeSet<&str> = targets.iter().map(|t| t.az.as_str()).collect();
-    assert_eq!(azs.len(), targets.len(), "two targets in one AZ: {targets:#?}\n{}", inv.describe());
+    assert_eq!(
+        azs.len(),
+        targets.len(),
+        "two targets in one AZ: {targets:#?}\n{}",
+        inv.describe()
+    );
     assert!(
-        targets.iter().all(|t| t.state == "available" && !t.id.is_empty()),
+        targets
+            .iter()
+            .all(|t| t.state == "available" && !t.id.is_empty()),
         "a target that is not available: {targets:#?}\n{}",
         inv.describe()
     );
@@ -144,17 +182,30 @@ async fn below_threshold_changes_nothing() {
     let r = inv.response();
     let original = original_target(&tb.world).await;
     assert_eq!(r["file_count"], json!(BELOW), "{}", inv.describe());
-    assert_eq!(r["files_per_shard"][&original.id], json!(BELOW), "{}", inv.describe());
+    assert_eq!(
+        r["files_per_shard"][&original.id],
+        json!(BELOW),
+        "{}",
+        inv.describe()
+    );
     assert_eq!(r["threshold"], json!(THRESHOLD), "{}", inv.describe());
     assert_eq!(r["desired"], json!(1), "{}", inv.describe());
     assert_eq!(r["total"], json!(1), "{}", inv.describe());
     assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
     for a in ["create_mount_target", "publish", "force_deployment"] {
-        assert!(!has_action(r, a), "unexpected action {a}\n{}", inv.describe());
+        assert!(
+            !has_action(r, a),
+            "unexpected action {a}\n{}",
+            inv.describe()
+        );
     }
     assert_nothing_changed(&tb, &inv);
     assert_eq!(tb.world.published().await, parameter, "parameter rewritten");
-    assert_eq!(tb.world.deployment_ids().await, deployments, "service redeployed");
+    assert_eq!(
+        tb.world.deployment_ids().await,
+        deployments,
+        "service redeployed"
+    );
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     assert!(!tb.mount.has_shards(), "a shard directory was created");
 }
@@ -169,7 +220,12 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
     assert_response_shape(&inv);
     let r = inv.response();
     assert_eq!(r["file_count"], json!(CROSSING), "{}", inv.describe());
-    assert_eq!(r["files_per_shard"][&original.id], json!(CROSSING), "{}", inv.describe());
+    assert_eq!(
+        r["files_per_shard"][&original.id],
+        json!(CROSSING),
+        "{}",
+        inv.describe()
+    );
     assert_eq!(r["desired"], json!(2), "{}", inv.describe());
     assert_eq!(r["total"], json!(2), "{}", inv.describe());
 
@@ -179,26 +235,60 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
     assert_eq!(targets.len(), 2, "{targets:#?}\n{}", inv.describe());
     assert_one_per_az(&targets, &inv);
     let created = targets.iter().find(|t| t.id != original.id).unwrap();
-    assert_eq!(created.vpc_id, tb.world.vpc_id, "created in another VPC: {created:#?}");
-    let free = [tb.world.subnet('b').id.clone(), tb.world.subnet('c').id.clone()];
-    assert!(free.contains(&created.subnet_id), "created in {created:#?}, not in a free AZ's subnet {free:?}");
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 1, "{:?}", tb.proxy.counts());
+    assert_eq!(
+        created.vpc_id, tb.world.vpc_id,
+        "created in another VPC: {created:#?}"
+    );
+    let free = [
+        tb.world.subnet('b').id.clone(),
+        tb.world.subnet('c').id.clone(),
+    ];
+    assert!(
+        free.contains(&created.subnet_id),
+        "created in {created:#?}, not in a free AZ's subnet {free:?}"
+    );
+    assert_eq!(
+        tb.proxy.count("CreateMountTarget"),
+        1,
+        "{:?}",
+        tb.proxy.counts()
+    );
 
     let new = &r["new_mount_target"];
     assert_eq!(new["id"], json!(created.id), "{}", inv.describe());
     assert_eq!(new["ip"], json!(created.ip), "{}", inv.describe());
     assert_eq!(new["az"], json!(created.az), "{}", inv.describe());
-    assert_eq!(new["subnet_id"], json!(created.subnet_id), "{}", inv.describe());
-    assert_eq!(new["root"], json!(format!("/shards/{}", created.az_id)), "{}", inv.describe());
+    assert_eq!(
+        new["subnet_id"],
+        json!(created.subnet_id),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(
+        new["root"],
+        json!(format!("/shards/{}", created.az_id)),
+        "{}",
+        inv.describe()
+    );
 
     // Its shard directory exists.
     let dir = tb.mount.shard_dir(&created.az_id);
-    assert!(dir.is_dir(), "{} was not created\n{}", dir.display(), inv.describe());
+    assert!(
+        dir.is_dir(),
+        "{} was not created\n{}",
+        dir.display(),
+        inv.describe()
+    );
 
     // The published list is what DescribeMountTargets says, in the contract's form.
     let published = tb.world.published().await.json();
     assert_published_is(&published, &targets, &original.id, "rendezvous", &inv);
-    assert_eq!(r["mount_targets"], published["mount_targets"], "response vs parameter\n{}", inv.describe());
+    assert_eq!(
+        r["mount_targets"],
+        published["mount_targets"],
+        "response vs parameter\n{}",
+        inv.describe()
+    );
 
     // The service was redeployed.
     let after = tb.world.deployment_ids().await;
@@ -232,7 +322,12 @@ async fn an_immediate_second_run_does_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says_so() {
-    let tb = testbed(World::builder().mount_targets_in(&['a', 'b', 'c']), 4 * THRESHOLD, THRESHOLD).await;
+    let tb = testbed(
+        World::builder().mount_targets_in(&['a', 'b', 'c']),
+        4 * THRESHOLD,
+        THRESHOLD,
+    )
+    .await;
     tb.mount.add_shard(&tb.world.az_id('b'), 0);
     tb.mount.add_shard(&tb.world.az_id('c'), 0);
     let parameter = tb.world.published().await;
@@ -241,7 +336,12 @@ async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says
     assert_response_shape(&inv);
     let r = inv.response();
     assert_eq!(r["file_count"], json!(4 * THRESHOLD), "{}", inv.describe());
-    assert_eq!(r["desired"], json!(3), "clamped to the 3 AZs\n{}", inv.describe());
+    assert_eq!(
+        r["desired"],
+        json!(3),
+        "clamped to the 3 AZs\n{}",
+        inv.describe()
+    );
     assert_eq!(r["total"], json!(3), "{}", inv.describe());
     assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
     let reason = r["reason"].as_str().unwrap_or_default().to_lowercase();
@@ -257,7 +357,12 @@ async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says
 }
 
 async fn assert_unreadable_parameter_is_kept(text: &str) {
-    let tb = testbed(World::builder().parameter(Seed::Text(text.to_string())), CROSSING, THRESHOLD).await;
+    let tb = testbed(
+        World::builder().parameter(Seed::Text(text.to_string())),
+        CROSSING,
+        THRESHOLD,
+    )
+    .await;
     let before = tb.world.published().await;
 
     let inv = tb.invoke(&event("scheduled")).await;
@@ -271,18 +376,26 @@ async fn assert_unreadable_parameter_is_kept(text: &str) {
     assert_eq!(after.value, text, "the parameter was overwritten");
     assert_eq!(after, before);
     assert_nothing_changed(&tb, &inv);
-    assert_eq!(tb.world.mount_targets().await.len(), 1, "a mount target was created");
+    assert_eq!(
+        tb.world.mount_targets().await.len(),
+        1,
+        "a mount target was created"
+    );
     assert!(!tb.mount.has_shards(), "a shard directory was created");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_corrupt_parameter_is_an_error_naming_it_and_is_never_overwritten() {
-    assert_unreadable_parameter_is_kept(r#"{"mount_targets": [{"id": "fsmt-12345678", "ip": "10.0.1."#).await;
+    assert_unreadable_parameter_is_kept(
+        r#"{"mount_targets": [{"id": "fsmt-12345678", "ip": "10.0.1."#,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_parameter_of_another_shape_is_an_error_naming_it_and_is_never_overwritten() {
-    assert_unreadable_parameter_is_kept(r#"{"mount_targets": "fsmt-12345678,fsmt-87654321"}"#).await;
+    assert_unreadable_parameter_is_kept(r#"{"mount_targets": "fsmt-12345678,fsmt-87654321"}"#)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -301,14 +414,30 @@ async fn a_missing_parameter_is_created_from_what_is_observed() {
         .await
         .unwrap_or_else(|| panic!("the parameter was not created\n{}", inv.describe()))
         .json();
-    assert_published_is(&published, &tb.world.mount_targets().await, &original.id, "rendezvous", &inv);
-    assert_eq!(r["mount_targets"], published["mount_targets"], "{}", inv.describe());
+    assert_published_is(
+        &published,
+        &tb.world.mount_targets().await,
+        &original.id,
+        "rendezvous",
+        &inv,
+    );
+    assert_eq!(
+        r["mount_targets"],
+        published["mount_targets"],
+        "{}",
+        inv.describe()
+    );
     assert_eq!(tb.proxy.count("CreateMountTarget"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_original_two_field_list_is_read_and_new_targets_are_appended_modulo() {
-    let tb = testbed(World::builder().parameter(Seed::Original), CROSSING, THRESHOLD).await;
+    let tb = testbed(
+        World::builder().parameter(Seed::Original),
+        CROSSING,
+        THRESHOLD,
+    )
+    .await;
     let original = original_target(&tb.world).await;
 
     let inv = tb.invoke(&event("scheduled")).await;
@@ -330,7 +459,11 @@ async fn the_original_two_field_list_is_read_and_new_targets_are_appended_modulo
     assert_eq!(list[0]["root"], json!("/"), "{context}");
     assert_eq!(list[1]["id"], json!(created.id), "{context}");
     assert_eq!(list[1]["ip"], json!(created.ip), "{context}");
-    assert_eq!(list[1]["root"], json!(format!("/shards/{}", created.az_id)), "{context}");
+    assert_eq!(
+        list[1]["root"],
+        json!(format!("/shards/{}", created.az_id)),
+        "{context}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -358,7 +491,12 @@ async fn a_mount_target_creating_for_a_few_describes_is_waited_for_then_publishe
         pretty(&published),
         inv.describe()
     );
-    assert_eq!(r["new_mount_target"]["id"], json!(created[0]), "{}", inv.describe());
+    assert_eq!(
+        r["new_mount_target"]["id"],
+        json!(created[0]),
+        "{}",
+        inv.describe()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -368,19 +506,29 @@ async fn a_short_deadline_leaves_a_creating_target_unpublished_for_the_next_run(
     tb.proxy.hold_creating(usize::MAX);
 
     // Run 1: 5 s is not enough for the target to become available.
-    let inv = tb.invoke_with_deadline(&event("scheduled"), Duration::from_secs(5)).await;
+    let inv = tb
+        .invoke_with_deadline(&event("scheduled"), Duration::from_secs(5))
+        .await;
     assert_response_shape(&inv);
-    assert!(inv.within_deadline(), "answered after its deadline\n{}", inv.describe());
+    assert!(
+        inv.within_deadline(),
+        "answered after its deadline\n{}",
+        inv.describe()
+    );
     let created = tb.proxy.created_mount_targets();
     assert_eq!(created.len(), 1, "{}", inv.describe());
     let published = tb.world.parameter().await.map(|p| p.json());
     assert!(
-        published.as_ref().is_some_and(|p| !entry_ids(p).contains(&created[0])),
+        published
+            .as_ref()
+            .is_some_and(|p| !entry_ids(p).contains(&created[0])),
         "a creating target was published: {published:?}\n{}",
         inv.describe()
     );
     assert!(
-        !inv.response()["mount_targets"].to_string().contains(&created[0]),
+        !inv.response()["mount_targets"]
+            .to_string()
+            .contains(&created[0]),
         "the response lists a creating target\n{}",
         inv.describe()
     );
@@ -391,15 +539,29 @@ async fn a_short_deadline_leaves_a_creating_target_unpublished_for_the_next_run(
     let deployments = tb.world.deployment_ids().await;
     let inv2 = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv2);
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "created twice\n{}", inv2.describe());
+    assert_eq!(
+        tb.proxy.count("CreateMountTarget"),
+        0,
+        "created twice\n{}",
+        inv2.describe()
+    );
     let targets = tb.world.mount_targets().await;
     assert_eq!(targets.len(), 2, "{targets:#?}");
     assert_one_per_az(&targets, &inv2);
     let published = tb.world.published().await.json();
     assert_published_is(&published, &targets, &original.id, "rendezvous", &inv2);
     let new = targets.iter().find(|t| t.id != original.id).unwrap();
-    assert!(tb.mount.shard_dir(&new.az_id).is_dir(), "{}", inv2.describe());
-    assert_ne!(tb.world.deployment_ids().await, deployments, "not redeployed\n{}", inv2.describe());
+    assert!(
+        tb.mount.shard_dir(&new.az_id).is_dir(),
+        "{}",
+        inv2.describe()
+    );
+    assert_ne!(
+        tb.world.deployment_ids().await,
+        deployments,
+        "not redeployed\n{}",
+        inv2.describe()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -410,31 +572,74 @@ async fn a_run_that_died_after_publishing_is_finished_by_the_next_one() {
 
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
-    assert!(has_action(inv.response(), "force_deployment"), "{}", inv.describe());
+    assert!(
+        has_action(inv.response(), "force_deployment"),
+        "{}",
+        inv.describe()
+    );
     let redeployed = tb.world.deployment_ids().await;
-    assert_ne!(redeployed, deployments, "not redeployed\n{}", inv.describe());
-    assert_eq!(tb.proxy.count("UpdateService"), 1, "{:?}", tb.proxy.counts());
+    assert_ne!(
+        redeployed,
+        deployments,
+        "not redeployed\n{}",
+        inv.describe()
+    );
+    assert_eq!(
+        tb.proxy.count("UpdateService"),
+        1,
+        "{:?}",
+        tb.proxy.counts()
+    );
     assert_eq!(tb.proxy.count("PutParameter"), 0, "{:?}", tb.proxy.counts());
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{:?}", tb.proxy.counts());
+    assert_eq!(
+        tb.proxy.count("CreateMountTarget"),
+        0,
+        "{:?}",
+        tb.proxy.counts()
+    );
 
     tb.proxy.reset_counts();
     let inv2 = tb.invoke(&event("scheduled")).await;
-    assert!(!has_action(inv2.response(), "force_deployment"), "{}", inv2.describe());
+    assert!(
+        !has_action(inv2.response(), "force_deployment"),
+        "{}",
+        inv2.describe()
+    );
     assert_nothing_changed(&tb, &inv2);
     assert_eq!(tb.world.deployment_ids().await, redeployed);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_listed_service_is_redeployed() {
-    let tb = testbed(World::builder().services(&["ingest", "query"]), CROSSING, THRESHOLD).await;
+    let tb = testbed(
+        World::builder().services(&["ingest", "query"]),
+        CROSSING,
+        THRESHOLD,
+    )
+    .await;
     let deployments = tb.world.deployment_ids().await;
 
     let inv = tb.invoke(&event("scheduled")).await;
     inv.response();
     let after = tb.world.deployment_ids().await;
-    assert_ne!(after[0], deployments[0], "ingest not redeployed\n{}", inv.describe());
-    assert_ne!(after[1], deployments[1], "query not redeployed\n{}", inv.describe());
-    assert_eq!(tb.proxy.count("UpdateService"), 2, "{:?}", tb.proxy.counts());
+    assert_ne!(
+        after[0],
+        deployments[0],
+        "ingest not redeployed\n{}",
+        inv.describe()
+    );
+    assert_ne!(
+        after[1],
+        deployments[1],
+        "query not redeployed\n{}",
+        inv.describe()
+    );
+    assert_eq!(
+        tb.proxy.count("UpdateService"),
+        2,
+        "{:?}",
+        tb.proxy.counts()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -446,9 +651,24 @@ async fn throttled_describe_mount_targets_and_put_parameter_are_retried() {
 
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
-    assert_eq!(tb.proxy.faulted("DescribeMountTargets"), 2, "{:?}", tb.proxy.counts());
-    assert_eq!(tb.proxy.faulted("PutParameter"), 2, "{:?}", tb.proxy.counts());
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 1, "{:?}", tb.proxy.counts());
+    assert_eq!(
+        tb.proxy.faulted("DescribeMountTargets"),
+        2,
+        "{:?}",
+        tb.proxy.counts()
+    );
+    assert_eq!(
+        tb.proxy.faulted("PutParameter"),
+        2,
+        "{:?}",
+        tb.proxy.counts()
+    );
+    assert_eq!(
+        tb.proxy.count("CreateMountTarget"),
+        1,
+        "{:?}",
+        tb.proxy.counts()
+    );
     let targets = tb.world.mount_targets().await;
     assert_eq!(targets.len(), 2);
     let published = tb.world.published().await.json();
@@ -460,7 +680,13 @@ async fn throttling_on_every_service_is_retried() {
     let tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
     let original = original_target(&tb.world).await;
     let deployments = tb.world.deployment_ids().await;
-    for op in ["DescribeSubnets", "GetParameter", "DescribeServices", "UpdateService", "CreateMountTarget"] {
+    for op in [
+        "DescribeSubnets",
+        "GetParameter",
+        "DescribeServices",
+        "UpdateService",
+        "CreateMountTarget",
+    ] {
         tb.proxy.throttle(op, 2);
     }
 
@@ -471,7 +697,12 @@ async fn throttling_on_every_service_is_retried() {
     assert_one_per_az(&targets, &inv);
     let published = tb.world.published().await.json();
     assert_published_is(&published, &targets, &original.id, "rendezvous", &inv);
-    assert_ne!(tb.world.deployment_ids().await, deployments, "{}", inv.describe());
+    assert_ne!(
+        tb.world.deployment_ids().await,
+        deployments,
+        "{}",
+        inv.describe()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -483,7 +714,12 @@ async fn a_failing_update_service_is_finished_by_the_next_run() {
     // Run 1 publishes the new target but cannot redeploy (error or not, it must not hang).
     let inv = tb.invoke(&event("scheduled")).await;
     assert!(inv.within_deadline(), "{}", inv.describe());
-    assert_eq!(entries(&tb.world.published().await.json()).len(), 2, "{}", inv.describe());
+    assert_eq!(
+        entries(&tb.world.published().await.json()).len(),
+        2,
+        "{}",
+        inv.describe()
+    );
     assert_eq!(tb.world.deployment_ids().await, deployments);
 
     // Run 2, with ECS back, redeploys and creates nothing.
@@ -491,9 +727,23 @@ async fn a_failing_update_service_is_finished_by_the_next_run() {
     tb.proxy.reset_counts();
     let inv2 = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv2);
-    assert!(has_action(inv2.response(), "force_deployment"), "{}", inv2.describe());
-    assert_ne!(tb.world.deployment_ids().await, deployments, "{}", inv2.describe());
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{:?}", tb.proxy.counts());
+    assert!(
+        has_action(inv2.response(), "force_deployment"),
+        "{}",
+        inv2.describe()
+    );
+    assert_ne!(
+        tb.world.deployment_ids().await,
+        deployments,
+        "{}",
+        inv2.describe()
+    );
+    assert_eq!(
+        tb.proxy.count("CreateMountTarget"),
+        0,
+        "{:?}",
+        tb.proxy.counts()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -511,7 +761,11 @@ async fn the_plan_event_plans_a_scale_out_and_changes_nothing() {
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.deployment_ids().await, deployments);
-    assert!(!tb.mount.has_shards(), "plan created a shard directory\n{}", inv.describe());
+    assert!(
+        !tb.mount.has_shards(),
+        "plan created a shard directory\n{}",
+        inv.describe()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -522,7 +776,11 @@ async fn an_unknown_event_is_an_error_listing_what_is_accepted() {
     let inv = tb.invoke(&json!({"action": "explode"})).await;
     let message = inv.error_text();
     for accepted in ["reconcile", "plan"] {
-        assert!(message.contains(accepted), "the error does not list {accepted:?}: {message}\n{}", inv.describe());
+        assert!(
+            message.contains(accepted),
+            "the error does not list {accepted:?}: {message}\n{}",
+            inv.describe()
+        );
     }
     assert_nothing_changed(&tb, &inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
@@ -542,7 +800,12 @@ async fn a_bad_file_threshold_is_an_error_naming_it_before_any_aws_call() {
             "FILE_THRESHOLD={bad}: the error does not name the variable: {message}\n{}",
             inv.describe()
         );
-        assert_eq!(tb.proxy.total(), 0, "FILE_THRESHOLD={bad}: AWS was called: {:?}", tb.proxy.counts());
+        assert_eq!(
+            tb.proxy.total(),
+            0,
+            "FILE_THRESHOLD={bad}: AWS was called: {:?}",
+            tb.proxy.counts()
+        );
     }
     assert_eq!(tb.world.mount_targets().await.len(), 1);
 }
@@ -553,8 +816,17 @@ async fn a_missing_file_system_id_is_an_error_naming_it_before_any_aws_call() {
     tb.unset("EFS_FILE_SYSTEM_ID");
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(message.contains("EFS_FILE_SYSTEM_ID"), "{message}\n{}", inv.describe());
-    assert_eq!(tb.proxy.total(), 0, "AWS was called: {:?}", tb.proxy.counts());
+    assert!(
+        message.contains("EFS_FILE_SYSTEM_ID"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    assert_eq!(
+        tb.proxy.total(),
+        0,
+        "AWS was called: {:?}",
+        tb.proxy.counts()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -580,7 +852,12 @@ async fn subnet_ids_limit_where_new_targets_go() {
     let targets = tb.world.mount_targets().await;
     assert_eq!(targets.len(), 2, "{}", inv.describe());
     let created = targets.iter().find(|t| t.id != original.id).unwrap();
-    assert_eq!(created.subnet_id, tb.world.subnet('c').id, "{}", inv.describe());
+    assert_eq!(
+        created.subnet_id,
+        tb.world.subnet('c').id,
+        "{}",
+        inv.describe()
+    );
 }
 
 // ------------------------------------------------------------------ the harness on its own
@@ -595,7 +872,12 @@ async fn harness_proxy_faults_are_what_the_sdk_expects() {
     let proxy = Proxy::start(&moto.endpoint()).await;
     let via = Aws::at(&proxy.endpoint()).await;
 
-    for op in ["DescribeMountTargets", "DescribeSubnets", "GetParameter", "DescribeServices"] {
+    for op in [
+        "DescribeMountTargets",
+        "DescribeSubnets",
+        "GetParameter",
+        "DescribeServices",
+    ] {
         proxy.throttle(op, 2);
     }
     via.efs
@@ -604,7 +886,11 @@ async fn harness_proxy_faults_are_what_the_sdk_expects() {
         .send()
         .await
         .expect("EFS after 2 throttles");
-    via.ec2.describe_subnets().send().await.expect("EC2 after 2 throttles");
+    via.ec2
+        .describe_subnets()
+        .send()
+        .await
+        .expect("EC2 after 2 throttles");
     via.ssm
         .get_parameter()
         .name(PARAMETER_NAME)
@@ -618,7 +904,12 @@ async fn harness_proxy_faults_are_what_the_sdk_expects() {
         .send()
         .await
         .expect("ECS after 2 throttles");
-    for op in ["DescribeMountTargets", "DescribeSubnets", "GetParameter", "DescribeServices"] {
+    for op in [
+        "DescribeMountTargets",
+        "DescribeSubnets",
+        "GetParameter",
+        "DescribeServices",
+    ] {
         assert_eq!(proxy.faulted(op), 2, "{op}");
         assert_eq!(proxy.count(op), 3, "{op}: {:?}", proxy.counts());
     }
@@ -632,11 +923,17 @@ async fn harness_proxy_faults_are_what_the_sdk_expects() {
         .send()
         .await
         .unwrap_err();
-    assert_eq!(aws_sdk_efs::error::ProvideErrorMetadata::code(&e), Some("ThrottlingException"));
+    assert_eq!(
+        aws_sdk_efs::error::ProvideErrorMetadata::code(&e),
+        Some("ThrottlingException")
+    );
     proxy.clear_faults();
     proxy.throttle("DescribeSubnets", 10);
     let e = via.ec2.describe_subnets().send().await.unwrap_err();
-    assert_eq!(aws_sdk_ec2::error::ProvideErrorMetadata::code(&e), Some("RequestLimitExceeded"));
+    assert_eq!(
+        aws_sdk_ec2::error::ProvideErrorMetadata::code(&e),
+        Some("RequestLimitExceeded")
+    );
     proxy.server_error("PutParameter", 500, 10);
     let e = via
         .ssm
@@ -646,10 +943,20 @@ async fn harness_proxy_faults_are_what_the_sdk_expects() {
         .send()
         .await
         .unwrap_err();
-    assert_eq!(aws_sdk_ssm::error::ProvideErrorMetadata::code(&e), Some("InternalServerError"));
-    assert_eq!(proxy.faulted("PutParameter"), 3, "the SDK retries a 500 twice");
+    assert_eq!(
+        aws_sdk_ssm::error::ProvideErrorMetadata::code(&e),
+        Some("InternalServerError")
+    );
+    assert_eq!(
+        proxy.faulted("PutParameter"),
+        3,
+        "the SDK retries a 500 twice"
+    );
     assert_eq!(proxy.mutating_calls().get("PutParameter"), Some(&3));
-    assert!(direct.ssm.get_parameter().name("/x").send().await.is_err(), "a faulted call reached moto");
+    assert!(
+        direct.ssm.get_parameter().name("/x").send().await.is_err(),
+        "a faulted call reached moto"
+    );
 }
 
 /// Targets created through the proxy look `creating` for K describes, then `available`.
@@ -671,7 +978,10 @@ async fn harness_proxy_holds_new_mount_targets_creating() {
         .await
         .expect("CreateMountTarget");
     assert_eq!(out.life_cycle_state.as_str(), "creating");
-    assert_eq!(proxy.created_mount_targets(), vec![out.mount_target_id.clone()]);
+    assert_eq!(
+        proxy.created_mount_targets(),
+        vec![out.mount_target_id.clone()]
+    );
     let mut states = Vec::new();
     for _ in 0..3 {
         let d = via
@@ -685,7 +995,11 @@ async fn harness_proxy_holds_new_mount_targets_creating() {
             if t.mount_target_id() == out.mount_target_id {
                 states.push(t.life_cycle_state().as_str().to_string());
             } else {
-                assert_eq!(t.life_cycle_state().as_str(), "available", "an old target was rewritten");
+                assert_eq!(
+                    t.life_cycle_state().as_str(),
+                    "available",
+                    "an old target was rewritten"
+                );
             }
         }
     }
@@ -713,11 +1027,19 @@ async fn harness_runtime_api_serves_events_and_takes_answers() {
         .unwrap();
     assert_eq!(next.status(), 200);
     assert_eq!(next.headers()["lambda-runtime-aws-request-id"], "req-1");
-    assert_eq!(next.headers()["lambda-runtime-deadline-ms"], "4102444800000");
-    assert!(next.headers().contains_key("lambda-runtime-invoked-function-arn"));
+    assert_eq!(
+        next.headers()["lambda-runtime-deadline-ms"],
+        "4102444800000"
+    );
+    assert!(next
+        .headers()
+        .contains_key("lambda-runtime-invoked-function-arn"));
     assert!(next.headers().contains_key("lambda-runtime-trace-id"));
     let body = next.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!({"action": "plan"}));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        json!({"action": "plan"})
+    );
 
     let post = |path: String, body: &'static str| {
         let req = hyper::Request::post(path)
@@ -725,7 +1047,9 @@ async fn harness_runtime_api_serves_events_and_takes_answers() {
             .unwrap();
         client.request(req)
     };
-    let r = post(format!("{base}/invocation/req-1/response"), "{\"ok\":true}").await.unwrap();
+    let r = post(format!("{base}/invocation/req-1/response"), "{\"ok\":true}")
+        .await
+        .unwrap();
     assert_eq!(r.status(), 202);
     let r = post(
         format!("{base}/invocation/req-2/error"),
@@ -734,9 +1058,12 @@ async fn harness_runtime_api_serves_events_and_takes_answers() {
     .await
     .unwrap();
     assert_eq!(r.status(), 202);
-    let r = post(format!("{base}/init/error"), "{\"errorType\":\"I\",\"errorMessage\":\"n\"}")
-        .await
-        .unwrap();
+    let r = post(
+        format!("{base}/init/error"),
+        "{\"errorType\":\"I\",\"errorMessage\":\"n\"}",
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 202);
 
     let mut seen = Vec::new();
@@ -749,7 +1076,9 @@ async fn harness_runtime_api_serves_events_and_takes_answers() {
         );
     }
     assert!(matches!(&seen[0], Report::Started(id) if id == "req-1"));
-    assert!(matches!(&seen[1], Report::Response(id, v) if id == "req-1" && v == &json!({"ok": true})));
+    assert!(
+        matches!(&seen[1], Report::Response(id, v) if id == "req-1" && v == &json!({"ok": true}))
+    );
     assert!(matches!(&seen[2], Report::Error(id, v) if id == "req-2" && v["errorType"] == "E"));
     assert!(matches!(&seen[3], Report::InitError(v) if v["errorType"] == "I"));
 }

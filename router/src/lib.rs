@@ -5,10 +5,12 @@
 //! - [`path`]: logical paths, checked and normalised.
 //! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
 //! - [`layout`]: where a shard's files are on this host (one mount, or one per target).
+//! - [`dir`]: reading a directory without a stat per entry (counting, listing names).
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
+pub mod dir;
 pub mod fs;
 pub mod layout;
 pub mod list;

@@ -101,7 +101,12 @@ pub fn generate(dir: &Path, n: usize, first_device: usize) {
         let ts = base_ts + i as u64;
         let path = dir.join(format!("device-{device}-{ts}.json"));
         let mut f = fs::File::create(&path).expect("create a reading");
-        write!(f, "{{\"device\":{device},\"ts\":{ts},\"value\":{}}}", i % 97).expect("write");
+        write!(
+            f,
+            "{{\"device\":{device},\"ts\":{ts},\"value\":{}}}",
+            i % 97
+        )
+        .expect("write");
     }
 }
 

@@ -39,8 +39,14 @@ impl Function {
             ("AWS_LAMBDA_FUNCTION_NAME", "efs-mount-autoscaler"),
             ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),
             ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
-            ("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/30/[$LATEST]0123456789abcdef"),
-            ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/efs-mount-autoscaler"),
+            (
+                "AWS_LAMBDA_LOG_STREAM_NAME",
+                "2026/11/30/[$LATEST]0123456789abcdef",
+            ),
+            (
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                "/aws/lambda/efs-mount-autoscaler",
+            ),
             ("AWS_ENDPOINT_URL", endpoint),
             ("AWS_REGION", "us-east-1"),
             ("AWS_DEFAULT_REGION", "us-east-1"),

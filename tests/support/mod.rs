@@ -48,5 +48,8 @@ pub fn binary_beside_exe() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("the executable has no grandparent directory");
-    dir.join(format!("efs-mount-autoscaler{}", std::env::consts::EXE_SUFFIX))
+    dir.join(format!(
+        "efs-mount-autoscaler{}",
+        std::env::consts::EXE_SUFFIX
+    ))
 }

@@ -62,7 +62,10 @@ impl Moto {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err(format!("no answer on port {} within {START_TIMEOUT:?}", self.port))
+        Err(format!(
+            "no answer on port {} within {START_TIMEOUT:?}",
+            self.port
+        ))
     }
 }
 

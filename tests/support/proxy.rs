@@ -247,7 +247,12 @@ pub fn is_mutating(operation: &str) -> bool {
 }
 
 /// The operation and protocol of a request.
-pub fn operation(method: &Method, path: &str, headers: &HeaderMap, body: &[u8]) -> (String, Protocol) {
+pub fn operation(
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> (String, Protocol) {
     if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
         let op = target.rsplit('.').next().unwrap_or(target);
         return (op.to_string(), Protocol::AwsJson);
@@ -292,7 +297,12 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, format!("proxy: bad body: {e}"))),
+        Err(e) => {
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                format!("proxy: bad body: {e}"),
+            ))
+        }
     };
     let path = parts.uri.path().to_string();
     let (op, protocol) = operation(&parts.method, &path, &parts.headers, &body);
@@ -336,12 +346,22 @@ async fn handle(
     let forward = forward.body(Full::new(body)).expect("forwarded request");
     let answer = match client.request(forward).await {
         Ok(a) => a,
-        Err(e) => return Ok(plain(StatusCode::BAD_GATEWAY, format!("proxy: upstream: {e}"))),
+        Err(e) => {
+            return Ok(plain(
+                StatusCode::BAD_GATEWAY,
+                format!("proxy: upstream: {e}"),
+            ))
+        }
     };
     let (mut answer_parts, answer_body) = answer.into_parts();
     let mut answer_body = match answer_body.collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return Ok(plain(StatusCode::BAD_GATEWAY, format!("proxy: upstream body: {e}"))),
+        Err(e) => {
+            return Ok(plain(
+                StatusCode::BAD_GATEWAY,
+                format!("proxy: upstream body: {e}"),
+            ))
+        }
     };
 
     if answer_parts.status.is_success() {
@@ -353,7 +373,11 @@ async fn handle(
     }
 
     let mut reply = Response::builder().status(answer_parts.status);
-    for (name, value) in answer_parts.headers.drain().filter_map(|(n, v)| n.map(|n| (n, v))) {
+    for (name, value) in answer_parts
+        .headers
+        .drain()
+        .filter_map(|(n, v)| n.map(|n| (n, v)))
+    {
         if !is_hop_by_hop(&name) && name != hyper::header::CONTENT_LENGTH {
             reply = reply.header(name, value);
         }
@@ -414,11 +438,17 @@ fn on_described(state: &Mutex<State>, body: Bytes) -> Bytes {
 /// An injected error in the wire format of the request's protocol.
 fn injected(kind: FaultKind, protocol: Protocol, op: &str) -> Reply {
     let (status, code, message) = match (kind, protocol) {
-        (FaultKind::Throttle, Protocol::Ec2Query) => (503, "RequestLimitExceeded", "Request limit exceeded."),
+        (FaultKind::Throttle, Protocol::Ec2Query) => {
+            (503, "RequestLimitExceeded", "Request limit exceeded.")
+        }
         (FaultKind::Throttle, Protocol::RestJson) => (429, "ThrottlingException", "Rate exceeded"),
         (FaultKind::Throttle, _) => (400, "ThrottlingException", "Rate exceeded"),
-        (FaultKind::ServerError(s), Protocol::Ec2Query) => (s, "InternalError", "An internal error has occurred"),
-        (FaultKind::ServerError(s), Protocol::AwsJson) => (s, "InternalServerError", "Internal server error"),
+        (FaultKind::ServerError(s), Protocol::Ec2Query) => {
+            (s, "InternalError", "An internal error has occurred")
+        }
+        (FaultKind::ServerError(s), Protocol::AwsJson) => {
+            (s, "InternalServerError", "Internal server error")
+        }
         (FaultKind::ServerError(s), _) => (s, "InternalServerError", "Internal server error"),
     };
     let message = format!("{message} (injected by the test proxy into {op})");
@@ -457,6 +487,12 @@ fn plain(status: StatusCode, text: String) -> Reply {
 fn is_hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
-        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "te" | "trailer" | "upgrade"
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
     )
 }

@@ -35,7 +35,8 @@ impl Testbed {
         let world = world.build(&aws).await;
         let mount = Mount::temp();
         let proxy = Proxy::start(&moto.endpoint()).await;
-        let function = Function::new(binary, &proxy.endpoint()).envs(world.function_env(mount.path()));
+        let function =
+            Function::new(binary, &proxy.endpoint()).envs(world.function_env(mount.path()));
         Testbed {
             world,
             mount,

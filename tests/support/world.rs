@@ -351,7 +351,12 @@ impl World {
                     last_modified: p.last_modified_date.expect("LastModifiedDate"),
                 })
             }
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_parameter_not_found()) => None,
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_parameter_not_found()) =>
+            {
+                None
+            }
             Err(e) => panic!("GetParameter: {e:?}"),
         }
     }

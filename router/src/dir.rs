@@ -1,4 +1,4 @@
-//! Counting the files of a directory without a stat per entry.
+//! Reading a directory without a stat per entry: counting its files, listing their names.
 //!
 //! Over NFS a stat is a network round trip per file, while one READDIR reply carries
 //! hundreds of names. So names come straight from `getdents64` into one 1 MiB buffer, the
@@ -9,37 +9,50 @@
 
 use rustix::fs::{FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
+use std::ffi::OsStr;
 use std::mem::MaybeUninit;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 const BUFFER_BYTES: usize = 1 << 20;
 
 /// The number of non-directory entries directly in `dir`, or `None` if `dir` does not exist.
 pub fn count_files(dir: &Path) -> std::io::Result<Option<u64>> {
+    let mut files = 0u64;
+    let found = for_each_file(dir, |_| {
+        files += 1;
+        true
+    })?;
+    Ok(found.then_some(files))
+}
+
+/// Calls `f` with the name of each non-directory entry directly in `dir` (an entry of
+/// unknown type counts as a file), until `f` returns false. Returns false if `dir` does not
+/// exist.
+pub fn for_each_file(dir: &Path, mut f: impl FnMut(&OsStr) -> bool) -> std::io::Result<bool> {
     let fd = match rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(None),
+        Err(Errno::NOENT) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
     let mut buf: Vec<MaybeUninit<u8>> = Vec::with_capacity(BUFFER_BYTES);
     buf.resize(BUFFER_BYTES, MaybeUninit::uninit());
     let mut entries = RawDir::new(fd, &mut buf);
-    let mut files = 0u64;
     while let Some(entry) = entries.next() {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
         }
-        if entry.file_type() != FileType::Directory {
-            files += 1;
+        if entry.file_type() != FileType::Directory && !f(OsStr::from_bytes(name)) {
+            break;
         }
     }
-    Ok(Some(files))
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -57,6 +70,30 @@ mod tests {
         fs::write(dir.path().join("sub").join("inner.json"), b"{}").unwrap();
         std::os::unix::fs::symlink("device-1.json", dir.path().join("link")).unwrap();
         assert_eq!(count_files(dir.path()).unwrap(), Some(2501));
+    }
+
+    #[test]
+    fn lists_every_file_name_once_and_stops_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..3000 {
+            fs::write(dir.path().join(format!("f{i}")), b"").unwrap();
+        }
+        let mut names = Vec::new();
+        assert!(for_each_file(dir.path(), |n| {
+            names.push(n.to_owned());
+            true
+        })
+        .unwrap());
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 3000);
+        let mut seen = 0;
+        for_each_file(dir.path(), |_| {
+            seen += 1;
+            seen < 10
+        })
+        .unwrap();
+        assert_eq!(seen, 10);
     }
 
     #[test]
