@@ -5,7 +5,9 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::observed::{LifeCycle, MountTarget};
+use crate::migration::{self, Moves};
 use crate::plan::{NewTarget, SecurityGroups, Step};
+use crate::scale_state;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -16,6 +18,11 @@ pub struct Applied {
     pub created: Option<(MountTarget, String)>,
     pub waiting_for: Vec<String>,
     pub published: bool,
+    pub moves: Moves,
+    pub deleted: Vec<String>,
+    /// A step changed what the next observation will see (a target created, available,
+    /// deleted, or files moved).
+    pub progressed: bool,
 }
 
 /// First and longest pause between two looks at a creating mount target.
@@ -40,12 +47,33 @@ pub async fn apply(
                 info!(root = %root, path = %path.display(), "shard directory ready");
             }
             Step::CreateMountTarget(new) => {
+                applied.progressed = true;
                 if let Some(target) = create(clients, config, new).await? {
                     applied.created = Some((target.clone(), new.root.clone()));
                     wait(clients, &target.id, wait_until, applied).await?;
                 }
             }
             Step::Wait { mount_target_id } => wait(clients, mount_target_id, wait_until, applied).await?,
+            Step::SaveState(state) => {
+                scale_state::save(&config.mount_path, state)?;
+                info!(below_since = ?state.below_since, last_scale_out = ?state.last_scale_out, "scale-in timers saved");
+            }
+            Step::MoveFiles { root, list } => {
+                // A drain is bounded by the time left only: it is what stands between the
+                // run and removing the target.
+                let moves = migration::move_home(config, list, std::slice::from_ref(root), u64::MAX, wait_until)?;
+                applied.progressed |= moves.moved > 0;
+                applied.moves.moved += moves.moved;
+                applied.moves.remaining += moves.remaining;
+                applied.moves.skipped += moves.skipped;
+                applied.moves.failed += moves.failed;
+            }
+            Step::DeleteMountTarget { mount_target_id } => {
+                clients.efs.delete_mount_target(mount_target_id).await?;
+                applied.deleted.push(mount_target_id.clone());
+                applied.progressed = true;
+                info!(mount_target = %mount_target_id, "deleted a drained mount target");
+            }
             Step::Publish { list } => {
                 clients.ssm.write(&config.parameter_name, list).await?;
                 applied.published = true;
@@ -95,6 +123,7 @@ async fn wait(clients: &Clients, id: &str, until: Instant, applied: &mut Applied
         let state = clients.efs.mount_target(id).await?.map(|t| t.state);
         match state {
             Some(LifeCycle::Available) => {
+                applied.progressed = true;
                 info!(mount_target = %id, "mount target available");
                 return Ok(());
             }

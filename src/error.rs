@@ -10,7 +10,7 @@ pub enum Error {
     #[error("configuration: {var}: {problem}")]
     Config { var: &'static str, problem: String },
 
-    #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}} and {{\"action\":\"plan\"}}")]
+    #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}}, {{\"action\":\"plan\"}} and {{\"action\":\"rebalance\",\"max_moves\":N}}")]
     UnsupportedEvent { received: String },
 
     #[error("SSM parameter {name} does not hold a mount target list, so it is left unchanged and nothing was done: {source}")]
@@ -36,6 +36,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    #[error("state file {path}: {problem}; fix or remove it (scale-in timers start again)")]
+    StateFile { path: PathBuf, problem: String },
 
     #[error("{what} not found ({operation})")]
     NotFound {
@@ -81,6 +84,7 @@ impl Error {
             Error::MissingWatchDir { .. } => "MissingWatchDir",
             Error::ReadDir { .. } => "ReadDir",
             Error::CreateShardDir { .. } => "CreateShardDir",
+            Error::StateFile { .. } => "StateFile",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",
             Error::MountTargetConflict { .. } => "MountTargetConflict",

@@ -9,7 +9,12 @@ pub enum Action {
     Reconcile,
     /// Observe and plan; change nothing.
     Plan,
+    /// Move misplaced files home, at most `max_moves`.
+    Rebalance { max_moves: u64 },
 }
+
+/// Moves a rebalance makes when the event does not say (the original plan: about 10,000 a day).
+pub const DEFAULT_MAX_MOVES: u64 = 10_000;
 
 impl Action {
     /// An EventBridge scheduled event or `{"action":"reconcile"}` reconciles;
@@ -21,6 +26,16 @@ impl Action {
         match event.get("action").and_then(Value::as_str) {
             Some("reconcile") => Ok(Action::Reconcile),
             Some("plan") => Ok(Action::Plan),
+            Some("rebalance") => match event.get("max_moves") {
+                None | Some(Value::Null) => Ok(Action::Rebalance {
+                    max_moves: DEFAULT_MAX_MOVES,
+                }),
+                Some(v) => v.as_u64().map(|max_moves| Action::Rebalance { max_moves }).ok_or_else(|| {
+                    Error::UnsupportedEvent {
+                        received: format!("max_moves {v}: a whole number of files is expected"),
+                    }
+                }),
+            },
             _ => {
                 let mut received = event.to_string();
                 if received.len() > 200 {
@@ -36,6 +51,7 @@ impl Action {
         match self {
             Action::Reconcile => "reconcile",
             Action::Plan => "plan",
+            Action::Rebalance { .. } => "rebalance",
         }
     }
 }
@@ -54,6 +70,14 @@ mod tests {
         assert_eq!(Action::from_event(&event_file("scheduled.json")).unwrap(), Action::Reconcile);
         assert_eq!(Action::from_event(&event_file("reconcile.json")).unwrap(), Action::Reconcile);
         assert_eq!(Action::from_event(&event_file("plan.json")).unwrap(), Action::Plan);
+        assert_eq!(
+            Action::from_event(&event_file("rebalance.json")).unwrap(),
+            Action::Rebalance { max_moves: 10_000 }
+        );
+        assert_eq!(
+            Action::from_event(&serde_json::json!({"action": "rebalance"})).unwrap(),
+            Action::Rebalance { max_moves: 10_000 }
+        );
     }
 
     #[test]
@@ -62,6 +86,8 @@ mod tests {
             serde_json::json!({}),
             serde_json::json!({"action": "explode"}),
             serde_json::json!({"action": 1}),
+            serde_json::json!({"action": "rebalance", "max_moves": -1}),
+            serde_json::json!({"action": "rebalance", "max_moves": "lots"}),
             serde_json::json!({"detail-type": "EC2 Instance State-change Notification"}),
             serde_json::json!("reconcile"),
             serde_json::json!(null),

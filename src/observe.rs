@@ -4,10 +4,11 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::observed::Observed;
+use crate::scale_state;
 use crate::shard::root_for_az;
 use efs_router::dir::count_files;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What was observed, and how long counting the files took.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
@@ -45,6 +46,17 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         }
     };
 
+    let protected_azs = if config.protected_subnet_ids.is_empty() {
+        BTreeSet::new()
+    } else {
+        let subnets = clients
+            .ec2
+            .subnets_by_id(&config.protected_subnet_ids, "PROTECTED_SUBNET_IDS")
+            .await?;
+        subnets.into_iter().map(|s| s.az_id).collect()
+    };
+    let scale_state = scale_state::load(&config.mount_path)?;
+
     // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
     let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
     if let Some(p) = &parameter {
@@ -79,6 +91,11 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             parameter,
             deployments,
             files,
+            protected_azs,
+            scale_state,
+            now: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
         },
         count_took,
     ))

@@ -1,7 +1,8 @@
 //! What a run observes, as plain data: the input of `plan`.
 
+use crate::scale_state::ScaleState;
 use efs_router::list::MountTargetList;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,4 +89,9 @@ pub struct Observed {
     pub deployments: Vec<Deployment>,
     /// Files per shard root; a root whose watch directory does not exist is absent.
     pub files: BTreeMap<String, u64>,
+    /// AZ ids of `PROTECTED_SUBNET_IDS`: their mount targets are never removed.
+    pub protected_azs: BTreeSet<String>,
+    pub scale_state: ScaleState,
+    /// Unix seconds when observed.
+    pub now: u64,
 }

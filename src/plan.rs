@@ -4,6 +4,7 @@
 //! what the last run finished, so a run that died anywhere is finished by the next one.
 
 use crate::observed::{LifeCycle, Observed, Subnet};
+use crate::scale_state::ScaleState;
 use crate::shard::{self, Shard};
 use efs_router::list::{MountTargetList, Strategy, Target};
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,6 +17,8 @@ pub struct Policy {
     pub subnet_ids: Option<Vec<String>>,
     pub security_group_ids: Option<Vec<String>>,
     pub services: Vec<String>,
+    pub scale_in_ratio: f64,
+    pub scale_in_cooldown_secs: u64,
     /// False on the second pass of a run, after it created or waited: one new target a run.
     pub allow_create: bool,
 }
@@ -43,6 +46,11 @@ pub enum Step {
     CreateShardDir { root: String },
     CreateMountTarget(NewTarget),
     Wait { mount_target_id: String },
+    /// Keep the scale-in timers (before a create, so a run that dies still remembers it).
+    SaveState(ScaleState),
+    /// Move the files of a draining shard to their homes.
+    MoveFiles { root: String, list: MountTargetList },
+    DeleteMountTarget { mount_target_id: String },
     Publish { list: MountTargetList },
     ForceDeployment { service: String },
 }
@@ -54,14 +62,20 @@ impl Step {
             Step::CreateShardDir { .. } => "create_shard_directory",
             Step::CreateMountTarget(_) => "create_mount_target",
             Step::Wait { .. } => "wait_mount_target",
+            Step::SaveState(_) => "save_state",
+            Step::MoveFiles { .. } => "move_files",
+            Step::DeleteMountTarget { .. } => "delete_mount_target",
             Step::Publish { .. } => "publish",
             Step::ForceDeployment { .. } => "force_deployment",
         }
     }
 
-    /// Steps that change capacity; after them a run observes again before it publishes.
-    pub fn changes_capacity(&self) -> bool {
-        matches!(self, Step::CreateMountTarget(_) | Step::Wait { .. })
+    /// Steps that change what a run observes; after them it observes again before it publishes.
+    pub fn changes_state(&self) -> bool {
+        matches!(
+            self,
+            Step::CreateMountTarget(_) | Step::Wait { .. } | Step::MoveFiles { .. } | Step::DeleteMountTarget { .. }
+        )
     }
 }
 
@@ -156,16 +170,47 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let at_capacity = needed > limit;
 
     let mut steps = Vec::new();
+    let mut list = rebuild_list(published, &shards);
+    let mut state = obs.scale_state.clone();
+    let now = obs.now;
+    let draining = shards
+        .iter()
+        .find(|s| list.mount_targets.iter().any(|t| t.id == s.target.id && t.draining));
+    let serving = current - usize::from(draining.is_some());
     let need_text = format!(
         "{file_count} files need {needed} mount target{} at {} per target",
         if needed == 1 { "" } else { "s" },
         policy.file_threshold
     );
+    // Hysteresis: a target may go only well below the scale-out line (no flapping at it).
+    let band = policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
+    let in_band = serving > 1 && file_count as f64 <= band;
     let creating: Vec<&Shard> = shards
         .iter()
         .filter(|s| s.target.state == LifeCycle::Creating)
         .collect();
-    let reason = if desired > current {
+    let reason = if let Some(d) = draining {
+        let id = &d.target.id;
+        if needed > serving {
+            set_draining(&mut list, id, false);
+            format!("{need_text}; {serving} serving: the growth cancels the drain of {id}")
+        } else if files_of(&d.root) > 0 {
+            steps.push(Step::MoveFiles {
+                root: d.root.clone(),
+                list: list.clone(),
+            });
+            format!(
+                "{need_text}; draining {id} ({}): its {} files move to their homes first",
+                d.target.az,
+                files_of(&d.root)
+            )
+        } else {
+            steps.push(Step::DeleteMountTarget {
+                mount_target_id: id.clone(),
+            });
+            format!("{need_text}; {id} is drained (its directory is empty): deleting it")
+        }
+    } else if desired > current {
         if let Some(c) = creating.first() {
             format!(
                 "{need_text}; have {current}; waiting for {} in {} before adding another",
@@ -183,6 +228,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
                 (None, None) => SecurityGroups::VpcDefault,
             };
+            state.last_scale_out = Some(now);
+            state.below_since = None;
             steps.push(Step::CreateMountTarget(NewTarget {
                 subnet_id: subnet.id.clone(),
                 az: subnet.az.clone(),
@@ -199,11 +246,46 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         }
     } else if at_capacity {
         bound_text(&need_text, current, az_capacity, policy.max_mount_targets)
-    } else if desired < current {
-        format!("{need_text}; have {current}; scale-in is not done by this version")
+    } else if in_band {
+        let since = *state.below_since.get_or_insert(now);
+        let held = now.saturating_sub(since);
+        let after_scale_out = state.last_scale_out.map(|t| now.saturating_sub(t));
+        let cooldown = policy.scale_in_cooldown_secs;
+        // Only a shard this function added may go, never one in a protected AZ; the one with
+        // the fewest files, the newest on a tie.
+        let candidate = list
+            .mount_targets
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.root != "/")
+            .filter(|(_, t)| !t.az_id.as_ref().is_some_and(|az| obs.protected_azs.contains(az)))
+            .min_by_key(|(i, t)| (files_of(&t.root), std::cmp::Reverse(*i)))
+            .map(|(_, t)| t.id.clone());
+        let band_text = format!("{need_text}; {serving} serving, within the scale-in band (<= {band:.0} files)");
+        match candidate {
+            None => format!("{band_text}, but none may go: the first shard `/` and targets in protected AZs stay"),
+            Some(_) if held < cooldown => format!("{band_text} for {held} s of {cooldown} s"),
+            Some(_) if after_scale_out.is_some_and(|t| t < cooldown) => format!(
+                "{band_text}, but the last scale-out was {} s ago (cool-down {cooldown} s)",
+                after_scale_out.unwrap_or_default()
+            ),
+            Some(id) => {
+                set_draining(&mut list, &id, true);
+                state.below_since = None;
+                format!("{band_text} for {held} s: draining {id} before removing it")
+            }
+        }
     } else {
-        format!("{need_text}; have {current}: nothing to add")
+        state.below_since = None;
+        if desired < current {
+            format!("{need_text}; have {current}: above the scale-in band, keeping them")
+        } else {
+            format!("{need_text}; have {current}: nothing to add")
+        }
     };
+    if state != obs.scale_state {
+        steps.insert(0, Step::SaveState(state));
+    }
 
     for s in shards.iter().filter(|s| s.target.state.is_active()) {
         if !obs.files.contains_key(&s.root) {
@@ -216,7 +298,6 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         });
     }
 
-    let list = rebuild_list(published, &shards);
     let publish = published != Some(&list);
     if publish {
         steps.push(Step::Publish { list: list.clone() });
@@ -249,6 +330,12 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         steps,
         reason,
         warnings,
+    }
+}
+
+fn set_draining(list: &mut MountTargetList, id: &str, draining: bool) {
+    for t in list.mount_targets.iter_mut().filter(|t| t.id == id) {
+        t.draining = draining;
     }
 }
 
@@ -306,6 +393,7 @@ fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountT
 mod tests {
     use super::*;
     use crate::observed::{Deployment, MountTarget, Parameter};
+    use crate::scale_state::ScaleState;
     use std::time::{Duration, SystemTime};
 
     const VPC: &str = "vpc-main";
@@ -349,6 +437,9 @@ mod tests {
                 created_at: at(200),
             }],
             files: BTreeMap::from([("/".to_owned(), files)]),
+            protected_azs: BTreeSet::new(),
+            scale_state: ScaleState::default(),
+            now: NOW,
         };
         o.parameter = Some(Parameter {
             list: plan(&o, &policy()).list,
@@ -364,9 +455,13 @@ mod tests {
             subnet_ids: None,
             security_group_ids: None,
             services: vec!["app".into()],
+            scale_in_ratio: 0.6,
+            scale_in_cooldown_secs: 1800,
             allow_create: true,
         }
     }
+
+    const NOW: u64 = 1_000_000;
 
     fn names(p: &Plan) -> Vec<&'static str> {
         p.steps.iter().map(Step::name).collect()
@@ -411,7 +506,7 @@ mod tests {
     fn first_crossing_creates_one_in_the_first_free_az() {
         let p = plan(&world(61_234), &policy());
         assert_eq!(p.desired, 2);
-        assert_eq!(names(&p), ["create_shard_directory", "create_mount_target"]);
+        assert_eq!(names(&p), ["save_state", "create_shard_directory", "create_mount_target"]);
         let new = created(&p).unwrap();
         assert_eq!((new.subnet_id.as_str(), new.az_id.as_str()), ("subnet-b", "use1-az2"));
         assert_eq!(new.root, "/shards/use1-az2");
@@ -567,7 +662,8 @@ mod tests {
         assert_eq!(p.list.strategy, Strategy::ModuloSha256);
         // `/` is counted once although two targets share it.
         assert_eq!(p.file_count, 10);
-        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        // 10 files and 3 targets: the scale-in clock starts too (only fsmt-c may ever go).
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     }
 
     #[test]
@@ -624,13 +720,187 @@ mod tests {
         o.parameter = None;
         o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
         let p = plan(&o, &policy());
-        assert_eq!(names(&p), ["create_shard_directory", "publish", "force_deployment"]);
+        assert_eq!(names(&p), ["save_state", "create_shard_directory", "publish", "force_deployment"]);
         assert_eq!(
-            p.steps[0],
+            p.steps[1],
             Step::CreateShardDir {
                 root: "/shards/use1-az2".into()
             }
         );
+    }
+
+    /// Three shards (a: `/`, b, c), the list published, no drain, timers clear.
+    fn three_shards(root: u64, b: u64, c: u64) -> Observed {
+        let mut o = world(root);
+        add_shard(&mut o, "fsmt-b", 'b', b);
+        add_shard(&mut o, "fsmt-c", 'c', c);
+        o
+    }
+
+    fn draining_id(p: &Plan) -> Option<&str> {
+        p.list.mount_targets.iter().find(|t| t.draining).map(|t| t.id.as_str())
+    }
+
+    fn saved(p: &Plan) -> Option<&ScaleState> {
+        p.steps.iter().find_map(|s| match s {
+            Step::SaveState(st) => Some(st),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn scale_out_records_its_time_before_creating() {
+        let p = plan(&world(61_234), &policy());
+        assert_eq!(names(&p)[0], "save_state");
+        assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
+    }
+
+    #[test]
+    fn the_scale_in_band_has_hysteresis() {
+        // n = 2: the band is files <= 0.6 * 50,000 * 1 = 30,000; scale-out is above 100,000.
+        let mut o = world(20_000);
+        add_shard(&mut o, "fsmt-b", 'b', 10_000);
+        let p = plan(&o, &policy());
+        assert!(p.reason.contains("within the scale-in band"), "{}", p.reason);
+        // Just above the band (30,001) and far below the scale-out line: keep both, quietly.
+        let mut o = world(20_000);
+        add_shard(&mut o, "fsmt-b", 'b', 10_001);
+        let p = plan(&o, &policy());
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        assert_eq!(draining_id(&p), None);
+        // After a scale-in to 1, the same 30,000 files do not make it grow again.
+        let p = plan(&world(30_000), &policy());
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        // At 2 with 50,001 files (the first line crossed): no scale-in either.
+        let mut o = world(25_000);
+        add_shard(&mut o, "fsmt-b", 'b', 25_001);
+        assert!(plan(&o, &policy()).steps.is_empty());
+    }
+
+    #[test]
+    fn the_band_must_hold_for_the_cool_down() {
+        let o = three_shards(100, 10, 5);
+        // First time in the band: the clock starts, nothing drains.
+        let p = plan(&o, &policy());
+        assert_eq!(names(&p), ["save_state"]);
+        assert_eq!(saved(&p).unwrap().below_since, Some(NOW));
+        assert_eq!(draining_id(&p), None);
+        // Held for less than the cool-down: wait, nothing written.
+        let mut o = three_shards(100, 10, 5);
+        o.scale_state.below_since = Some(NOW - 1799);
+        let p = plan(&o, &policy());
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        assert!(p.reason.contains("for 1799 s of 1800 s"), "{}", p.reason);
+        // Held long enough: the shard with the fewest files drains; list published, redeployed.
+        o.scale_state.below_since = Some(NOW - 1800);
+        let p = plan(&o, &policy());
+        assert_eq!(draining_id(&p), Some("fsmt-c"));
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
+        assert_eq!(saved(&p).unwrap().below_since, None);
+        // Leaving the band resets the clock.
+        let mut o = three_shards(60_000, 10, 5);
+        o.scale_state.below_since = Some(NOW - 100);
+        let p = plan(&o, &policy());
+        assert_eq!(saved(&p).unwrap().below_since, None);
+    }
+
+    #[test]
+    fn no_scale_in_soon_after_a_scale_out() {
+        let mut o = three_shards(100, 10, 5);
+        o.scale_state = ScaleState {
+            below_since: Some(NOW - 5000),
+            last_scale_out: Some(NOW - 600),
+        };
+        let p = plan(&o, &policy());
+        assert_eq!(draining_id(&p), None);
+        assert!(p.reason.contains("last scale-out was 600 s ago"), "{}", p.reason);
+        let p = plan(
+            &o,
+            &Policy {
+                scale_in_cooldown_secs: 0,
+                ..policy()
+            },
+        );
+        assert_eq!(draining_id(&p), Some("fsmt-c"));
+    }
+
+    #[test]
+    fn protected_azs_and_the_first_shard_never_go() {
+        let mut o = three_shards(100, 10, 5);
+        o.protected_azs.insert("use1-az3".into()); // c
+        let zero = Policy {
+            scale_in_cooldown_secs: 0,
+            ..policy()
+        };
+        assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));
+        o.protected_azs.insert("use1-az2".into()); // b
+        let p = plan(&o, &zero);
+        assert_eq!(draining_id(&p), None);
+        assert!(p.reason.contains("none may go"), "{}", p.reason);
+        // The original list: every target is rooted at `/`, so none is this function's to remove.
+        let mut o = world(10);
+        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        o.parameter = Some(Parameter {
+            list: MountTargetList::from_json(
+                r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
+            )
+            .unwrap(),
+            last_modified: at(100),
+        });
+        let p = plan(&o, &zero);
+        assert_eq!(draining_id(&p), None);
+        assert!(p.reason.contains("none may go"), "{}", p.reason);
+    }
+
+    /// `three_shards` with c marked draining in the published list.
+    fn draining_c(root: u64, b: u64, c: u64) -> Observed {
+        let mut o = three_shards(root, b, c);
+        let list = &mut o.parameter.as_mut().unwrap().list;
+        list.mount_targets[2].draining = true;
+        o
+    }
+
+    #[test]
+    fn a_drain_moves_files_first_and_deletes_only_an_empty_shard() {
+        let p = plan(&draining_c(100, 10, 5), &policy());
+        assert_eq!(names(&p), ["move_files"]);
+        match &p.steps[0] {
+            Step::MoveFiles { root, list } => {
+                assert_eq!(root, "/shards/use1-az3");
+                assert!(list.mount_targets[2].draining, "moves route around the draining shard");
+            }
+            other => panic!("{other:?}"),
+        }
+        let p = plan(&draining_c(100, 10, 0), &policy());
+        assert_eq!(
+            p.steps,
+            [Step::DeleteMountTarget {
+                mount_target_id: "fsmt-c".into()
+            }]
+        );
+        assert_eq!(draining_id(&p), Some("fsmt-c"), "listed until it is gone");
+    }
+
+    #[test]
+    fn a_deleted_drained_target_leaves_the_list() {
+        let mut o = draining_c(100, 10, 0);
+        o.mount_targets[2].state = LifeCycle::Deleting;
+        let p = plan(&o, &policy());
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"], "{}", p.reason);
+        assert_eq!(p.list.mount_targets.len(), 2);
+        assert_eq!(draining_id(&p), None);
+        assert_eq!(p.current, 2);
+    }
+
+    #[test]
+    fn growth_cancels_a_drain() {
+        let p = plan(&draining_c(60_000, 30_000, 20_000), &policy());
+        assert_eq!(draining_id(&p), None);
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        assert!(p.reason.contains("cancels the drain of fsmt-c"), "{}", p.reason);
+        // Growth that two serving shards can hold does not cancel it.
+        let p = plan(&draining_c(60_000, 30_000, 10), &policy());
+        assert_eq!(draining_id(&p), Some("fsmt-c"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
+use crate::migration;
 use crate::observe::observe;
 use crate::plan::{plan, Plan, Policy, Step};
 use crate::response::{NewMountTarget, Response};
@@ -15,6 +16,9 @@ use tracing::{info, warn};
 /// publish, redeploy, respond.
 const MARGIN: Duration = Duration::from_secs(20);
 
+/// Observe-plan-apply rounds in one run: create, wait, drain, delete, then publish.
+const MAX_ROUNDS: usize = 5;
+
 pub fn policy(config: &Config) -> Policy {
     Policy {
         file_threshold: config.file_threshold,
@@ -22,6 +26,8 @@ pub fn policy(config: &Config) -> Policy {
         subnet_ids: config.subnet_ids.clone(),
         security_group_ids: config.security_group_ids.clone(),
         services: config.services.clone(),
+        scale_in_ratio: config.scale_in_ratio,
+        scale_in_cooldown_secs: config.scale_in_cooldown.as_secs(),
         allow_create: true,
     }
 }
@@ -41,25 +47,17 @@ pub async fn run(clients: &Clients, config: &Config, action: Action, deadline: S
             applied.actions = first.steps.iter().map(Step::name).collect();
             None
         }
-        Action::Reconcile if first.steps.iter().any(Step::changes_capacity) => {
-            // Create and wait first; then look again, so that what is published is what is there.
-            let capacity: Vec<Step> = first
-                .steps
-                .iter()
-                .filter(|s| s.changes_capacity() || matches!(s, Step::CreateShardDir { .. }))
-                .cloned()
-                .collect();
-            apply(clients, config, &capacity, wait_until, &mut applied).await?;
-            let (again, _) = observe(clients, config).await?;
-            let second = plan(&again, &Policy { allow_create: false, ..policy });
-            let rest: Vec<Step> = second.steps.iter().filter(|s| !s.changes_capacity()).cloned().collect();
-            apply(clients, config, &rest, wait_until, &mut applied).await?;
-            Some(second)
-        }
-        Action::Reconcile => {
-            apply(clients, config, &first.steps, wait_until, &mut applied).await?;
+        Action::Rebalance { max_moves } => {
+            // The list clients use now: every shard is walked, files go where they route.
+            if let Some(parameter) = &observed.parameter {
+                let roots: Vec<String> = parameter.list.mount_targets.iter().map(|t| t.root.clone()).collect();
+                let moves = migration::move_home(config, &parameter.list, &roots, max_moves, wait_until)?;
+                applied.moves = moves;
+                applied.actions.push("move_files");
+            }
             None
         }
+        Action::Reconcile => Some(converge(clients, config, &policy, first.clone(), wait_until, &mut applied).await?),
     };
     let end = last.as_ref().unwrap_or(&first);
     let response = respond(config, action, &first, end, applied);
@@ -74,6 +72,7 @@ pub async fn run(clients: &Clients, config: &Config, action: Action, deadline: S
         at_capacity = response.at_capacity,
         total = response.total,
         actions = ?response.actions,
+        moved = response.moves.as_ref().map_or(0, |m| m.moved),
         waiting_for = ?response.waiting_for,
         reason = %response.reason,
         "run summary"
@@ -81,7 +80,53 @@ pub async fn run(clients: &Clients, config: &Config, action: Action, deadline: S
     Ok(response)
 }
 
+/// Applies a plan; after a step that changes what is observed (a target created, available or
+/// deleted, files moved) observes and plans again, so that what is published is what is there.
+/// Stops when a round makes no such progress, or after `MAX_ROUNDS`.
+async fn converge(
+    clients: &Clients,
+    config: &Config,
+    policy: &Policy,
+    mut current: Plan,
+    wait_until: Instant,
+    applied: &mut Applied,
+) -> Result<Plan, Error> {
+    let mut round = 1;
+    loop {
+        let changing = current.steps.iter().any(Step::changes_state);
+        if changing && round < MAX_ROUNDS {
+            let head: Vec<Step> = current
+                .steps
+                .iter()
+                .filter(|s| !matches!(s, Step::Publish { .. } | Step::ForceDeployment { .. }))
+                .cloned()
+                .collect();
+            applied.progressed = false;
+            apply(clients, config, &head, wait_until, applied).await?;
+            if applied.progressed {
+                let (again, _) = observe(clients, config).await?;
+                // One new mount target a run.
+                current = plan(&again, &Policy { allow_create: false, ..policy.clone() });
+                round += 1;
+                continue;
+            }
+            let tail: Vec<Step> = current
+                .steps
+                .iter()
+                .filter(|s| matches!(s, Step::Publish { .. } | Step::ForceDeployment { .. }))
+                .cloned()
+                .collect();
+            apply(clients, config, &tail, wait_until, applied).await?;
+        } else {
+            let rest: Vec<Step> = current.steps.iter().filter(|s| !s.changes_state()).cloned().collect();
+            apply(clients, config, &rest, wait_until, applied).await?;
+        }
+        return Ok(current);
+    }
+}
+
 fn respond(config: &Config, action: Action, first: &Plan, end: &Plan, applied: Applied) -> Response {
+    let moved_files = action != Action::Plan && applied.actions.contains(&"move_files");
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.
         ip: t.ip.clone().or_else(|| {
@@ -110,5 +155,7 @@ fn respond(config: &Config, action: Action, first: &Plan, end: &Plan, applied: A
         actions: applied.actions,
         reason: first.reason.clone(),
         warnings: end.warnings.clone(),
+        moves: moved_files.then_some(applied.moves),
+        deleted: applied.deleted,
     }
 }

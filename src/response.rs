@@ -1,5 +1,6 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
+use crate::migration::Moves;
 use efs_router::list::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,4 +35,10 @@ pub struct Response {
     pub actions: Vec<&'static str>,
     pub reason: String,
     pub warnings: Vec<String>,
+    /// Files moved home by a drain or a rebalance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<Moves>,
+    /// Mount targets deleted after their shard was drained.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
 }

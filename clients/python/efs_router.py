@@ -18,6 +18,7 @@ entries of the published list (dicts as parsed from JSON, or ``Target``), ``stra
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ __all__ = [
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
     "Target", "MountTargetList", "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
+    "MOVED", "DESTINATION_TAKEN", "SOURCE_GONE", "relocate",
 ]
 
 RENDEZVOUS = "rendezvous"
@@ -354,8 +356,8 @@ class Layout:
         return os.path.join(self.shard_dir(targets, index), normalised)
 
     def move_paths(self, targets: Sequence[Target], src: int, dst: int, normalised: str) -> Optional[Tuple[str, str]]:
-        """Source and destination through one mount that sees both shards (a rename between two
-        mounts fails with EXDEV, even of one file system); None when no mount does."""
+        """Source and destination through one mount that sees both shards (a link or rename between
+        two mounts fails with EXDEV, even of one file system); None when no mount does."""
         if self.mounts is None:
             return self.real_path(targets, src, normalised), self.real_path(targets, dst, normalised)
         for k, t in enumerate(targets):
@@ -365,6 +367,101 @@ class Layout:
                 return (os.path.join(_join(self.mounts[k], a), normalised),
                         os.path.join(_join(self.mounts[k], b), normalised))
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Moving a file without replacing one (router/src/relocation.rs)
+#
+# rename(2) replaces its destination, and checking first leaves a window in which another
+# client's file would be lost. link(2) fails with EEXIST instead, atomically, on NFS as on local
+# disks; the source name is removed once the new name exists. A move cut short between the two
+# leaves one file under two names, which the next attempt recognises (same inode) and finishes.
+# Never a copy: the bytes do not move.
+
+MOVED = "moved"  # the file is at the destination and no longer at the source
+DESTINATION_TAKEN = "destination-taken"  # another file has the destination name; both left as they were
+SOURCE_GONE = "source-gone"  # nothing at the source (moved or removed by another, or this move finished by another)
+
+# What link(2) answers on a file system without hard links (ENOTSUP is EOPNOTSUPP on Linux, not everywhere).
+_NO_HARD_LINKS = frozenset(e for e in (errno.EPERM, getattr(errno, "EOPNOTSUPP", None), getattr(errno, "ENOTSUP", None))
+                           if e is not None)
+
+
+# Rust's fs::hard_link does not follow a symbolic link at the source (linkat without AT_SYMLINK_FOLLOW).
+_LINK_OPTIONS = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
+
+
+def _spelling(path: str) -> Tuple[bool, List[str]]:
+    # Enough of Rust's Path equality to refuse "a//b" against "a/b" or "a/./b" (and "./a" against "a").
+    return path.startswith("/"), [part for part in path.split("/") if part not in ("", ".")]
+
+
+def relocate(src: Union[str, os.PathLike], dst: Union[str, os.PathLike]) -> str:
+    """Moves ``src`` to ``dst`` (whose directory must exist), never replacing an existing ``dst``:
+    ``link(src, dst)``, then ``unlink(src)``. Returns ``MOVED``, ``DESTINATION_TAKEN`` (``dst`` is
+    another file; nothing was touched) or ``SOURCE_GONE`` (no ``src``: another client moved or
+    removed it, or finished this very move). A move cut short between the link and the unlink
+    (``src`` and ``dst`` the same inode) is finished; of racing movers, only the one whose unlink
+    succeeds answers ``MOVED``. Where ``link`` answers EPERM or EOPNOTSUPP (no hard links), it
+    checks ``dst`` and renames (a small window). Other failures raise ``OSError``; the same path
+    as source and destination raises ``OSError(EINVAL)``."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    if src == dst or _spelling(src) == _spelling(dst):
+        raise OSError(errno.EINVAL, "%s is both source and destination" % src)
+    try:
+        os.link(src, dst, **_LINK_OPTIONS)
+    except FileExistsError:
+        same = _same_file(src, dst)
+        if same is None:
+            return SOURCE_GONE
+        return _remove_source(src) if same else DESTINATION_TAKEN
+    except FileNotFoundError:
+        if not _lexists(src):
+            return SOURCE_GONE
+        raise
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
+            raise
+        # File systems without hard links: check, then rename (a small window, documented).
+        if _lexists(dst):
+            return DESTINATION_TAKEN
+        try:
+            os.rename(src, dst)
+        except FileNotFoundError:
+            if not _lexists(src):
+                return SOURCE_GONE
+            raise
+        return MOVED
+    return _remove_source(src)
+
+
+def _remove_source(src: str) -> str:
+    try:
+        os.unlink(src)
+    except FileNotFoundError:
+        # Another mover finished the same move first (the file is at the destination): the one
+        # whose unlink succeeds reports the move, so racing movers count it once.
+        return SOURCE_GONE
+    return MOVED
+
+
+def _same_file(src: str, dst: str) -> Optional[bool]:
+    """None when ``src`` is gone."""
+    try:
+        s = os.lstat(src)
+    except FileNotFoundError:
+        return None
+    d = os.lstat(dst)
+    return s.st_dev == d.st_dev and s.st_ino == d.st_ino
+
+
+def _lexists(path: str) -> bool:
+    # Like os.path.lexists, but errors other than "not found" are errors.
+    try:
+        os.lstat(path)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,7 +486,7 @@ class Location(NamedTuple):
 
 
 class Place(NamedTuple):
-    """Where a read found its bytes: ``home``; ``moved-home`` (found in shard ``index``, renamed
+    """Where a read found its bytes: ``home``; ``moved-home`` (found in shard ``index``, moved
     home by this read); ``moved-by-another`` (found in shard ``index``, another client moved or
     removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``)."""
 
@@ -511,7 +608,8 @@ class Router:
 
     def read_with_fallback(self, path: str) -> ReadResult:
         """Reads ``path`` from home; on a miss from the first other shard that has it, and moves it
-        home there by one rename. Raises ``NotFound`` when no shard has it."""
+        home there by ``relocate`` (link, then unlink; never over a file at home). Raises
+        ``NotFound`` when no shard has it."""
         home = self.resolve(path)
         data = _read_if_present(home.real)
         if data is not None:
@@ -533,26 +631,28 @@ class Router:
         raise NotFound("%r: no such file in any shard" % path)
 
     def _move_home(self, src_index: int, home: Resolved) -> Optional[Place]:
-        """Renames the file from shard ``src_index`` home. None when home already has a file of that
-        name and the misplaced copy is still there."""
+        """Moves the file from shard ``src_index`` home by ``relocate``. None when home already has
+        a file of that name and the misplaced copy is still there."""
         paths = self.layout.move_paths(self.targets, src_index, home.index, home.logical)
         if paths is None:
             return Place("left-elsewhere", src_index, "no mount on this host sees both shards")
         src, dst = paths
-        if src == dst:  # never rename a file onto itself
+        if src == dst:  # unreachable for distinct roots; never move a file onto itself
             return Place("left-elsewhere", src_index, "source and home are the same path")
-        if _present(dst):  # never replace a file at home
-            return None if _present(src) else Place("moved-by-another", src_index)
+        directory = os.path.dirname(dst)
+        if directory:
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as e:
+                return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
+        # Never replace a file at home: it is newer than the misplaced copy. relocate refuses
+        # atomically (link, then unlink), so no check-then-rename window.
         try:
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            outcome = relocate(src, dst)
         except OSError as e:
-            return Place("left-elsewhere", src_index, "create directory %s: %s" % (os.path.dirname(dst), e))
-        try:
-            os.rename(src, dst)
-        except FileNotFoundError as e:
-            if not _present(src):
-                return Place("moved-by-another", src_index)
-            return Place("left-elsewhere", src_index, "rename %s to %s: %s" % (src, dst, e))
-        except OSError as e:
-            return Place("left-elsewhere", src_index, "rename %s to %s: %s" % (src, dst, e))
-        return Place("moved-home", src_index)
+            return Place("left-elsewhere", src_index, "move %s to %s: %s" % (src, dst, e))
+        if outcome == MOVED:
+            return Place("moved-home", src_index)
+        if outcome == SOURCE_GONE:
+            return Place("moved-by-another", src_index)
+        return None  # DESTINATION_TAKEN

@@ -3,6 +3,7 @@
     python3 -m unittest discover -s clients/python -p 'test_*.py'
 """
 
+import errno
 import hashlib
 import json
 import multiprocessing
@@ -12,14 +13,16 @@ import sys
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import efs_router  # noqa: E402
 from efs_router import (  # noqa: E402
     HOME, InsideAnotherShard, Layout, ListError, MountTargetList, NotFound, PathError, Place, RouteError,
-    Router, Target, normalise, shard_index,
+    Router, Target, normalise, relocate, shard_index,
 )
+from efs_router import DESTINATION_TAKEN, MOVED, SOURCE_GONE  # noqa: E402
 
 VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "vectors", "routing.json")
 THREE = ["/", "/shards/use1-az4", "/shards/use1-az1"]
@@ -252,7 +255,8 @@ class FileSystem(FileSystemCase):
         self.assertEqual(r.locate(p).found, efs_router.Found("elsewhere", 2, elsewhere))
         self.assertEqual(r.read_with_fallback(p), (b"reading", Place("moved-home", 2)))
         self.assertFalse(os.path.exists(elsewhere))
-        self.assertEqual(os.stat(home).st_ino, ino)  # a rename, not a copy
+        self.assertEqual(os.stat(home).st_ino, ino)  # moved, not copied
+        self.assertEqual(os.stat(home).st_nlink, 1)
         self.assertEqual(r.read_with_fallback(p).place, HOME)
         self.assertEqual(r.locate(p).found.kind, "home")
 
@@ -311,6 +315,162 @@ class FileSystem(FileSystemCase):
             self.assertEqual(r.read_with_fallback(p).place, HOME)
         self.assertEqual(homes, {0, 1, 2})
         self.assertEqual(len(files_under(self.base)), 90)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class Relocate(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.d = self._tmp.name
+        self.src, self.dst = os.path.join(self.d, "a"), os.path.join(self.d, "b")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_moves_and_keeps_the_bytes(self):
+        put(self.src, b"reading")
+        ino = os.stat(self.src).st_ino
+        self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertFalse(os.path.lexists(self.src))
+        self.assertEqual(read(self.dst), b"reading")
+        st = os.stat(self.dst)
+        self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))  # the same file, one name: never a copy
+
+    def test_never_replaces_the_destination(self):
+        put(self.src, b"old")
+        put(self.dst, b"new")
+        self.assertEqual(relocate(self.src, self.dst), DESTINATION_TAKEN)
+        self.assertEqual(read(self.src), b"old")
+        self.assertEqual(read(self.dst), b"new")
+        os.mkdir(os.path.join(self.d, "c"))  # a directory at the destination is taken too
+        self.assertEqual(relocate(self.src, os.path.join(self.d, "c")), DESTINATION_TAKEN)
+        self.assertEqual(read(self.src), b"old")
+
+    def test_a_missing_source_is_gone_not_an_error(self):
+        self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+        put(self.dst, b"moved by another")
+        self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+        self.assertEqual(read(self.dst), b"moved by another")
+
+    def test_a_move_cut_short_after_the_link_is_finished(self):
+        put(self.src, b"x")
+        os.link(self.src, self.dst)
+        self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertFalse(os.path.lexists(self.src))
+        self.assertEqual(read(self.dst), b"x")
+        self.assertEqual(os.stat(self.dst).st_nlink, 1)
+
+    def test_refuses_one_path_as_both(self):
+        put(self.src, b"x")
+        for dst in (self.src, self.d + "//a", os.path.join(self.d, ".", "a")):
+            with self.subTest(dst=dst), self.assertRaises(OSError) as cm:
+                relocate(self.src, dst)
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertEqual(read(self.src), b"x")
+
+    def test_other_failures_raise(self):
+        put(self.src, b"x")
+        with self.assertRaises(FileNotFoundError):  # the destination's directory must exist
+            relocate(self.src, os.path.join(self.d, "no", "b"))
+        self.assertEqual(read(self.src), b"x")
+
+    @staticmethod
+    def no_hard_links(code):
+        def link(src, dst, **kw):  # as the kernel does: the source is looked up first
+            os.lstat(src)
+            raise OSError(code, os.strerror(code), src, None, dst)
+        return mock.patch.object(efs_router.os, "link", side_effect=link)
+
+    def test_without_hard_links_it_checks_then_renames(self):
+        for code in (errno.EPERM, errno.EOPNOTSUPP):
+            with self.subTest(errno=code), self.no_hard_links(code):
+                put(self.src, b"x")
+                self.assertEqual(relocate(self.src, self.dst), MOVED)
+                self.assertFalse(os.path.lexists(self.src))
+                self.assertEqual(read(self.dst), b"x")
+                put(self.src, b"y")
+                self.assertEqual(relocate(self.src, self.dst), DESTINATION_TAKEN)
+                self.assertEqual((read(self.src), read(self.dst)), (b"y", b"x"))
+                os.unlink(self.src)
+                self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+                os.unlink(self.dst)
+        with mock.patch.object(efs_router.os, "link", side_effect=OSError(errno.EIO, "I/O error")):
+            put(self.src, b"x")
+            with self.assertRaises(OSError) as cm:
+                relocate(self.src, self.dst)
+            self.assertEqual(cm.exception.errno, errno.EIO)
+            self.assertFalse(os.path.lexists(self.dst))
+
+    def test_racing_movers_leave_exactly_one_copy(self):
+        for rnd in range(50):
+            src, dst = os.path.join(self.d, "s%d" % rnd), os.path.join(self.d, "d%d" % rnd)
+            put(src, str(rnd).encode())
+            barrier, outcomes = threading.Barrier(4), []
+
+            def mover():
+                barrier.wait()
+                outcomes.append(relocate(src, dst))
+
+            ts = [threading.Thread(target=mover) for _ in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(len(outcomes), 4)
+            self.assertNotIn(DESTINATION_TAKEN, outcomes)
+            self.assertEqual(outcomes.count(MOVED), 1, outcomes)
+            self.assertFalse(os.path.lexists(src))
+            self.assertEqual(read(dst), str(rnd).encode())
+            self.assertEqual(os.stat(dst).st_nlink, 1)
+        self.assertEqual(sorted(os.listdir(self.d)), sorted("d%d" % i for i in range(50)))
+
+
+class MoveHome(FileSystemCase):
+    def test_a_move_cut_short_leaves_the_file_readable_at_home(self):
+        r = self.router()
+        p, home, elsewhere = self.misplaced(r, 1, 2, "c")
+        put(elsewhere, b"x")
+        os.makedirs(os.path.dirname(home), exist_ok=True)
+        os.link(elsewhere, home)  # a reader died between link and unlink
+        self.assertEqual(r.read_with_fallback(p), (b"x", HOME))
+        self.assertEqual(relocate(elsewhere, home), MOVED)  # the next attempt finishes it
+        self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
+
+    def test_a_failed_move_leaves_the_file_and_still_reads(self):
+        r = self.router()
+        p, home, elsewhere = self.misplaced(r, 1, 2, "f")
+        put(elsewhere, b"x")
+        with mock.patch.object(efs_router.os, "link", side_effect=OSError(errno.EIO, "I/O error")):
+            got = r.read_with_fallback(p)
+        self.assertEqual((got.data, got.place.kind, got.place.index), (b"x", "left-elsewhere", 2))
+        self.assertTrue(got.place.reason.startswith("move %s to %s: " % (elsewhere, home)), got.place.reason)
+        self.assertTrue(os.path.exists(elsewhere) and not os.path.exists(home))
+
+    def test_moves_home_without_hard_links(self):
+        r = self.router()
+        p, home, elsewhere = self.misplaced(r, 1, 2, "h")
+        put(elsewhere, b"x")
+        with Relocate.no_hard_links(errno.EOPNOTSUPP):
+            self.assertEqual(r.read_with_fallback(p), (b"x", Place("moved-home", 2)))
+        self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
+
+    def test_home_written_during_the_move_wins(self):
+        r = self.router()
+        p, home, elsewhere = self.misplaced(r, 1, 2, "w")
+        put(elsewhere, b"old")
+        real_link = os.link
+
+        def write_first(src, dst, **kw):  # a write lands at home after the miss, before the link
+            r.write(p, b"new")
+            return real_link(src, dst, **kw)
+
+        with mock.patch.object(efs_router.os, "link", side_effect=write_first):
+            self.assertEqual(r.read_with_fallback(p), (b"new", HOME))
+        self.assertEqual((read(home), read(elsewhere)), (b"new", b"old"))
 
 
 def _race_reader(base, path, barrier, results):

@@ -5,8 +5,9 @@
 //!   synced, then renamed over the final name, so a reader sees the old file, the new one, or
 //!   none, never half of one.
 //! - `read_with_fallback` reads the home; on a miss it looks in the other shards, and a file
-//!   found elsewhere is moved home by one `rename(2)` within the file system (never a copy, never
-//!   onto itself). Another client moving the same file first is not an error.
+//!   found elsewhere is moved home within the file system by [`relocate`] (a link, then an
+//!   unlink: never a copy, never onto itself, never over a file already at home). Another
+//!   client moving the same file first is not an error.
 //! - `exists` looks at home, then elsewhere; it moves nothing.
 //!
 //! Shards that share a root (the original list, where every entry is rooted at `/`) are the
@@ -16,6 +17,7 @@
 use crate::layout::{relative_to, Layout, LayoutError};
 use crate::list::{MountTargetList, Target};
 use crate::path::LogicalPath;
+use crate::relocation::{relocate, Relocation};
 use crate::shard::{index_of, RouteError};
 use std::collections::hash_map::RandomState;
 use std::fs;
@@ -313,15 +315,6 @@ impl Router {
                 reason: "source and home are the same path".to_owned(),
             }));
         }
-        // Never replace a file at home: it is newer than the misplaced copy, or it is this
-        // very file moved there by another client.
-        if present(&dst)? {
-            return Ok(if present(&src)? {
-                Move::HomeTaken
-            } else {
-                Move::Done(Place::MovedByAnother { from })
-            });
-        }
         if let Some(dir) = dst.parent() {
             if let Err(e) = fs::create_dir_all(dir) {
                 return Ok(Move::Done(Place::LeftElsewhere {
@@ -330,14 +323,15 @@ impl Router {
                 }));
             }
         }
-        match fs::rename(&src, &dst) {
-            Ok(()) => Ok(Move::Done(Place::MovedHome { from })),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !present(&src)? => {
-                Ok(Move::Done(Place::MovedByAnother { from }))
-            }
+        // Never replace a file at home: it is newer than the misplaced copy. `relocate`
+        // refuses atomically (link, then unlink), so no check-then-rename window.
+        match relocate(&src, &dst) {
+            Ok(Relocation::Moved) => Ok(Move::Done(Place::MovedHome { from })),
+            Ok(Relocation::SourceGone) => Ok(Move::Done(Place::MovedByAnother { from })),
+            Ok(Relocation::DestinationTaken) => Ok(Move::HomeTaken),
             Err(e) => Ok(Move::Done(Place::LeftElsewhere {
                 index: from,
-                reason: format!("rename {} to {}: {e}", src.display(), dst.display()),
+                reason: format!("move {} to {}: {e}", src.display(), dst.display()),
             })),
         }
     }

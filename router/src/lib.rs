@@ -6,6 +6,7 @@
 //! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
 //! - [`layout`]: where a shard's files are on this host (one mount, or one per target).
 //! - [`dir`]: reading a directory without a stat per entry (counting, listing names).
+//! - [`relocation`]: moving a file without ever replacing one (link, then unlink).
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
@@ -15,10 +16,12 @@ pub mod fs;
 pub mod layout;
 pub mod list;
 pub mod path;
+pub mod relocation;
 pub mod shard;
 
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
 pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};
 pub use path::{LogicalPath, PathError};
+pub use relocation::{relocate, Relocation};
 pub use shard::{modulo_sha256, rendezvous_score, shard_index, RouteError};

@@ -103,6 +103,18 @@ impl Efs {
     }
 }
 
+impl Efs {
+    /// Deleting one that is already gone is not an error: a run that died after asking
+    /// is finished by the next.
+    pub async fn delete_mount_target(&self, mount_target_id: &str) -> Result<(), Error> {
+        match self.client.delete_mount_target().mount_target_id(mount_target_id).send().await {
+            Ok(_) => Ok(()),
+            Err(err) if err.as_service_error().is_some_and(|e| e.is_mount_target_not_found()) => Ok(()),
+            Err(err) => Err(sdk_error("DeleteMountTarget", err)),
+        }
+    }
+}
+
 fn mount_target(d: &MountTargetDescription) -> MountTarget {
     MountTarget {
         id: d.mount_target_id().to_owned(),

@@ -7,6 +7,7 @@ pub const CALLED_ACTIONS: &[&str] = &[
     "elasticfilesystem:DescribeMountTargets",
     "elasticfilesystem:DescribeMountTargetSecurityGroups",
     "elasticfilesystem:CreateMountTarget",
+    "elasticfilesystem:DeleteMountTarget",
     "ec2:DescribeSubnets",
     "ssm:GetParameter",
     "ssm:PutParameter",

@@ -177,6 +177,16 @@ impl Proxy {
         state.held.clear();
     }
 
+    /// Stops holding new targets, and lets each held one look `creating` in at most
+    /// `describes` more `DescribeMountTargets` answers (as if it finished creating soon).
+    pub fn release_creating_after(&self, describes: usize) {
+        let mut state = self.state.lock().unwrap();
+        state.hold_creating = None;
+        for remaining in state.held.values_mut() {
+            *remaining = (*remaining).min(describes);
+        }
+    }
+
     /// Requests of `operation` seen (faulted ones included).
     pub fn count(&self, operation: &str) -> usize {
         self.state

@@ -1,0 +1,100 @@
+//! Moving files to their homes under the published list: a draining shard's files before its
+//! mount target goes, and misplaced files in the background (`rebalance`).
+//!
+//! A file's logical path is `<WATCH_DIR>/<name>`, its home the shard `shard_index` gives that
+//! path under the list (draining shards get nothing). Moves go through the function's own mount
+//! of the file system root, by `efs_router::relocate` (link, then unlink): never a copy, never
+//! over a file already at home. A file whose name is taken at home is left where it is,
+//! counted and logged.
+
+use crate::config::Config;
+use crate::error::Error;
+use efs_router::dir::for_each_file;
+use efs_router::list::MountTargetList;
+use efs_router::{relocate, shard_index, Relocation};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::time::Instant;
+use tracing::{info, warn};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Moves {
+    pub moved: u64,
+    /// Misplaced files not moved by this run (the budget or the time ran out).
+    pub remaining: u64,
+    /// Left where they are: their home already holds a file of that name.
+    pub skipped: u64,
+    /// Names that are not a routable path, or moves the file system refused.
+    pub failed: u64,
+}
+
+/// Moves misplaced files found in the shards rooted at `roots`, at most `max_moves`, and none
+/// once `until` has come. Every misplaced file not moved is counted in `remaining`.
+pub fn move_home(
+    config: &Config,
+    list: &MountTargetList,
+    roots: &[String],
+    max_moves: u64,
+    until: Instant,
+) -> Result<Moves, Error> {
+    let mut moves = Moves::default();
+    let roots: BTreeSet<&String> = roots.iter().collect();
+    for root in roots {
+        let dir = config.watch_path(root);
+        let mut misplaced: Vec<(OsString, String)> = Vec::new();
+        for_each_file(&dir, |name| {
+            let Some(name_str) = name.to_str() else {
+                moves.failed += 1;
+                return true;
+            };
+            let logical = if config.watch_dir.is_empty() {
+                name_str.to_owned()
+            } else {
+                format!("{}/{name_str}", config.watch_dir)
+            };
+            match shard_index(&logical, &list.mount_targets, list.strategy) {
+                Ok(i) if list.mount_targets[i].root != *root => {
+                    misplaced.push((name.to_owned(), list.mount_targets[i].root.clone()));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    moves.failed += 1;
+                    warn!(file = %logical, error = %e, "not a routable path; left alone");
+                }
+            }
+            true
+        })
+        .map_err(|source| Error::ReadDir {
+            path: dir.clone(),
+            source,
+        })?;
+
+        for (name, home) in misplaced {
+            if moves.moved >= max_moves || Instant::now() >= until {
+                moves.remaining += 1;
+                continue;
+            }
+            let src = dir.join(&name);
+            let home_dir = config.watch_path(&home);
+            if let Err(source) = std::fs::create_dir_all(&home_dir) {
+                return Err(Error::CreateShardDir { path: home_dir, source });
+            }
+            let dst = home_dir.join(&name);
+            match relocate(&src, &dst) {
+                Ok(Relocation::Moved) => moves.moved += 1,
+                Ok(Relocation::SourceGone) => {}
+                Ok(Relocation::DestinationTaken) => {
+                    moves.skipped += 1;
+                    warn!(from = %src.display(), to = %dst.display(), "home already holds a file of this name; left both alone");
+                }
+                Err(e) => {
+                    moves.failed += 1;
+                    warn!(from = %src.display(), to = %dst.display(), error = %e, "move failed; left in place");
+                }
+            }
+        }
+    }
+    info!(moved = moves.moved, remaining = moves.remaining, skipped = moves.skipped, failed = moves.failed, "moved files home");
+    Ok(moves)
+}

@@ -1,0 +1,83 @@
+//! The timers scale-in needs, kept on the file system itself (the function's own mount), so
+//! they survive any run that dies and need no other store or permission:
+//! `<EFS_MOUNT_PATH>/.efs-mount-autoscaler/state.json`, replaced atomically.
+//! Which target is draining is not kept here: the published list says it (`draining`).
+
+use crate::error::Error;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleState {
+    /// Since when (Unix seconds) the files have been within the scale-in band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_since: Option<u64>,
+    /// When (Unix seconds) the last mount target was created by this function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale_out: Option<u64>,
+}
+
+pub fn path(mount: &Path) -> PathBuf {
+    mount.join(".efs-mount-autoscaler").join("state.json")
+}
+
+/// The state, or the default when the file does not exist yet. A file that is not valid is
+/// an error naming it: timers are never reset silently.
+pub fn load(mount: &Path) -> Result<ScaleState, Error> {
+    let file = path(mount);
+    match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::StateFile {
+            path: file,
+            problem: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ScaleState::default()),
+        Err(e) => Err(Error::StateFile {
+            path: file,
+            problem: e.to_string(),
+        }),
+    }
+}
+
+/// Written to a temporary name, synced, then renamed over the file.
+pub fn save(mount: &Path, state: &ScaleState) -> Result<(), Error> {
+    let file = path(mount);
+    let fail = |e: std::io::Error| Error::StateFile {
+        path: file.clone(),
+        problem: e.to_string(),
+    };
+    let dir = file.parent().expect("the state file has a directory");
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let tmp = dir.join(format!("state.json.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+    f.write_all(&serde_json::to_vec(state).expect("plain struct")).map_err(fail)?;
+    f.sync_all().map_err(fail)?;
+    std::fs::rename(&tmp, &file).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_defaults_when_absent() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(load(d.path()).unwrap(), ScaleState::default());
+        let s = ScaleState {
+            below_since: Some(10),
+            last_scale_out: Some(5),
+        };
+        save(d.path(), &s).unwrap();
+        assert_eq!(load(d.path()).unwrap(), s);
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(path(d.path()).parent().unwrap()).unwrap();
+        std::fs::write(path(d.path()), b"{\"below_since\": \"yesterday\"}").unwrap();
+        let err = load(d.path()).unwrap_err().to_string();
+        assert!(err.contains("state.json"), "{err}");
+    }
+}
