@@ -4,8 +4,8 @@
 use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
-use crate::observed::{LifeCycle, MountTarget};
 use crate::migration::{self, Moves};
+use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step};
 use crate::scale_state;
 use std::time::{Duration, Instant};
@@ -53,7 +53,9 @@ pub async fn apply(
                     wait(clients, &target.id, wait_until, applied).await?;
                 }
             }
-            Step::Wait { mount_target_id } => wait(clients, mount_target_id, wait_until, applied).await?,
+            Step::Wait { mount_target_id } => {
+                wait(clients, mount_target_id, wait_until, applied).await?
+            }
             Step::SaveState(state) => {
                 scale_state::save(&config.mount_path, state)?;
                 info!(below_since = ?state.below_since, last_scale_out = ?state.last_scale_out, "scale-in timers saved");
@@ -61,7 +63,13 @@ pub async fn apply(
             Step::MoveFiles { root, list } => {
                 // A drain is bounded by the time left only: it is what stands between the
                 // run and removing the target.
-                let moves = migration::move_home(config, list, std::slice::from_ref(root), u64::MAX, wait_until)?;
+                let moves = migration::move_home(
+                    config,
+                    list,
+                    std::slice::from_ref(root),
+                    u64::MAX,
+                    wait_until,
+                )?;
                 applied.progressed |= moves.moved > 0;
                 applied.moves.moved += moves.moved;
                 applied.moves.remaining += moves.remaining;
@@ -80,7 +88,10 @@ pub async fn apply(
                 info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
             }
             Step::ForceDeployment { service } => {
-                let id = clients.ecs.force_new_deployment(&config.cluster, service).await?;
+                let id = clients
+                    .ecs
+                    .force_new_deployment(&config.cluster, service)
+                    .await?;
                 info!(cluster = %config.cluster, service = %service, deployment = id.as_deref().unwrap_or("?"), "forced a new deployment");
             }
         }
@@ -91,7 +102,11 @@ pub async fn apply(
 
 /// `None` when another run created a target in that AZ first (AWS says `MountTargetConflict`):
 /// the run observes again instead of failing.
-async fn create(clients: &Clients, config: &Config, new: &NewTarget) -> Result<Option<MountTarget>, Error> {
+async fn create(
+    clients: &Clients,
+    config: &Config,
+    new: &NewTarget,
+) -> Result<Option<MountTarget>, Error> {
     let groups = match &new.security_groups {
         SecurityGroups::Given(ids) => Some(ids.clone()),
         SecurityGroups::SameAs(id) => Some(clients.efs.security_groups(id).await?),
@@ -117,7 +132,12 @@ async fn create(clients: &Clients, config: &Config, new: &NewTarget) -> Result<O
 
 /// Polls with backoff until the target is available or `until` comes. A target still
 /// creating then is left to the next run; one that failed is reported, never waited on.
-async fn wait(clients: &Clients, id: &str, until: Instant, applied: &mut Applied) -> Result<(), Error> {
+async fn wait(
+    clients: &Clients,
+    id: &str,
+    until: Instant,
+    applied: &mut Applied,
+) -> Result<(), Error> {
     let mut pause = FIRST_POLL;
     loop {
         let state = clients.efs.mount_target(id).await?.map(|t| t.state);

@@ -47,7 +47,11 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let value = |var: &'static str| get(var).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let value = |var: &'static str| {
+            get(var)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let required = |var: &'static str| {
             value(var).ok_or(Error::Config {
                 var,
@@ -57,10 +61,11 @@ impl Config {
         let file_system_id = required("EFS_FILE_SYSTEM_ID")?;
         let cluster = required("ECS_CLUSTER_NAME")?;
         let services = id_list("ECS_SERVICE_NAME", &required("ECS_SERVICE_NAME")?)?;
-        let parameter_name =
-            value("SSM_PARAMETER_NAME").unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
+        let parameter_name = value("SSM_PARAMETER_NAME")
+            .unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
 
-        let mount_path = PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
+        let mount_path =
+            PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
         if !mount_path.is_absolute() {
             return Err(Error::Config {
                 var: "EFS_MOUNT_PATH",
@@ -163,7 +168,10 @@ fn id_list(var: &'static str, raw: &str) -> Result<Vec<String>, Error> {
 }
 
 fn watch_dir(raw: &str) -> Result<String, Error> {
-    let parts: Vec<&str> = raw.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let parts: Vec<&str> = raw
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     if parts.iter().any(|p| *p == ".." || p.contains('\0')) {
         return Err(Error::Config {
             var: "WATCH_DIR",
@@ -236,19 +244,43 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_variable() {
-        assert_eq!(failing_var(&[("EFS_FILE_SYSTEM_ID", "")]), "EFS_FILE_SYSTEM_ID");
-        assert_eq!(failing_var(&[("ECS_CLUSTER_NAME", " ")]), "ECS_CLUSTER_NAME");
-        assert_eq!(failing_var(&[("ECS_SERVICE_NAME", "a,,b")]), "ECS_SERVICE_NAME");
+        assert_eq!(
+            failing_var(&[("EFS_FILE_SYSTEM_ID", "")]),
+            "EFS_FILE_SYSTEM_ID"
+        );
+        assert_eq!(
+            failing_var(&[("ECS_CLUSTER_NAME", " ")]),
+            "ECS_CLUSTER_NAME"
+        );
+        assert_eq!(
+            failing_var(&[("ECS_SERVICE_NAME", "a,,b")]),
+            "ECS_SERVICE_NAME"
+        );
         assert_eq!(failing_var(&[("FILE_THRESHOLD", "0")]), "FILE_THRESHOLD");
         assert_eq!(failing_var(&[("FILE_THRESHOLD", "lots")]), "FILE_THRESHOLD");
         assert_eq!(failing_var(&[("FILE_THRESHOLD", "-5")]), "FILE_THRESHOLD");
         assert_eq!(failing_var(&[("SUBNET_IDS", ",")]), "SUBNET_IDS");
-        assert_eq!(failing_var(&[("SECURITY_GROUP_IDS", "sg-1,")]), "SECURITY_GROUP_IDS");
-        assert_eq!(failing_var(&[("MAX_MOUNT_TARGETS", "0")]), "MAX_MOUNT_TARGETS");
+        assert_eq!(
+            failing_var(&[("SECURITY_GROUP_IDS", "sg-1,")]),
+            "SECURITY_GROUP_IDS"
+        );
+        assert_eq!(
+            failing_var(&[("MAX_MOUNT_TARGETS", "0")]),
+            "MAX_MOUNT_TARGETS"
+        );
         assert_eq!(failing_var(&[("SCALE_IN_RATIO", "1.5")]), "SCALE_IN_RATIO");
-        assert_eq!(failing_var(&[("SCALE_IN_COOLDOWN_SECONDS", "30m")]), "SCALE_IN_COOLDOWN_SECONDS");
-        assert_eq!(failing_var(&[("EFS_MOUNT_PATH", "mnt/efs")]), "EFS_MOUNT_PATH");
+        assert_eq!(
+            failing_var(&[("SCALE_IN_COOLDOWN_SECONDS", "30m")]),
+            "SCALE_IN_COOLDOWN_SECONDS"
+        );
+        assert_eq!(
+            failing_var(&[("EFS_MOUNT_PATH", "mnt/efs")]),
+            "EFS_MOUNT_PATH"
+        );
         assert_eq!(failing_var(&[("WATCH_DIR", "../etc")]), "WATCH_DIR");
-        assert_eq!(failing_var(&[("PROTECTED_SUBNET_IDS", "a b")]), "PROTECTED_SUBNET_IDS");
+        assert_eq!(
+            failing_var(&[("PROTECTED_SUBNET_IDS", "a b")]),
+            "PROTECTED_SUBNET_IDS"
+        );
     }
 }

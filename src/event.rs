@@ -30,11 +30,12 @@ impl Action {
                 None | Some(Value::Null) => Ok(Action::Rebalance {
                     max_moves: DEFAULT_MAX_MOVES,
                 }),
-                Some(v) => v.as_u64().map(|max_moves| Action::Rebalance { max_moves }).ok_or_else(|| {
-                    Error::UnsupportedEvent {
+                Some(v) => v
+                    .as_u64()
+                    .map(|max_moves| Action::Rebalance { max_moves })
+                    .ok_or_else(|| Error::UnsupportedEvent {
                         received: format!("max_moves {v}: a whole number of files is expected"),
-                    }
-                }),
+                    }),
             },
             _ => {
                 let mut received = event.to_string();
@@ -67,9 +68,18 @@ mod tests {
 
     #[test]
     fn the_sample_events_are_understood() {
-        assert_eq!(Action::from_event(&event_file("scheduled.json")).unwrap(), Action::Reconcile);
-        assert_eq!(Action::from_event(&event_file("reconcile.json")).unwrap(), Action::Reconcile);
-        assert_eq!(Action::from_event(&event_file("plan.json")).unwrap(), Action::Plan);
+        assert_eq!(
+            Action::from_event(&event_file("scheduled.json")).unwrap(),
+            Action::Reconcile
+        );
+        assert_eq!(
+            Action::from_event(&event_file("reconcile.json")).unwrap(),
+            Action::Reconcile
+        );
+        assert_eq!(
+            Action::from_event(&event_file("plan.json")).unwrap(),
+            Action::Plan
+        );
         assert_eq!(
             Action::from_event(&event_file("rebalance.json")).unwrap(),
             Action::Rebalance { max_moves: 10_000 }
@@ -93,7 +103,10 @@ mod tests {
             serde_json::json!(null),
         ] {
             let err = Action::from_event(&bad).unwrap_err().to_string();
-            assert!(err.contains("\"action\":\"plan\"") && err.contains("Scheduled Event"), "{err}");
+            assert!(
+                err.contains("\"action\":\"plan\"") && err.contains("Scheduled Event"),
+                "{err}"
+            );
         }
     }
 }

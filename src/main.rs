@@ -33,7 +33,8 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     // A bad setting fails the init, before any AWS call, naming the variable.
-    let config = Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
+    let config =
+        Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let clients = Clients::from_env().await;
     let (config, clients) = (&config, &clients);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

@@ -78,7 +78,10 @@ pub fn move_home(
             let src = dir.join(&name);
             let home_dir = config.watch_path(&home);
             if let Err(source) = std::fs::create_dir_all(&home_dir) {
-                return Err(Error::CreateShardDir { path: home_dir, source });
+                return Err(Error::CreateShardDir {
+                    path: home_dir,
+                    source,
+                });
             }
             let dst = home_dir.join(&name);
             match relocate(&src, &dst) {
@@ -95,6 +98,12 @@ pub fn move_home(
             }
         }
     }
-    info!(moved = moves.moved, remaining = moves.remaining, skipped = moves.skipped, failed = moves.failed, "moved files home");
+    info!(
+        moved = moves.moved,
+        remaining = moves.remaining,
+        skipped = moves.skipped,
+        failed = moves.failed,
+        "moved files home"
+    );
     Ok(moves)
 }

@@ -15,7 +15,9 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     let (mount_targets, parameter, deployments) = tokio::try_join!(
         clients.efs.mount_targets(&config.file_system_id),
         clients.ssm.read(&config.parameter_name),
-        clients.ecs.primary_deployments(&config.cluster, &config.services),
+        clients
+            .ecs
+            .primary_deployments(&config.cluster, &config.services),
     )?;
 
     let holding: Vec<_> = mount_targets.iter().filter(|t| t.occupies_az()).collect();
@@ -25,7 +27,10 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         None => match holding.first() {
             Some(t) => clients
                 .ec2
-                .subnets_by_id(std::slice::from_ref(&t.subnet_id), "the subnet of a mount target")
+                .subnets_by_id(
+                    std::slice::from_ref(&t.subnet_id),
+                    "the subnet of a mount target",
+                )
                 .await?
                 .first()
                 .map(|s| s.vpc_id.clone()),
@@ -64,7 +69,10 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     }
     roots.extend(holding.iter().map(|t| root_for_az(&t.az_id)));
     let started = Instant::now();
-    let dirs: Vec<_> = roots.into_iter().map(|r| (config.watch_path(&r), r)).collect();
+    let dirs: Vec<_> = roots
+        .into_iter()
+        .map(|r| (config.watch_path(&r), r))
+        .collect();
     let files = tokio::task::spawn_blocking(move || -> Result<BTreeMap<String, u64>, Error> {
         let mut files = BTreeMap::new();
         for (path, root) in dirs {

@@ -31,7 +31,10 @@ impl LifeCycle {
 
     /// Serves, or soon will: counts toward the current number of mount targets.
     pub fn is_active(&self) -> bool {
-        matches!(self, LifeCycle::Creating | LifeCycle::Available | LifeCycle::Updating)
+        matches!(
+            self,
+            LifeCycle::Creating | LifeCycle::Available | LifeCycle::Updating
+        )
     }
 }
 

@@ -43,16 +43,29 @@ pub struct NewTarget {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    CreateShardDir { root: String },
+    CreateShardDir {
+        root: String,
+    },
     CreateMountTarget(NewTarget),
-    Wait { mount_target_id: String },
+    Wait {
+        mount_target_id: String,
+    },
     /// Keep the scale-in timers (before a create, so a run that dies still remembers it).
     SaveState(ScaleState),
     /// Move the files of a draining shard to their homes.
-    MoveFiles { root: String, list: MountTargetList },
-    DeleteMountTarget { mount_target_id: String },
-    Publish { list: MountTargetList },
-    ForceDeployment { service: String },
+    MoveFiles {
+        root: String,
+        list: MountTargetList,
+    },
+    DeleteMountTarget {
+        mount_target_id: String,
+    },
+    Publish {
+        list: MountTargetList,
+    },
+    ForceDeployment {
+        service: String,
+    },
 }
 
 impl Step {
@@ -74,7 +87,10 @@ impl Step {
     pub fn changes_state(&self) -> bool {
         matches!(
             self,
-            Step::CreateMountTarget(_) | Step::Wait { .. } | Step::MoveFiles { .. } | Step::DeleteMountTarget { .. }
+            Step::CreateMountTarget(_)
+                | Step::Wait { .. }
+                | Step::MoveFiles { .. }
+                | Step::DeleteMountTarget { .. }
         )
     }
 }
@@ -104,7 +120,9 @@ pub struct Plan {
 
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let published = obs.parameter.as_ref().map(|p| &p.list);
-    let shards = shard::assign(&obs.mount_targets, published, |root| obs.files.contains_key(root));
+    let shards = shard::assign(&obs.mount_targets, published, |root| {
+        obs.files.contains_key(root)
+    });
     let mut warnings = Vec::new();
 
     // Files: each distinct root once (the original layout lists `/` for every target).
@@ -112,8 +130,15 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let mut roots: BTreeSet<&str> = shards.iter().map(|s| s.root.as_str()).collect();
     roots.insert("/");
     let file_count: u64 = roots.iter().map(|r| files_of(r)).sum();
-    let files_per_shard = shards.iter().map(|s| (s.target.id.clone(), files_of(&s.root))).collect();
-    let orphaned: Vec<&String> = obs.files.keys().filter(|r| !roots.contains(r.as_str())).collect();
+    let files_per_shard = shards
+        .iter()
+        .map(|s| (s.target.id.clone(), files_of(&s.root)))
+        .collect();
+    let orphaned: Vec<&String> = obs
+        .files
+        .keys()
+        .filter(|r| !roots.contains(r.as_str()))
+        .collect();
     for root in orphaned {
         if files_of(root) > 0 {
             warnings.push(format!(
@@ -148,11 +173,20 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         .subnets
         .iter()
         .filter(|s| vpc.as_deref() == Some(s.vpc_id.as_str()))
-        .filter(|s| policy.subnet_ids.as_ref().is_none_or(|ids| ids.contains(&s.id)))
+        .filter(|s| {
+            policy
+                .subnet_ids
+                .as_ref()
+                .is_none_or(|ids| ids.contains(&s.id))
+        })
         .filter(|s| !used_azs.contains(s.az_id.as_str()))
         .collect();
     eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
-    for s in obs.subnets.iter().filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str())) {
+    for s in obs
+        .subnets
+        .iter()
+        .filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str()))
+    {
         warnings.push(format!(
             "subnet {} is in {}, not the file system's VPC {}; ignored",
             s.id,
@@ -162,7 +196,9 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     }
     let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
     let az_capacity = used_azs.len() + free_azs.len();
-    let limit = az_capacity.min(policy.max_mount_targets.unwrap_or(usize::MAX)).max(1);
+    let limit = az_capacity
+        .min(policy.max_mount_targets.unwrap_or(usize::MAX))
+        .max(1);
     let needed = usize::try_from(file_count.div_ceil(policy.file_threshold))
         .unwrap_or(usize::MAX)
         .max(1);
@@ -173,9 +209,11 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let mut list = rebuild_list(published, &shards);
     let mut state = obs.scale_state.clone();
     let now = obs.now;
-    let draining = shards
-        .iter()
-        .find(|s| list.mount_targets.iter().any(|t| t.id == s.target.id && t.draining));
+    let draining = shards.iter().find(|s| {
+        list.mount_targets
+            .iter()
+            .any(|t| t.id == s.target.id && t.draining)
+    });
     let serving = current - usize::from(draining.is_some());
     let need_text = format!(
         "{file_count} files need {needed} mount target{} at {} per target",
@@ -183,7 +221,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         policy.file_threshold
     );
     // Hysteresis: a target may go only well below the scale-out line (no flapping at it).
-    let band = policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
+    let band =
+        policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
     let in_band = serving > 1 && file_count as f64 <= band;
     let creating: Vec<&Shard> = shards
         .iter()
@@ -223,7 +262,10 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             if !obs.files.contains_key(&root) {
                 steps.push(Step::CreateShardDir { root: root.clone() });
             }
-            let security_groups = match (&policy.security_group_ids, shards.iter().find(|s| s.target.state.is_active())) {
+            let security_groups = match (
+                &policy.security_group_ids,
+                shards.iter().find(|s| s.target.state.is_active()),
+            ) {
                 (Some(ids), _) => SecurityGroups::Given(ids.clone()),
                 (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
                 (None, None) => SecurityGroups::VpcDefault,
@@ -258,10 +300,16 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             .iter()
             .enumerate()
             .filter(|(_, t)| t.root != "/")
-            .filter(|(_, t)| !t.az_id.as_ref().is_some_and(|az| obs.protected_azs.contains(az)))
+            .filter(|(_, t)| {
+                !t.az_id
+                    .as_ref()
+                    .is_some_and(|az| obs.protected_azs.contains(az))
+            })
             .min_by_key(|(i, t)| (files_of(&t.root), std::cmp::Reverse(*i)))
             .map(|(_, t)| t.id.clone());
-        let band_text = format!("{need_text}; {serving} serving, within the scale-in band (<= {band:.0} files)");
+        let band_text = format!(
+            "{need_text}; {serving} serving, within the scale-in band (<= {band:.0} files)"
+        );
         match candidate {
             None => format!("{band_text}, but none may go: the first shard `/` and targets in protected AZs stay"),
             Some(_) if held < cooldown => format!("{band_text} for {held} s of {cooldown} s"),
@@ -289,7 +337,9 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
 
     for s in shards.iter().filter(|s| s.target.state.is_active()) {
         if !obs.files.contains_key(&s.root) {
-            steps.push(Step::CreateShardDir { root: s.root.clone() });
+            steps.push(Step::CreateShardDir {
+                root: s.root.clone(),
+            });
         }
     }
     for s in &creating {
@@ -372,10 +422,11 @@ fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountT
     let mut out = MountTargetList::new(published.map_or(Strategy::Rendezvous, |l| l.strategy));
     let mut used = BTreeSet::new();
     for e in published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]) {
-        let found = servable
-            .iter()
-            .find(|s| s.target.id == e.id)
-            .or_else(|| servable.iter().find(|s| e.az_id.as_deref() == Some(s.target.az_id.as_str())));
+        let found = servable.iter().find(|s| s.target.id == e.id).or_else(|| {
+            servable
+                .iter()
+                .find(|s| e.az_id.as_deref() == Some(s.target.az_id.as_str()))
+        });
         if let Some(s) = found.filter(|s| !used.contains(&s.target.id)) {
             used.insert(s.target.id.clone());
             out.mount_targets.push(entry(s, e.draining));
@@ -429,7 +480,11 @@ mod tests {
         let mut o = Observed {
             mount_targets: vec![target("fsmt-a", 'a', LifeCycle::Available)],
             vpc_id: Some(VPC.into()),
-            subnets: vec![subnet("subnet-a", VPC, 'a'), subnet("subnet-b", VPC, 'b'), subnet("subnet-c", VPC, 'c')],
+            subnets: vec![
+                subnet("subnet-a", VPC, 'a'),
+                subnet("subnet-b", VPC, 'b'),
+                subnet("subnet-c", VPC, 'c'),
+            ],
             parameter: None,
             deployments: vec![Deployment {
                 service: "app".into(),
@@ -506,9 +561,19 @@ mod tests {
     fn first_crossing_creates_one_in_the_first_free_az() {
         let p = plan(&world(61_234), &policy());
         assert_eq!(p.desired, 2);
-        assert_eq!(names(&p), ["save_state", "create_shard_directory", "create_mount_target"]);
+        assert_eq!(
+            names(&p),
+            [
+                "save_state",
+                "create_shard_directory",
+                "create_mount_target"
+            ]
+        );
         let new = created(&p).unwrap();
-        assert_eq!((new.subnet_id.as_str(), new.az_id.as_str()), ("subnet-b", "use1-az2"));
+        assert_eq!(
+            (new.subnet_id.as_str(), new.az_id.as_str()),
+            ("subnet-b", "use1-az2")
+        );
         assert_eq!(new.root, "/shards/use1-az2");
         assert_eq!(new.security_groups, SecurityGroups::SameAs("fsmt-a".into()));
         assert!(p.reason.contains("61234 files need 2"), "{}", p.reason);
@@ -538,7 +603,8 @@ mod tests {
     #[test]
     fn a_target_creating_is_waited_for_and_not_doubled() {
         let mut o = world(160_000);
-        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Creating));
+        o.mount_targets
+            .push(target("fsmt-b", 'b', LifeCycle::Creating));
         let p = plan(&o, &policy());
         assert_eq!(p.desired, 3);
         assert!(created(&p).is_none());
@@ -581,7 +647,10 @@ mod tests {
     #[test]
     fn subnets_of_another_vpc_are_never_chosen() {
         let mut o = world(100_000);
-        o.subnets = vec![subnet("subnet-x", "vpc-other", 'b'), subnet("subnet-c", VPC, 'c')];
+        o.subnets = vec![
+            subnet("subnet-x", "vpc-other", 'b'),
+            subnet("subnet-c", VPC, 'c'),
+        ];
         let p = plan(&o, &policy());
         assert_eq!(created(&p).unwrap().subnet_id, "subnet-c");
         assert!(p.warnings.iter().any(|w| w.contains("subnet-x")));
@@ -603,7 +672,10 @@ mod tests {
         );
         let new = created(&p).unwrap();
         assert_eq!(new.subnet_id, "subnet-c");
-        assert_eq!(new.security_groups, SecurityGroups::Given(vec!["sg-1".into()]));
+        assert_eq!(
+            new.security_groups,
+            SecurityGroups::Given(vec!["sg-1".into()])
+        );
     }
 
     #[test]
@@ -652,12 +724,18 @@ mod tests {
             .unwrap(),
             last_modified: at(100),
         });
-        o.mount_targets.push(target("fsmt-c", 'c', LifeCycle::Available));
+        o.mount_targets
+            .push(target("fsmt-c", 'c', LifeCycle::Available));
         o.files.insert("/shards/use1-az3".into(), 0);
         let p = plan(&o, &policy());
         let ids: Vec<&str> = p.list.mount_targets.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["fsmt-a", "fsmt-b", "fsmt-c"]);
-        let roots: Vec<&str> = p.list.mount_targets.iter().map(|t| t.root.as_str()).collect();
+        let roots: Vec<&str> = p
+            .list
+            .mount_targets
+            .iter()
+            .map(|t| t.root.as_str())
+            .collect();
         assert_eq!(roots, ["/", "/", "/shards/use1-az3"]);
         assert_eq!(p.list.strategy, Strategy::ModuloSha256);
         // `/` is counted once although two targets share it.
@@ -686,7 +764,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [("fsmt-a", "/"), ("fsmt-b2", "/shards/use1-az2"), ("fsmt-c", "/shards/use1-az3")]
+            [
+                ("fsmt-a", "/"),
+                ("fsmt-b2", "/shards/use1-az2"),
+                ("fsmt-c", "/shards/use1-az3")
+            ]
         );
         assert_eq!(p.files_per_shard["fsmt-b2"], 7);
     }
@@ -694,19 +776,24 @@ mod tests {
     #[test]
     fn a_target_in_error_holds_its_az_but_is_not_published() {
         let mut o = world(120_000);
-        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Error));
+        o.mount_targets
+            .push(target("fsmt-b", 'b', LifeCycle::Error));
         let p = plan(&o, &policy());
         assert_eq!(p.current, 1);
         assert_eq!(created(&p).unwrap().az_id, "use1-az3");
         assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
-        assert!(p.warnings.iter().any(|w| w.contains("fsmt-b") && w.contains("error")));
+        assert!(p
+            .warnings
+            .iter()
+            .any(|w| w.contains("fsmt-b") && w.contains("error")));
     }
 
     #[test]
     fn a_run_that_died_after_creating_is_finished_without_a_second_target() {
         // Created in b and its directory made, then the run died before publishing.
         let mut o = world(61_000);
-        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        o.mount_targets
+            .push(target("fsmt-b", 'b', LifeCycle::Available));
         o.files.insert("/shards/use1-az2".into(), 0);
         let p = plan(&o, &policy());
         assert!(created(&p).is_none());
@@ -718,9 +805,18 @@ mod tests {
     fn a_pre_existing_second_target_gets_a_shard_directory_before_it_is_published() {
         let mut o = world(10);
         o.parameter = None;
-        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        o.mount_targets
+            .push(target("fsmt-b", 'b', LifeCycle::Available));
         let p = plan(&o, &policy());
-        assert_eq!(names(&p), ["save_state", "create_shard_directory", "publish", "force_deployment"]);
+        assert_eq!(
+            names(&p),
+            [
+                "save_state",
+                "create_shard_directory",
+                "publish",
+                "force_deployment"
+            ]
+        );
         assert_eq!(
             p.steps[1],
             Step::CreateShardDir {
@@ -738,7 +834,11 @@ mod tests {
     }
 
     fn draining_id(p: &Plan) -> Option<&str> {
-        p.list.mount_targets.iter().find(|t| t.draining).map(|t| t.id.as_str())
+        p.list
+            .mount_targets
+            .iter()
+            .find(|t| t.draining)
+            .map(|t| t.id.as_str())
     }
 
     fn saved(p: &Plan) -> Option<&ScaleState> {
@@ -761,7 +861,11 @@ mod tests {
         let mut o = world(20_000);
         add_shard(&mut o, "fsmt-b", 'b', 10_000);
         let p = plan(&o, &policy());
-        assert!(p.reason.contains("within the scale-in band"), "{}", p.reason);
+        assert!(
+            p.reason.contains("within the scale-in band"),
+            "{}",
+            p.reason
+        );
         // Just above the band (30,001) and far below the scale-out line: keep both, quietly.
         let mut o = world(20_000);
         add_shard(&mut o, "fsmt-b", 'b', 10_001);
@@ -813,7 +917,11 @@ mod tests {
         };
         let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), None);
-        assert!(p.reason.contains("last scale-out was 600 s ago"), "{}", p.reason);
+        assert!(
+            p.reason.contains("last scale-out was 600 s ago"),
+            "{}",
+            p.reason
+        );
         let p = plan(
             &o,
             &Policy {
@@ -839,7 +947,8 @@ mod tests {
         assert!(p.reason.contains("none may go"), "{}", p.reason);
         // The original list: every target is rooted at `/`, so none is this function's to remove.
         let mut o = world(10);
-        o.mount_targets.push(target("fsmt-b", 'b', LifeCycle::Available));
+        o.mount_targets
+            .push(target("fsmt-b", 'b', LifeCycle::Available));
         o.parameter = Some(Parameter {
             list: MountTargetList::from_json(
                 r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
@@ -867,7 +976,10 @@ mod tests {
         match &p.steps[0] {
             Step::MoveFiles { root, list } => {
                 assert_eq!(root, "/shards/use1-az3");
-                assert!(list.mount_targets[2].draining, "moves route around the draining shard");
+                assert!(
+                    list.mount_targets[2].draining,
+                    "moves route around the draining shard"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -886,7 +998,12 @@ mod tests {
         let mut o = draining_c(100, 10, 0);
         o.mount_targets[2].state = LifeCycle::Deleting;
         let p = plan(&o, &policy());
-        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"], "{}", p.reason);
+        assert_eq!(
+            names(&p),
+            ["save_state", "publish", "force_deployment"],
+            "{}",
+            p.reason
+        );
         assert_eq!(p.list.mount_targets.len(), 2);
         assert_eq!(draining_id(&p), None);
         assert_eq!(p.current, 2);
@@ -897,7 +1014,11 @@ mod tests {
         let p = plan(&draining_c(60_000, 30_000, 20_000), &policy());
         assert_eq!(draining_id(&p), None);
         assert_eq!(names(&p), ["publish", "force_deployment"]);
-        assert!(p.reason.contains("cancels the drain of fsmt-c"), "{}", p.reason);
+        assert!(
+            p.reason.contains("cancels the drain of fsmt-c"),
+            "{}",
+            p.reason
+        );
         // Growth that two serving shards can hold does not cancel it.
         let p = plan(&draining_c(60_000, 30_000, 10), &policy());
         assert_eq!(draining_id(&p), Some("fsmt-c"));

@@ -32,8 +32,17 @@ pub fn policy(config: &Config) -> Policy {
     }
 }
 
-pub async fn run(clients: &Clients, config: &Config, action: Action, deadline: SystemTime) -> Result<Response, Error> {
-    let wait_until = Instant::now() + deadline.duration_since(SystemTime::now()).unwrap_or_default().saturating_sub(MARGIN);
+pub async fn run(
+    clients: &Clients,
+    config: &Config,
+    action: Action,
+    deadline: SystemTime,
+) -> Result<Response, Error> {
+    let wait_until = Instant::now()
+        + deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or_default()
+            .saturating_sub(MARGIN);
     let policy = policy(config);
     let (observed, count_took) = observe(clients, config).await?;
     let first = plan(&observed, &policy);
@@ -50,14 +59,30 @@ pub async fn run(clients: &Clients, config: &Config, action: Action, deadline: S
         Action::Rebalance { max_moves } => {
             // The list clients use now: every shard is walked, files go where they route.
             if let Some(parameter) = &observed.parameter {
-                let roots: Vec<String> = parameter.list.mount_targets.iter().map(|t| t.root.clone()).collect();
-                let moves = migration::move_home(config, &parameter.list, &roots, max_moves, wait_until)?;
+                let roots: Vec<String> = parameter
+                    .list
+                    .mount_targets
+                    .iter()
+                    .map(|t| t.root.clone())
+                    .collect();
+                let moves =
+                    migration::move_home(config, &parameter.list, &roots, max_moves, wait_until)?;
                 applied.moves = moves;
                 applied.actions.push("move_files");
             }
             None
         }
-        Action::Reconcile => Some(converge(clients, config, &policy, first.clone(), wait_until, &mut applied).await?),
+        Action::Reconcile => Some(
+            converge(
+                clients,
+                config,
+                &policy,
+                first.clone(),
+                wait_until,
+                &mut applied,
+            )
+            .await?,
+        ),
     };
     let end = last.as_ref().unwrap_or(&first);
     let response = respond(config, action, &first, end, applied);
@@ -106,7 +131,13 @@ async fn converge(
             if applied.progressed {
                 let (again, _) = observe(clients, config).await?;
                 // One new mount target a run.
-                current = plan(&again, &Policy { allow_create: false, ..policy.clone() });
+                current = plan(
+                    &again,
+                    &Policy {
+                        allow_create: false,
+                        ..policy.clone()
+                    },
+                );
                 round += 1;
                 continue;
             }
@@ -118,14 +149,25 @@ async fn converge(
                 .collect();
             apply(clients, config, &tail, wait_until, applied).await?;
         } else {
-            let rest: Vec<Step> = current.steps.iter().filter(|s| !s.changes_state()).cloned().collect();
+            let rest: Vec<Step> = current
+                .steps
+                .iter()
+                .filter(|s| !s.changes_state())
+                .cloned()
+                .collect();
             apply(clients, config, &rest, wait_until, applied).await?;
         }
         return Ok(current);
     }
 }
 
-fn respond(config: &Config, action: Action, first: &Plan, end: &Plan, applied: Applied) -> Response {
+fn respond(
+    config: &Config,
+    action: Action,
+    first: &Plan,
+    end: &Plan,
+    applied: Applied,
+) -> Response {
     let moved_files = action != Action::Plan && applied.actions.contains(&"move_files");
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.

@@ -51,7 +51,8 @@ pub fn save(mount: &Path, state: &ScaleState) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(fail)?;
     let tmp = dir.join(format!("state.json.{}.tmp", std::process::id()));
     let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(&serde_json::to_vec(state).expect("plain struct")).map_err(fail)?;
+    f.write_all(&serde_json::to_vec(state).expect("plain struct"))
+        .map_err(fail)?;
     f.sync_all().map_err(fail)?;
     std::fs::rename(&tmp, &file).map_err(fail)
 }

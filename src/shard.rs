@@ -31,17 +31,24 @@ pub fn assign(
     let mut ordered: Vec<&MountTarget> = targets.iter().filter(|t| t.occupies_az()).collect();
     ordered.sort_by_key(|t| {
         let by_id = listed.iter().position(|e| e.id == t.id);
-        let by_az = listed.iter().position(|e| e.az_id.as_deref() == Some(t.az_id.as_str()));
-        (by_id.or(by_az).unwrap_or(usize::MAX), t.az_id.clone(), t.id.clone())
+        let by_az = listed
+            .iter()
+            .position(|e| e.az_id.as_deref() == Some(t.az_id.as_str()));
+        (
+            by_id.or(by_az).unwrap_or(usize::MAX),
+            t.az_id.clone(),
+            t.id.clone(),
+        )
     });
 
     let mut shards: Vec<Shard> = Vec::with_capacity(ordered.len());
     let mut pending: Vec<&MountTarget> = Vec::new();
     for t in ordered {
-        let known = listed
-            .iter()
-            .find(|e| e.id == t.id)
-            .or_else(|| listed.iter().find(|e| e.az_id.as_deref() == Some(t.az_id.as_str())));
+        let known = listed.iter().find(|e| e.id == t.id).or_else(|| {
+            listed
+                .iter()
+                .find(|e| e.az_id.as_deref() == Some(t.az_id.as_str()))
+        });
         match known {
             Some(entry) => shards.push(Shard {
                 target: t.clone(),
@@ -55,7 +62,10 @@ pub fn assign(
     for t in pending {
         let own = root_for_az(&t.az_id);
         if shard_dir_exists(&own) && !taken(&shards, &own) {
-            shards.push(Shard { target: t.clone(), root: own });
+            shards.push(Shard {
+                target: t.clone(),
+                root: own,
+            });
         } else {
             rest.push(t);
         }
@@ -66,7 +76,10 @@ pub fn assign(
         } else {
             "/".to_owned()
         };
-        shards.push(Shard { target: t.clone(), root });
+        shards.push(Shard {
+            target: t.clone(),
+            root,
+        });
     }
     shards
 }

@@ -41,7 +41,9 @@ pub fn relocate(src: &Path, dst: &Path) -> io::Result<Relocation> {
             Some(false) => Ok(Relocation::DestinationTaken),
             None => Ok(Relocation::SourceGone),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => Ok(Relocation::SourceGone),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => {
+            Ok(Relocation::SourceGone)
+        }
         // File systems without hard links: check, then rename (a small window, documented).
         Err(e) if matches!(e.raw_os_error(), Some(EPERM | EOPNOTSUPP)) => {
             if exists(dst)? {
@@ -49,7 +51,9 @@ pub fn relocate(src: &Path, dst: &Path) -> io::Result<Relocation> {
             }
             match fs::rename(src, dst) {
                 Ok(()) => Ok(Relocation::Moved),
-                Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => Ok(Relocation::SourceGone),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => {
+                    Ok(Relocation::SourceGone)
+                }
                 Err(e) => Err(e),
             }
         }
@@ -115,9 +119,15 @@ mod tests {
     fn a_missing_source_is_gone_not_an_error() {
         let d = tempfile::tempdir().unwrap();
         let dst = d.path().join("b");
-        assert_eq!(relocate(&d.path().join("a"), &dst).unwrap(), Relocation::SourceGone);
+        assert_eq!(
+            relocate(&d.path().join("a"), &dst).unwrap(),
+            Relocation::SourceGone
+        );
         fs::write(&dst, b"moved by another").unwrap();
-        assert_eq!(relocate(&d.path().join("a"), &dst).unwrap(), Relocation::SourceGone);
+        assert_eq!(
+            relocate(&d.path().join("a"), &dst).unwrap(),
+            Relocation::SourceGone
+        );
     }
 
     #[test]
@@ -135,13 +145,21 @@ mod tests {
     fn racing_movers_leave_exactly_one_copy() {
         let d = tempfile::tempdir().unwrap();
         for round in 0..50 {
-            let (src, dst) = (d.path().join(format!("s{round}")), d.path().join(format!("d{round}")));
+            let (src, dst) = (
+                d.path().join(format!("s{round}")),
+                d.path().join(format!("d{round}")),
+            );
             fs::write(&src, round.to_string()).unwrap();
             let outcomes: Vec<Relocation> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..4).map(|_| s.spawn(|| relocate(&src, &dst).unwrap())).collect();
+                let handles: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| relocate(&src, &dst).unwrap()))
+                    .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
-            assert!(!outcomes.contains(&Relocation::DestinationTaken), "{outcomes:?}");
+            assert!(
+                !outcomes.contains(&Relocation::DestinationTaken),
+                "{outcomes:?}"
+            );
             let moved = outcomes.iter().filter(|o| **o == Relocation::Moved).count();
             assert_eq!(moved, 1, "{outcomes:?}");
             assert!(!src.exists());

@@ -16,11 +16,24 @@ impl Ec2 {
     }
 
     /// These subnets; an id that does not exist is an error naming `variable`.
-    pub async fn subnets_by_id(&self, ids: &[String], variable: &str) -> Result<Vec<Subnet>, Error> {
+    pub async fn subnets_by_id(
+        &self,
+        ids: &[String],
+        variable: &str,
+    ) -> Result<Vec<Subnet>, Error> {
         const OP: &str = "DescribeSubnets";
-        match self.client.describe_subnets().set_subnet_ids(Some(ids.to_vec())).send().await {
+        match self
+            .client
+            .describe_subnets()
+            .set_subnet_ids(Some(ids.to_vec()))
+            .send()
+            .await
+        {
             Ok(out) => Ok(out.subnets().iter().filter_map(subnet).collect()),
-            Err(err) if err.as_service_error().and_then(|e| e.meta().code()) == Some("InvalidSubnetID.NotFound") => {
+            Err(err)
+                if err.as_service_error().and_then(|e| e.meta().code())
+                    == Some("InvalidSubnetID.NotFound") =>
+            {
                 Err(Error::NotFound {
                     operation: OP,
                     what: format!("a subnet of {} ({variable})", ids.join(",")),

@@ -16,7 +16,11 @@ impl Ecs {
 
     /// The primary deployment of each service. A service that does not exist is an error
     /// naming it (ECS_SERVICE_NAME).
-    pub async fn primary_deployments(&self, cluster: &str, services: &[String]) -> Result<Vec<Deployment>, Error> {
+    pub async fn primary_deployments(
+        &self,
+        cluster: &str,
+        services: &[String],
+    ) -> Result<Vec<Deployment>, Error> {
         const OP: &str = "DescribeServices";
         let mut found = Vec::with_capacity(services.len());
         // DescribeServices takes at most 10 services a call.
@@ -30,7 +34,11 @@ impl Ecs {
                 .await
             {
                 Ok(out) => out,
-                Err(err) if err.as_service_error().is_some_and(|e| e.is_cluster_not_found_exception()) => {
+                Err(err)
+                    if err
+                        .as_service_error()
+                        .is_some_and(|e| e.is_cluster_not_found_exception()) =>
+                {
                     return Err(Error::NotFound {
                         operation: OP,
                         what: format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
@@ -51,7 +59,10 @@ impl Ecs {
                 });
             }
             for service in out.services() {
-                let primary = service.deployments().iter().find(|d| d.status() == Some("PRIMARY"));
+                let primary = service
+                    .deployments()
+                    .iter()
+                    .find(|d| d.status() == Some("PRIMARY"));
                 found.push(Deployment {
                     service: service.service_name().unwrap_or_default().to_owned(),
                     id: primary.and_then(|d| d.id()).map(str::to_owned),
@@ -63,7 +74,11 @@ impl Ecs {
     }
 
     /// Starts a new deployment with the same task definition; returns its id.
-    pub async fn force_new_deployment(&self, cluster: &str, service: &str) -> Result<Option<String>, Error> {
+    pub async fn force_new_deployment(
+        &self,
+        cluster: &str,
+        service: &str,
+    ) -> Result<Option<String>, Error> {
         let out = self
             .client
             .update_service()
@@ -75,7 +90,11 @@ impl Ecs {
             .map_err(|e| sdk_error("UpdateService", e))?;
         let primary = out
             .service()
-            .and_then(|s| s.deployments().iter().find(|d| d.status() == Some("PRIMARY")))
+            .and_then(|s| {
+                s.deployments()
+                    .iter()
+                    .find(|d| d.status() == Some("PRIMARY"))
+            })
             .and_then(|d| d.id());
         Ok(primary.map(str::to_owned))
     }

@@ -29,7 +29,11 @@ impl Efs {
             .await;
         match pages {
             Ok(items) => Ok(items.iter().map(mount_target).collect()),
-            Err(err) if err.as_service_error().is_some_and(|e| e.is_file_system_not_found()) => {
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_file_system_not_found()) =>
+            {
                 Err(Error::NotFound {
                     operation: OP,
                     what: format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
@@ -50,7 +54,13 @@ impl Efs {
             .await
         {
             Ok(out) => Ok(out.mount_targets().first().map(mount_target)),
-            Err(err) if err.as_service_error().is_some_and(|e| e.is_mount_target_not_found()) => Ok(None),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_mount_target_not_found()) =>
+            {
+                Ok(None)
+            }
             Err(err) => Err(sdk_error("DescribeMountTargets", err)),
         }
     }
@@ -92,7 +102,11 @@ impl Efs {
                 ip: out.ip_address().map(str::to_owned),
                 state: life_cycle(out.life_cycle_state()),
             }),
-            Err(err) if err.as_service_error().is_some_and(|e| e.is_mount_target_conflict()) => {
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_mount_target_conflict()) =>
+            {
                 Err(Error::MountTargetConflict {
                     operation: OP,
                     source: Box::new(err),
@@ -107,9 +121,21 @@ impl Efs {
     /// Deleting one that is already gone is not an error: a run that died after asking
     /// is finished by the next.
     pub async fn delete_mount_target(&self, mount_target_id: &str) -> Result<(), Error> {
-        match self.client.delete_mount_target().mount_target_id(mount_target_id).send().await {
+        match self
+            .client
+            .delete_mount_target()
+            .mount_target_id(mount_target_id)
+            .send()
+            .await
+        {
             Ok(_) => Ok(()),
-            Err(err) if err.as_service_error().is_some_and(|e| e.is_mount_target_not_found()) => Ok(()),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_mount_target_not_found()) =>
+            {
+                Ok(())
+            }
             Err(err) => Err(sdk_error("DeleteMountTarget", err)),
         }
     }

@@ -21,16 +21,21 @@ impl Ssm {
     pub async fn read(&self, name: &str) -> Result<Option<Parameter>, Error> {
         let out = match self.client.get_parameter().name(name).send().await {
             Ok(out) => out,
-            Err(err) if err.as_service_error().is_some_and(|e| e.is_parameter_not_found()) => return Ok(None),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_parameter_not_found()) =>
+            {
+                return Ok(None)
+            }
             Err(err) => return Err(sdk_error("GetParameter", err)),
         };
         let p = out.parameter();
-        let list = MountTargetList::from_json(p.and_then(|p| p.value()).unwrap_or_default()).map_err(|source| {
-            Error::CorruptParameter {
+        let list = MountTargetList::from_json(p.and_then(|p| p.value()).unwrap_or_default())
+            .map_err(|source| Error::CorruptParameter {
                 name: name.to_owned(),
                 source,
-            }
-        })?;
+            })?;
         Ok(Some(Parameter {
             list,
             last_modified: time(p.and_then(|p| p.last_modified_date())),

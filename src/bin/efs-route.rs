@@ -1,11 +1,12 @@
 //! efs-route: where does a logical path live? For operators.
 //!
 //! ```text
-//! efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] resolve PATH...
-//! efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] where PATH...
-//! efs-route --list FILE|- show
+//! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] resolve PATH...
+//! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] where PATH...
+//! efs-route (--list FILE|- | --ssm NAME) show
 //! ```
 
+use efs_mount_autoscaler::aws::Clients;
 use efs_router::{Found, Layout, MountTargetList, Resolved, Router};
 use serde_json::json;
 use std::io::Read as _;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: efs-route --list FILE|- [--base DIR | --mounts TEMPLATE] [--json] COMMAND [PATH...]
+usage: efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] COMMAND [PATH...]
 
 Routes logical paths by the published list of mount targets (efs-mount-autoscaler).
 
@@ -25,6 +26,8 @@ commands:
 
 options:
   --list FILE       the published list (JSON, either form); '-' reads standard input
+  --ssm NAME        read it from this SSM parameter (AWS_REGION, credentials and
+                    AWS_ENDPOINT_URL from the environment, as the AWS CLI does)
   --base DIR        the file system root is mounted once at DIR (default /mnt/efs):
                     a file is DIR/<root>/<path>
   --mounts TEMPLATE one mount per target, TEMPLATE with {i} for the target's position,
@@ -32,11 +35,12 @@ options:
   --json            one JSON object per path instead of text
 ";
 
-/// Where the published list comes from. (SSM Parameter Store goes here too.)
+/// Where the published list comes from.
 #[derive(Debug)]
 enum ListSource {
     File(PathBuf),
     Stdin,
+    Ssm(String),
 }
 
 /// Reads and parses the list from its source; the error names the source.
@@ -53,8 +57,25 @@ fn read_list(source: &ListSource) -> Result<MountTargetList, String> {
                 .map_err(|e| format!("standard input: {e}"))?;
             ("standard input".to_owned(), text)
         }
+        ListSource::Ssm(name) => return read_ssm(name),
     };
     MountTargetList::from_json(&text).map_err(|e| format!("{name}: {e}"))
+}
+
+/// Through the function's own SSM module, so both read the parameter the same way.
+fn read_ssm(name: &str) -> Result<MountTargetList, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let clients = Clients::from_env().await;
+        match clients.ssm.read(name).await {
+            Ok(Some(parameter)) => Ok(parameter.list),
+            Ok(None) => Err(format!("SSM parameter {name} does not exist")),
+            Err(e) => Err(e.to_string()),
+        }
+    })
 }
 
 #[derive(Debug)]
@@ -81,6 +102,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     ListSource::File(v.into())
                 });
             }
+            "--ssm" => list = Some(ListSource::Ssm(value("--ssm")?)),
             "--base" => base = Some(PathBuf::from(value("--base")?)),
             "--mounts" => mounts = Some(value("--mounts")?),
             "--json" => json = true,
@@ -95,7 +117,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     if base.is_some() && mounts.is_some() {
         return Err("--base and --mounts are two different layouts: give one".to_owned());
     }
-    let list = list.ok_or("--list is required")?;
+    let list = list.ok_or("--list or --ssm is required")?;
     let mut rest = rest.into_iter();
     let command = rest.next().ok_or("no command")?;
     let paths: Vec<String> = rest.collect();

@@ -1,5 +1,7 @@
 //! The `efs-route` command-line tool, run as a process.
 
+mod support;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -11,8 +13,13 @@ const LIST: &str = r#"{"mount_targets":[
  ],"strategy":"rendezvous"}"#;
 
 fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    run_with_env(args, stdin, &[])
+}
+
+fn run_with_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_efs-route"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -151,4 +158,57 @@ fn errors_and_usage() {
     let o = run(&["--list", "-", "show"], Some(LIST));
     assert!(o.status.success());
     assert!(stdout(&o).starts_with("strategy: rendezvous\n0: fsmt-a 10.0.1.4 us-east-1a root /\n"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_the_list_from_ssm() {
+    let moto = support::Moto::start();
+    let aws = support::Aws::at(&moto.endpoint()).await;
+    aws.ssm
+        .put_parameter()
+        .name("/efs-mount-autoscaling/mount-targets")
+        .value(LIST)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    let endpoint = moto.endpoint();
+    let env = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    let from_ssm = run_with_env(
+        &[
+            "--ssm",
+            "/efs-mount-autoscaling/mount-targets",
+            "--json",
+            "resolve",
+            "data/analysis/device-7.json",
+        ],
+        None,
+        &env,
+    );
+    assert!(
+        from_ssm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_ssm.stderr)
+    );
+    let from_stdin = run(
+        &[
+            "--list",
+            "-",
+            "--json",
+            "resolve",
+            "data/analysis/device-7.json",
+        ],
+        Some(LIST),
+    );
+    assert_eq!(json_lines(&from_ssm), json_lines(&from_stdin));
+
+    let missing = run_with_env(&["--ssm", "/nope", "show"], None, &env);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nope"));
 }
