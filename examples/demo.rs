@@ -39,7 +39,12 @@ async fn main() {
         println!("  mount target {} {} in {} ({})", t.id, t.ip, t.az, t.az_id);
     }
 
-    let mount_dir = project_dir().join("target").join("demo-efs");
+    // In Cargo's target directory (wherever CARGO_TARGET_DIR puts it), next to the binaries.
+    let mount_dir = binary
+        .parent()
+        .and_then(|debug| debug.parent())
+        .unwrap_or(project_dir())
+        .join("demo-efs");
     step(&format!(
         "Writing {FILES} readings into {}/data/analysis",
         mount_dir.display()

@@ -50,7 +50,10 @@ pub async fn apply(
                 applied.progressed = true;
                 if let Some(target) = create(clients, config, new).await? {
                     applied.created = Some((target.clone(), new.root.clone()));
+                    applied.actions.push(step.name());
                     wait(clients, &target.id, wait_until, applied).await?;
+                    applied.actions.push("wait_mount_target");
+                    continue;
                 }
             }
             Step::Wait { mount_target_id } => {
@@ -122,8 +125,11 @@ async fn create(
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
             Ok(Some(target))
         }
-        Err(Error::MountTargetConflict { .. }) => {
-            warn!(az = %new.az, subnet = %new.subnet_id, "a mount target already exists in this AZ; another run got there first");
+        // AWS also answers MountTargetConflict for a subnet of another VPC: the message says
+        // which, and the next observation shows whether a target now holds the AZ.
+        Err(e @ Error::MountTargetConflict { .. }) => {
+            warn!(az = %new.az, subnet = %new.subnet_id, error = %crate::error::chain(&e),
+                  "MountTargetConflict: another run may have got there first; observing again");
             Ok(None)
         }
         Err(e) => Err(e),

@@ -1,3 +1,4 @@
+use efs_mount_autoscaler::error::chain;
 use efs_mount_autoscaler::{aws::Clients, config::Config, event::Action, reconcile};
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
@@ -10,23 +11,9 @@ impl From<Failure> for Diagnostic {
     fn from(Failure(e): Failure) -> Self {
         Diagnostic {
             error_type: e.kind().to_owned(),
-            error_message: error_chain(&e),
+            error_message: chain(&e),
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[tokio::main]
@@ -43,7 +30,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             reconcile::run(clients, config, action, event.context.deadline()).await
         };
         run.await.map_err(|e| {
-            tracing::error!(error = %error_chain(&e), kind = e.kind(), "run failed; nothing after the failing step was done");
+            tracing::error!(error = %chain(&e), kind = e.kind(), "run failed; nothing after the failing step was done");
             Failure(e)
         })
     }))
