@@ -5,6 +5,7 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
+use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
 use crate::plan::{plan, Plan, Policy, Step};
@@ -86,6 +87,9 @@ pub async fn run(
     };
     let end = last.as_ref().unwrap_or(&first);
     let response = respond(config, action, &first, end, applied);
+    if action == Action::Reconcile {
+        emit_metrics(config, &first, end, count_took);
+    }
     info!(
         action = action.as_str(),
         file_count = response.file_count,
@@ -158,6 +162,33 @@ async fn converge(
             apply(clients, config, &rest, wait_until, applied).await?;
         }
         return Ok(current);
+    }
+}
+
+/// The run's metrics as Embedded Metric Format lines on stdout: CloudWatch Logs makes them
+/// metrics, with no API call. Only reconcile runs emit, so each period counts once.
+fn emit_metrics(config: &Config, first: &Plan, end: &Plan, count_took: Duration) {
+    let m = metrics::RunMetrics {
+        file_system_id: config.file_system_id.clone(),
+        files_per_shard: end
+            .shards
+            .iter()
+            .map(|s| {
+                (
+                    s.target.id.clone(),
+                    s.root.clone(),
+                    end.files_per_shard.get(&s.target.id).copied().unwrap_or(0),
+                )
+            })
+            .collect(),
+        total_files: first.file_count,
+        mount_targets: end.current as u64,
+        desired: first.desired as u64,
+        at_capacity: first.at_capacity,
+        count_duration: count_took,
+    };
+    for line in metrics::emf_lines(&m, metrics::timestamp_ms_now()) {
+        println!("{line}");
     }
 }
 

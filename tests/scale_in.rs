@@ -1,0 +1,975 @@
+//! Scale-in and rebalancing end to end: the function binary as Lambda runs it (our Runtime
+//! API), against moto_server (through the counting proxy), on generated files whose bytes
+//! encode their names. Draining, moving, deleting and rebalancing are checked on what is there
+//! afterwards: the mount targets moto describes, the published list, the files on disk.
+//!
+//! Needs `moto_server` on PATH (`pip install "moto[server]"`).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use efs_router::{shard_index, MountTargetList, Target};
+use serde_json::{json, Value};
+
+use support::files::list_files;
+use support::function::pretty;
+use support::{event, Invocation, Mount, Testbed, World};
+
+const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
+
+/// With a few dozen files, every layout here is deep in the scale-in band
+/// (`0.6 × 500 × (n − 1)`) and far below the scale-out line.
+const THRESHOLD: u64 = 500;
+
+/// Runs a scale-in may take per target (mark, then move + delete), with room to spare.
+const MAX_RUNS: usize = 6;
+
+// ----------------------------------------------------------------------------- files
+
+/// The name of generated reading `i` (unique per `i`).
+fn name(i: usize) -> String {
+    format!("device-{i}-{}.json", 1_795_000_000_000u64 + i as u64)
+}
+
+/// The bytes of a generated file: they encode its name, so a file that moved under another
+/// name, or was replaced by another file, shows.
+fn content(name: &str) -> Vec<u8> {
+    let reversed: String = name.chars().rev().collect();
+    format!("{{\"file\":\"{name}\",\"check\":\"{reversed}\"}}\n").into_bytes()
+}
+
+/// Writes the readings `ids` into `dir` (created if missing); returns their names.
+fn put_files(dir: &Path, ids: impl IntoIterator<Item = usize>) -> Vec<String> {
+    fs::create_dir_all(dir).expect("create a watched directory");
+    ids.into_iter()
+        .map(|i| {
+            let n = name(i);
+            fs::write(dir.join(&n), content(&n)).expect("write a reading");
+            n
+        })
+        .collect()
+}
+
+/// Every file of every shard directory under the mount (`/` and `/shards/*`), by
+/// (root, name), with its bytes.
+fn snapshot(mount: &Mount) -> BTreeMap<(String, String), Vec<u8>> {
+    let mut roots = vec!["/".to_string()];
+    roots.extend(mount.shard_ids().iter().map(|id| format!("/shards/{id}")));
+    let mut out = BTreeMap::new();
+    for root in roots {
+        let dir = mount.dir_of_root(&root);
+        for n in list_files(&dir) {
+            let bytes = fs::read(dir.join(&n)).expect("read a file");
+            out.insert((root.clone(), n), bytes);
+        }
+    }
+    out
+}
+
+/// Every file under the mount by name, with its bytes; panics when a name is in two places.
+fn files_by_name(mount: &Mount) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for ((root, n), bytes) in snapshot(mount) {
+        if out.insert(n.clone(), bytes).is_some() {
+            panic!("{n} is in two places (one of them {root})");
+        }
+    }
+    out
+}
+
+/// The same names with the same bytes as `before`, each in one place only.
+fn assert_files_intact(before: &BTreeMap<String, Vec<u8>>, mount: &Mount, inv: &Invocation) {
+    let now = snapshot(mount);
+    let mut by_name: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (root, n) in now.keys() {
+        by_name.entry(n).or_default().push(root);
+    }
+    let twice: Vec<_> = by_name.iter().filter(|(_, r)| r.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "files in two places: {twice:?}\n{}",
+        inv.describe()
+    );
+    let after: BTreeMap<String, Vec<u8>> = now.into_iter().map(|((_, n), b)| (n, b)).collect();
+    let lost: Vec<_> = before.keys().filter(|n| !after.contains_key(*n)).collect();
+    let new: Vec<_> = after.keys().filter(|n| !before.contains_key(*n)).collect();
+    assert!(
+        lost.is_empty() && new.is_empty(),
+        "files lost: {lost:?}; files that appeared: {new:?}\n{}",
+        inv.describe()
+    );
+    let changed: Vec<_> = before
+        .iter()
+        .filter(|(n, b)| after.get(*n) != Some(*b))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "files whose bytes changed: {changed:?}\n{}",
+        inv.describe()
+    );
+    assert_eq!(before.len(), after.len(), "{}", inv.describe());
+}
+
+/// The home of a file under `list`, as a client routes it.
+fn home<'a>(list: &'a MountTargetList, file: &str) -> &'a Target {
+    let i = shard_index(
+        &format!("data/analysis/{file}"),
+        &list.mount_targets,
+        list.strategy,
+    )
+    .unwrap_or_else(|e| panic!("{file} does not route: {e}"));
+    &list.mount_targets[i]
+}
+
+// ----------------------------------------------------------------------------- world
+
+/// A testbed with a mount target in each of `azs`, the contract's list published (roots `/`
+/// then `/shards/<az-id>`), `FILE_THRESHOLD` = `THRESHOLD` and an empty first shard.
+async fn testbed(azs: &[char]) -> Testbed {
+    let mut tb = Testbed::new(BIN, World::builder().mount_targets_in(azs)).await;
+    tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
+    fs::create_dir_all(tb.mount.watch_dir()).expect("create the first shard's directory");
+    tb
+}
+
+/// The published list, which must parse.
+async fn published_list(tb: &Testbed) -> MountTargetList {
+    let text = tb.world.published().await.value;
+    MountTargetList::from_json(&text)
+        .unwrap_or_else(|e| panic!("the published list does not parse ({e}): {text}"))
+}
+
+/// The published entry in us-east-1`az`.
+fn entry_in(list: &MountTargetList, world: &World, az: char) -> Target {
+    let az_id = world.az_id(az);
+    list.mount_targets
+        .iter()
+        .find(|t| t.az_id.as_deref() == Some(az_id.as_str()))
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry in {az_id}: {}", list.to_json()))
+}
+
+fn draining_ids(list: &MountTargetList) -> Vec<String> {
+    list.mount_targets
+        .iter()
+        .filter(|t| t.draining)
+        .map(|t| t.id.clone())
+        .collect()
+}
+
+/// The published list after a run, checked: it parses as the contract's JSON; it lists only
+/// targets that exist, are available and whose shard directory exists, with their described
+/// address and AZ; one root each; at most one target draining, never the first shard, and
+/// not all of them; the response's `mount_targets` is this list.
+async fn checked_list(tb: &Testbed, inv: &Invocation) -> MountTargetList {
+    let text = tb.world.published().await.value;
+    let list = MountTargetList::from_json(&text).unwrap_or_else(|e| {
+        panic!(
+            "the published list does not parse ({e}): {text}\n{}",
+            inv.describe()
+        )
+    });
+    let described = tb.world.mount_targets().await;
+    let context = format!(
+        "published {text}\ndescribed {described:#?}\n{}",
+        inv.describe()
+    );
+    for t in &list.mount_targets {
+        let d = described
+            .iter()
+            .find(|d| d.id == t.id)
+            .unwrap_or_else(|| panic!("{} is published but does not exist\n{context}", t.id));
+        assert_eq!(d.state, "available", "{} published\n{context}", t.id);
+        assert_eq!(d.ip, t.ip, "ip of {}\n{context}", t.id);
+        assert_eq!(
+            t.az_id.as_deref(),
+            Some(d.az_id.as_str()),
+            "az_id of {}\n{context}",
+            t.id
+        );
+        assert!(
+            tb.mount.dir_of_root(&t.root).is_dir(),
+            "{} is published with root {} whose directory does not exist\n{context}",
+            t.id,
+            t.root
+        );
+    }
+    let roots: BTreeSet<&str> = list.mount_targets.iter().map(|t| t.root.as_str()).collect();
+    assert_eq!(
+        roots.len(),
+        list.mount_targets.len(),
+        "two entries share a root\n{context}"
+    );
+    assert_eq!(
+        list.mount_targets.iter().filter(|t| t.root == "/").count(),
+        1,
+        "the first shard `/` must stay listed\n{context}"
+    );
+    assert!(
+        draining_ids(&list).len() <= 1,
+        "more than one target draining\n{context}"
+    );
+    assert!(
+        list.mount_targets
+            .iter()
+            .all(|t| !(t.draining && t.root == "/")),
+        "the first shard is draining\n{context}"
+    );
+    assert!(
+        list.mount_targets.iter().any(|t| !t.draining),
+        "every target is draining: no shard for new files\n{context}"
+    );
+    let raw: Value = serde_json::from_str(&text).expect("parsed above");
+    assert_eq!(
+        inv.response()["mount_targets"],
+        raw["mount_targets"],
+        "the response's list is not the published one\n{context}"
+    );
+    list
+}
+
+// ----------------------------------------------------------------------------- responses
+
+fn actions(r: &Value) -> Vec<String> {
+    r["actions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_action(r: &Value, name: &str) -> bool {
+    actions(r).iter().any(|a| a == name)
+}
+
+/// `deleted` of the response (absent: none).
+fn deleted(r: &Value) -> Vec<String> {
+    r["deleted"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Moves {
+    moved: u64,
+    remaining: u64,
+    skipped: u64,
+    failed: u64,
+}
+
+/// `moves` of the response, which must be there.
+fn moves(inv: &Invocation) -> Moves {
+    let m = &inv.response()["moves"];
+    let field = |k: &str| {
+        m[k].as_u64().unwrap_or_else(|| {
+            panic!(
+                "no whole number moves.{k} in the response\n{}",
+                inv.describe()
+            )
+        })
+    };
+    Moves {
+        moved: field("moved"),
+        remaining: field("remaining"),
+        skipped: field("skipped"),
+        failed: field("failed"),
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs()
+}
+
+fn rebalance(max_moves: u64) -> Value {
+    json!({"action": "rebalance", "max_moves": max_moves})
+}
+
+// ----------------------------------------------------------------------------- scale-in
+
+/// What one reconcile run did to the world, checked against what it says: every list it
+/// leaves is valid, files are intact, at most one target goes, only one that was draining
+/// and is empty, never the first, and a changed list is followed by a redeploy.
+async fn reconcile_checked(
+    tb: &Testbed,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> (Invocation, MountTargetList) {
+    let targets_before = tb.world.mount_targets().await;
+    let list_before = published_list(tb).await;
+    let param_before = tb.world.published().await;
+    let deployments_before = tb.world.deployment_ids().await;
+
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response().clone();
+    let list = checked_list(tb, &inv).await;
+    assert_files_intact(files, &tb.mount, &inv);
+
+    let targets_after = tb.world.mount_targets().await;
+    let gone: BTreeSet<String> = targets_before
+        .iter()
+        .filter(|t| !targets_after.iter().any(|a| a.id == t.id))
+        .map(|t| t.id.clone())
+        .collect();
+    let said: BTreeSet<String> = deleted(&r).into_iter().collect();
+    assert_eq!(
+        gone,
+        said,
+        "the targets gone are not those the response says it deleted\n{}",
+        inv.describe()
+    );
+    assert!(
+        gone.len() <= 1,
+        "more than one target deleted in a run\n{}",
+        inv.describe()
+    );
+    assert!(
+        targets_after
+            .iter()
+            .all(|t| targets_before.iter().any(|b| b.id == t.id)),
+        "a scale-in created a mount target: {targets_after:#?}\n{}",
+        inv.describe()
+    );
+    for id in &gone {
+        let was = list_before
+            .mount_targets
+            .iter()
+            .find(|t| &t.id == id)
+            .unwrap_or_else(|| panic!("deleted {id}, which was not published\n{}", inv.describe()));
+        assert!(
+            was.draining,
+            "deleted {id}, which was not draining before the run: {}\n{}",
+            list_before.to_json(),
+            inv.describe()
+        );
+        assert_ne!(was.root, "/", "deleted the first shard\n{}", inv.describe());
+        let left = list_files(&tb.mount.dir_of_root(&was.root));
+        assert!(
+            left.is_empty(),
+            "deleted {id} while its shard still holds {left:?}\n{}",
+            inv.describe()
+        );
+        assert!(
+            list.mount_targets.iter().all(|t| &t.id != id),
+            "deleted {id} but it is still published\n{}",
+            inv.describe()
+        );
+    }
+    if tb.world.published().await.value != param_before.value {
+        assert_ne!(
+            tb.world.deployment_ids().await,
+            deployments_before,
+            "the list changed but the service was not redeployed\n{}",
+            inv.describe()
+        );
+    }
+    (inv, list)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_targets_with_few_files_scale_in_to_the_first_one_by_one_files_intact() {
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let start = published_list(&tb).await;
+    assert_eq!(start.mount_targets.len(), 3, "{}", start.to_json());
+    let first = start.mount_targets[0].clone();
+    assert_eq!(first.root, "/");
+    let b = entry_in(&start, &tb.world, 'b');
+    let c = entry_in(&start, &tb.world, 'c');
+    put_files(&tb.mount.watch_dir(), 0..12);
+    put_files(&tb.mount.dir_of_root(&b.root), 100..107);
+    put_files(&tb.mount.dir_of_root(&c.root), 200..204);
+    let files = files_by_name(&tb.mount);
+    assert_eq!(files.len(), 12 + 7 + 4);
+
+    let mut drained: Vec<String> = Vec::new();
+    let mut runs = Vec::new();
+    loop {
+        assert!(
+            runs.len() < MAX_RUNS,
+            "still {} targets after {MAX_RUNS} runs; the last:\n{}",
+            tb.world.mount_targets().await.len(),
+            runs.last().map(Invocation::describe).unwrap_or_default()
+        );
+        let (inv, list) = reconcile_checked(&tb, &files).await;
+        let r = inv.response();
+        if let Some(m) = r.get("moves").filter(|m| !m.is_null()) {
+            assert_eq!(m["failed"], json!(0), "{}", inv.describe());
+            assert_eq!(m["skipped"], json!(0), "{}", inv.describe());
+        }
+        for id in draining_ids(&list) {
+            if !drained.contains(&id) {
+                drained.push(id);
+            }
+        }
+        runs.push(inv);
+        if tb.world.mount_targets().await.len() == 1 {
+            break;
+        }
+    }
+    let log = runs
+        .iter()
+        .map(|i| pretty(i.response()))
+        .collect::<Vec<_>>()
+        .join("\n");
+
+    // The one with the fewest files went first, and only the first shard is left.
+    assert_eq!(
+        drained,
+        vec![c.id.clone(), b.id.clone()],
+        "drain order\n{log}"
+    );
+    let targets = tb.world.mount_targets().await;
+    assert_eq!(targets.len(), 1, "{targets:#?}");
+    assert_eq!(targets[0].id, first.id, "the first shard's target went");
+    let list = published_list(&tb).await;
+    assert_eq!(list.mount_targets.len(), 1, "{}", list.to_json());
+    assert_eq!(list.mount_targets[0].id, first.id);
+    assert!(!list.mount_targets[0].draining, "{}", list.to_json());
+    // Every file is in the first shard, and each was moved by exactly one run.
+    let at_home = list_files(&tb.mount.watch_dir());
+    assert_eq!(at_home.len(), files.len(), "{log}");
+    // c's 4 files moved once (to `/` or to b), b's files (its 7 and those it got) once more.
+    let moved: u64 = runs
+        .iter()
+        .filter_map(|i| i.response()["moves"]["moved"].as_u64())
+        .sum();
+    assert!(
+        (7 + 4..=7 + 4 + 4).contains(&moved),
+        "{moved} files moved over the runs\n{log}"
+    );
+    assert!(
+        runs.iter().any(|i| has_action(i.response(), "move_files"))
+            && runs
+                .iter()
+                .any(|i| has_action(i.response(), "delete_mount_target")),
+        "{log}"
+    );
+
+    // At one target it is steady: nothing to change.
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    checked_list(&tb, &inv).await;
+    assert!(
+        tb.proxy.mutating_calls().is_empty(),
+        "{:?}\n{}",
+        tb.proxy.counts(),
+        inv.describe()
+    );
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draining_shard_that_still_holds_a_file_is_not_deleted() {
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let start = published_list(&tb).await;
+    let b = entry_in(&start, &tb.world, 'b');
+    let root_dir = tb.mount.watch_dir();
+    let b_dir = tb.mount.dir_of_root(&b.root);
+    put_files(&root_dir, 0..6);
+    put_files(&b_dir, 100..105);
+    // The same name at the draining shard and at its only possible home, different bytes:
+    // it cannot move without replacing a file.
+    let taken = name(900);
+    let at_home = b"{\"copy\":\"the one at home\"}".to_vec();
+    let at_b = b"{\"copy\":\"the one in the draining shard\"}".to_vec();
+    fs::write(root_dir.join(&taken), &at_home).unwrap();
+    fs::write(b_dir.join(&taken), &at_b).unwrap();
+
+    // Run 1: b (the only target that may go) is marked draining, nothing else.
+    let first = tb.invoke(&event("reconcile")).await;
+    let list = checked_list(&tb, &first).await;
+    assert_eq!(
+        draining_ids(&list),
+        vec![b.id.clone()],
+        "{}",
+        first.describe()
+    );
+    assert!(deleted(first.response()).is_empty(), "{}", first.describe());
+
+    // Runs 2 and 3: its other files move; the taken name stays, and so does the target.
+    for run in 2..=3 {
+        tb.proxy.reset_counts();
+        let inv = tb.invoke(&event("reconcile")).await;
+        let r = inv.response();
+        let m = moves(&inv);
+        assert_eq!(
+            m.moved,
+            if run == 2 { 5 } else { 0 },
+            "run {run}\n{}",
+            inv.describe()
+        );
+        assert!(m.skipped >= 1, "run {run}: {m:?}\n{}", inv.describe());
+        assert_eq!(m.failed, 0, "run {run}\n{}", inv.describe());
+        assert!(
+            deleted(r).is_empty() && !has_action(r, "delete_mount_target"),
+            "run {run} deleted a target whose shard holds a file\n{}",
+            inv.describe()
+        );
+        assert_eq!(
+            tb.proxy.count("DeleteMountTarget"),
+            0,
+            "run {run}: {:?}\n{}",
+            tb.proxy.counts(),
+            inv.describe()
+        );
+        let targets = tb.world.mount_targets().await;
+        assert!(
+            targets.iter().any(|t| t.id == b.id),
+            "run {run}: {} is gone: {targets:#?}\n{}",
+            b.id,
+            inv.describe()
+        );
+        let list = checked_list(&tb, &inv).await;
+        assert_eq!(
+            draining_ids(&list),
+            vec![b.id.clone()],
+            "run {run}: still draining\n{}",
+            inv.describe()
+        );
+        assert_eq!(
+            fs::read(root_dir.join(&taken)).unwrap(),
+            at_home,
+            "run {run}: the file at home changed"
+        );
+        assert_eq!(
+            fs::read(b_dir.join(&taken)).unwrap(),
+            at_b,
+            "run {run}: the file in the draining shard changed"
+        );
+        assert_eq!(
+            list_files(&b_dir),
+            vec![taken.clone()],
+            "run {run}\n{}",
+            inv.describe()
+        );
+        assert_eq!(list_files(&root_dir).len(), 6 + 5 + 1, "run {run}");
+        for i in 0..6 {
+            let n = name(i);
+            assert_eq!(fs::read(root_dir.join(&n)).unwrap(), content(&n));
+        }
+        for i in 100..105 {
+            let n = name(i);
+            assert_eq!(fs::read(root_dir.join(&n)).unwrap(), content(&n));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "3600");
+    let start = published_list(&tb).await;
+    put_files(&tb.mount.watch_dir(), 0..10);
+    put_files(
+        &tb.mount.dir_of_root(&entry_in(&start, &tb.world, 'b').root),
+        100..105,
+    );
+    put_files(
+        &tb.mount.dir_of_root(&entry_in(&start, &tb.world, 'c').root),
+        200..203,
+    );
+    let layout = snapshot(&tb.mount);
+    let param = tb.world.published().await;
+    let deployments = tb.world.deployment_ids().await;
+    let state_file = tb
+        .mount
+        .path()
+        .join(".efs-mount-autoscaler")
+        .join("state.json");
+
+    let mut since = None;
+    for run in 1..=2 {
+        let t0 = now_secs();
+        let inv = tb.invoke(&event("reconcile")).await;
+        let r = inv.response();
+        let list = checked_list(&tb, &inv).await;
+        assert!(
+            draining_ids(&list).is_empty(),
+            "run {run} drained within the cool-down\n{}",
+            inv.describe()
+        );
+        for a in ["move_files", "delete_mount_target", "publish"] {
+            assert!(!has_action(r, a), "run {run}: {a}\n{}", inv.describe());
+        }
+        assert!(
+            tb.proxy.mutating_calls().is_empty(),
+            "run {run}: {:?}\n{}",
+            tb.proxy.counts(),
+            inv.describe()
+        );
+        assert_eq!(tb.world.published().await, param, "run {run}");
+        assert_eq!(tb.world.deployment_ids().await, deployments, "run {run}");
+        assert_eq!(tb.world.mount_targets().await.len(), 3, "run {run}");
+        assert_eq!(snapshot(&tb.mount), layout, "run {run}: files moved");
+
+        let text = fs::read_to_string(&state_file).unwrap_or_else(|e| {
+            panic!(
+                "run {run}: no state file {} ({e})\n{}",
+                state_file.display(),
+                inv.describe()
+            )
+        });
+        let state: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("run {run}: state file is not JSON ({e}): {text}"));
+        let below = state["below_since"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("run {run}: no below_since in {text}\n{}", inv.describe()));
+        match since {
+            None => {
+                assert!(
+                    below >= t0 && below <= now_secs(),
+                    "run {run}: below_since {below} is not the time of this run ({t0}..)"
+                );
+                since = Some(below);
+            }
+            Some(s) => assert_eq!(
+                below,
+                s,
+                "run {run}: the timer was restarted instead of kept\n{}",
+                inv.describe()
+            ),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    // c has the fewest files and would go first; its AZ is protected.
+    tb.env("PROTECTED_SUBNET_IDS", tb.world.subnet('c').id.clone());
+    let start = published_list(&tb).await;
+    let first = start.mount_targets[0].clone();
+    let b = entry_in(&start, &tb.world, 'b');
+    let c = entry_in(&start, &tb.world, 'c');
+    put_files(&tb.mount.watch_dir(), 0..12);
+    put_files(&tb.mount.dir_of_root(&b.root), 100..107);
+    let c_files = put_files(&tb.mount.dir_of_root(&c.root), 200..203);
+    let files = files_by_name(&tb.mount);
+
+    // b drains and goes; c is never marked.
+    let mut runs = Vec::new();
+    while tb.world.mount_targets().await.iter().any(|t| t.id == b.id) {
+        assert!(
+            runs.len() < MAX_RUNS,
+            "{} still there after {MAX_RUNS} runs; the last:\n{}",
+            b.id,
+            runs.last().map(Invocation::describe).unwrap_or_default()
+        );
+        let (inv, list) = reconcile_checked(&tb, &files).await;
+        assert!(
+            !list
+                .mount_targets
+                .iter()
+                .any(|t| t.id == c.id && t.draining),
+            "{} in the protected AZ is draining\n{}",
+            c.id,
+            inv.describe()
+        );
+        if runs.is_empty() {
+            assert_eq!(
+                draining_ids(&list),
+                vec![b.id.clone()],
+                "the first run drains b instead\n{}",
+                inv.describe()
+            );
+        }
+        runs.push(inv);
+    }
+    let ids: BTreeSet<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, BTreeSet::from([first.id.clone(), c.id.clone()]));
+
+    // Now only the first shard and the protected one are left: none may go, run after run.
+    for _ in 0..2 {
+        tb.proxy.reset_counts();
+        let inv = tb.invoke(&event("reconcile")).await;
+        let r = inv.response();
+        let list = checked_list(&tb, &inv).await;
+        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+        assert_eq!(list.mount_targets.len(), 2, "{}", inv.describe());
+        assert!(
+            tb.proxy.mutating_calls().is_empty(),
+            "{:?}\n{}",
+            tb.proxy.counts(),
+            inv.describe()
+        );
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_lowercase()
+                .contains("protected"),
+            "the reason does not say the remaining target is protected\n{}",
+            inv.describe()
+        );
+        assert_files_intact(&files, &tb.mount, &inv);
+        // The protected shard keeps its own files (it may have got some of b's).
+        let in_c = list_files(&tb.mount.dir_of_root(&c.root));
+        assert!(
+            c_files.iter().all(|n| in_c.contains(n)),
+            "the protected shard's files were moved: {in_c:?}\n{}",
+            inv.describe()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
+    // A low threshold, so that a few dozen files need a second target.
+    let threshold = 50;
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("FILE_THRESHOLD", threshold.to_string());
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let start = published_list(&tb).await;
+    let b = entry_in(&start, &tb.world, 'b');
+    let b_dir = tb.mount.dir_of_root(&b.root);
+    put_files(&tb.mount.watch_dir(), 0..10);
+    put_files(&b_dir, 100..105);
+
+    // 15 files at 50 a target: within the band (<= 30), b is marked draining.
+    let inv = tb.invoke(&event("reconcile")).await;
+    let list = checked_list(&tb, &inv).await;
+    assert_eq!(
+        draining_ids(&list),
+        vec![b.id.clone()],
+        "{}",
+        inv.describe()
+    );
+
+    // Then the directory grows to 95 files: 2 targets needed, 1 serving.
+    put_files(&tb.mount.watch_dir(), 1000..1080);
+    let files = files_by_name(&tb.mount);
+    let deployments = tb.world.deployment_ids().await;
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response();
+    let list = checked_list(&tb, &inv).await;
+    assert!(
+        draining_ids(&list).is_empty(),
+        "the drain was not cancelled\n{}",
+        inv.describe()
+    );
+    assert_eq!(list.mount_targets.len(), 2, "{}", inv.describe());
+    assert!(has_action(r, "publish"), "{}", inv.describe());
+    assert_ne!(
+        tb.world.deployment_ids().await,
+        deployments,
+        "the list without the mark was not rolled out\n{}",
+        inv.describe()
+    );
+    for a in ["move_files", "delete_mount_target", "create_mount_target"] {
+        assert!(!has_action(r, a), "{a}\n{}", inv.describe());
+    }
+    assert!(deleted(r).is_empty(), "{}", inv.describe());
+    assert_eq!(
+        tb.proxy.count("DeleteMountTarget"),
+        0,
+        "{:?}",
+        tb.proxy.counts()
+    );
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+    assert_files_intact(&files, &tb.mount, &inv);
+    assert_eq!(list_files(&b_dir).len(), 5, "b's files were moved");
+
+    // And it stays cancelled: 95 files are above the band.
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    let list = checked_list(&tb, &inv).await;
+    assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+    assert!(
+        tb.proxy.mutating_calls().is_empty(),
+        "{:?}\n{}",
+        tb.proxy.counts(),
+        inv.describe()
+    );
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
+// ----------------------------------------------------------------------------- rebalance
+
+/// The first `n` readings (from `from` on) whose home under `list` is the entry with `root`.
+fn homed_at(list: &MountTargetList, root: &str, from: usize, n: usize) -> Vec<usize> {
+    (from..)
+        .filter(|&i| home(list, &name(i)).root == root)
+        .take(n)
+        .collect()
+}
+
+/// Misplaced files under `list`: those not in their home's directory.
+fn misplaced(mount: &Mount, list: &MountTargetList) -> Vec<(String, String)> {
+    snapshot(mount)
+        .into_keys()
+        .filter(|(root, n)| home(list, n).root != *root)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let root = list.mount_targets[0].root.clone();
+    let b = entry_in(&list, &tb.world, 'b');
+    let root_dir = tb.mount.watch_dir();
+    let b_dir = tb.mount.dir_of_root(&b.root);
+    // 10 files at home in each shard, and 25 + 25 in the other one's.
+    put_files(&root_dir, homed_at(&list, &root, 0, 10));
+    put_files(&b_dir, homed_at(&list, &b.root, 0, 10));
+    put_files(&root_dir, homed_at(&list, &b.root, 10_000, 25));
+    put_files(&b_dir, homed_at(&list, &root, 10_000, 25));
+    let files = files_by_name(&tb.mount);
+    assert_eq!(files.len(), 70);
+    assert_eq!(misplaced(&tb.mount, &list).len(), 50);
+
+    for (run, (moved, remaining)) in [(20, 30), (20, 10), (10, 0), (0, 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let inv = tb.invoke(&rebalance(20)).await;
+        let m = moves(&inv);
+        assert_eq!(
+            m,
+            Moves {
+                moved,
+                remaining,
+                skipped: 0,
+                failed: 0
+            },
+            "run {}\n{}",
+            run + 1,
+            inv.describe()
+        );
+        assert!(
+            has_action(inv.response(), "move_files"),
+            "{}",
+            inv.describe()
+        );
+        assert_files_intact(&files, &tb.mount, &inv);
+        assert_eq!(
+            misplaced(&tb.mount, &list).len() as u64,
+            remaining,
+            "run {}: misplaced files left vs reported remaining\n{}",
+            run + 1,
+            inv.describe()
+        );
+        assert_eq!(
+            published_list(&tb).await,
+            list,
+            "rebalance changed the list"
+        );
+    }
+    assert!(
+        tb.proxy.mutating_calls().is_empty(),
+        "rebalance changed AWS state: {:?}",
+        tb.proxy.counts()
+    );
+
+    // Every file is at its home per the published list.
+    let list = published_list(&tb).await;
+    for ((r, n), _) in snapshot(&tb.mount) {
+        assert_eq!(home(&list, &n).root, r, "{n} is not at home");
+    }
+    assert_eq!(list_files(&root_dir).len() + list_files(&b_dir).len(), 70);
+
+    // The sample event on the balanced layout moves nothing.
+    assert_eq!(event("rebalance")["max_moves"], json!(10_000));
+    let before = snapshot(&tb.mount);
+    let inv = tb.invoke(&event("rebalance")).await;
+    assert_eq!(
+        moves(&inv),
+        Moves {
+            moved: 0,
+            remaining: 0,
+            skipped: 0,
+            failed: 0
+        },
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(snapshot(&tb.mount), before, "a balanced layout changed");
+    assert!(
+        tb.proxy.mutating_calls().is_empty(),
+        "{:?}",
+        tb.proxy.counts()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rebalance_leaves_a_conflicting_destination_alone_and_counts_it_skipped() {
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let root = list.mount_targets[0].root.clone();
+    let b = entry_in(&list, &tb.world, 'b');
+    let root_dir = tb.mount.watch_dir();
+    let b_dir = tb.mount.dir_of_root(&b.root);
+    let homed_b = homed_at(&list, &b.root, 0, 2);
+    // The same name at home (b) and misplaced (in `/`), different bytes.
+    let clash = name(homed_b[0]);
+    let at_home = b"{\"copy\":\"at home\"}".to_vec();
+    let elsewhere = b"{\"copy\":\"misplaced, different\"}".to_vec();
+    fs::create_dir_all(&b_dir).unwrap();
+    fs::write(b_dir.join(&clash), &at_home).unwrap();
+    fs::write(root_dir.join(&clash), &elsewhere).unwrap();
+    // One more misplaced file that can move, and one at home in `/`.
+    let movable = put_files(&root_dir, [homed_b[1]]).remove(0);
+    let stays = put_files(&root_dir, homed_at(&list, &root, 0, 1)).remove(0);
+
+    for run in 1..=2 {
+        let inv = tb.invoke(&event("rebalance")).await;
+        let m = moves(&inv);
+        assert_eq!(
+            m,
+            Moves {
+                moved: if run == 1 { 1 } else { 0 },
+                remaining: 0,
+                skipped: 1,
+                failed: 0
+            },
+            "run {run}\n{}",
+            inv.describe()
+        );
+        assert_eq!(
+            fs::read(b_dir.join(&clash)).unwrap(),
+            at_home,
+            "run {run}: the file at home changed"
+        );
+        assert_eq!(
+            fs::read(root_dir.join(&clash)).unwrap(),
+            elsewhere,
+            "run {run}: the misplaced file changed"
+        );
+        assert_eq!(
+            fs::read(b_dir.join(&movable)).unwrap(),
+            content(&movable),
+            "run {run}: {movable} is not at home"
+        );
+        assert!(!root_dir.join(&movable).exists(), "run {run}");
+        assert_eq!(fs::read(root_dir.join(&stays)).unwrap(), content(&stays));
+        assert_eq!(list_files(&root_dir), {
+            let mut v = vec![clash.clone(), stays.clone()];
+            v.sort();
+            v
+        });
+    }
+}
