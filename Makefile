@@ -20,7 +20,7 @@ python-test:
 
 template-test:
 	cfn-lint template.yaml
-	sam validate --lint --template template.yaml --region us-east-1
+	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml --region us-east-1
 
 ## Run the function against moto_server on a generated directory of 60,000 files.
 demo:
@@ -29,6 +29,15 @@ demo:
 
 ## The Lambda package: bootstrap for arm64, with cargo-lambda (zig).
 build:
+	@command -v cargo-lambda >/dev/null || { echo "cargo-lambda is missing: pip install cargo-lambda (brings zig)"; exit 1; }
+	rustup target add aarch64-unknown-linux-gnu
 	cargo lambda build --release --arm64 --bin efs-mount-autoscaler
 
+## Figures for the README: counting against `ls -f`, routing balance and movement.
 bench: bench-count bench-routing
+
+bench-count:
+	scripts/bench-count.sh
+
+bench-routing:
+	$(CARGO) run --release -p efs-router --example routing_bench

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use support::function::pretty;
 use support::runtime_api::{Pending, Report, RuntimeApi};
 use support::world::{MountTarget, PARAMETER_NAME};
-use support::{event, Aws, Invocation, Moto, Proxy, Seed, Testbed, World};
+use support::{event, has_action, Aws, Invocation, Moto, Proxy, Seed, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
@@ -29,21 +29,6 @@ async fn testbed(world: support::world::WorldBuilder, files: usize, threshold: u
     tb.mount.generate(files);
     tb.env("FILE_THRESHOLD", threshold.to_string());
     tb
-}
-
-fn actions(r: &Value) -> Vec<String> {
-    r["actions"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn has_action(r: &Value, name: &str) -> bool {
-    actions(r).iter().any(|a| a == name)
 }
 
 /// The response's fields and their types, as the contract lists them.

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use support::files::list_files;
 use support::function::pretty;
-use support::{event, Invocation, Mount, Testbed, World};
+use support::{event, has_action, Invocation, Mount, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
@@ -235,31 +235,9 @@ async fn checked_list(tb: &Testbed, inv: &Invocation) -> MountTargetList {
 
 // ----------------------------------------------------------------------------- responses
 
-fn actions(r: &Value) -> Vec<String> {
-    r["actions"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn has_action(r: &Value, name: &str) -> bool {
-    actions(r).iter().any(|a| a == name)
-}
-
 /// `deleted` of the response (absent: none).
 fn deleted(r: &Value) -> Vec<String> {
-    r["deleted"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    support::strings(r, "deleted")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! - the function's environment is exactly the contract's variables (`config::ENV_VARS`),
 //!   each from a parameter whose default is the contract's;
-//! - the schedule sends the payload of `events/reconcile.json`;
+//! - the schedules send the payloads of `events/reconcile.json` and `events/rebalance.json`;
 //! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
 //!   the narrowest resource IAM supports (`*` only where IAM has no resource-level
@@ -41,7 +41,8 @@ const IMPLIED_ACTIONS: &[(&str, &str)] = &[
     ),
     (
         "ec2:DeleteNetworkInterface",
-        "Lambda removes the function's VPC network interfaces",
+        "DeleteMountTarget removes the mount target's network interface with its caller's \
+         permissions (EFS API reference); Lambda removes the function's VPC network interfaces",
     ),
     (
         "ec2:AssignPrivateIpAddresses",
@@ -531,24 +532,64 @@ fn refs_in(v: &Value) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn the_schedule_sends_the_payload_in_events() {
-    let events = function()["Properties"]["Events"].as_object().unwrap();
-    let schedules: Vec<&Value> = events
-        .values()
-        .filter(|e| e["Type"] == "Schedule")
-        .collect();
-    assert_eq!(schedules.len(), 1, "one schedule");
-    let props = &schedules[0]["Properties"];
-    let input: Value = serde_json::from_str(props["Input"].as_str().expect("a constant Input"))
-        .expect("the Input is JSON");
-    assert_eq!(input, read_json("events/reconcile.json"));
+/// The function's schedules: event name → properties.
+fn schedules() -> BTreeMap<&'static str, &'static Value> {
+    function()["Properties"]["Events"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| e["Type"] == "Schedule")
+        .map(|(name, e)| (name.as_str(), &e["Properties"]))
+        .collect()
+}
 
-    let on = Eval::new(&[]);
-    assert_eq!(on.eval(&props["Schedule"]).unwrap(), "rate(5 minutes)");
-    assert_eq!(on.eval(&props["State"]).unwrap(), "ENABLED");
+/// A schedule's payload, evaluated with `e`, as JSON.
+fn payload(e: &Eval, props: &Value) -> Value {
+    let input = e.eval(&props["Input"]).unwrap();
+    serde_json::from_str(input.as_str().expect("the Input is a string")).expect("the Input is JSON")
+}
+
+#[test]
+fn the_schedules_send_the_payloads_in_events() {
+    let schedules = schedules();
+    assert_eq!(
+        schedules.keys().copied().collect::<Vec<_>>(),
+        ["RebalanceSchedule", "ReconcileSchedule"]
+    );
+    let defaults = Eval::new(&[]);
+
+    // Reconcile: a constant input, every ScheduleRateMinutes, switched by ScheduleEnabled.
+    let reconcile = schedules["ReconcileSchedule"];
+    assert!(reconcile["Input"].is_string(), "a constant Input");
+    assert_eq!(
+        payload(&defaults, reconcile),
+        read_json("events/reconcile.json")
+    );
+    assert_eq!(
+        defaults.eval(&reconcile["Schedule"]).unwrap(),
+        "rate(5 minutes)"
+    );
+    assert_eq!(defaults.eval(&reconcile["State"]).unwrap(), "ENABLED");
     let off = Eval::new(&[("ScheduleEnabled", "false")]);
-    assert_eq!(off.eval(&props["State"]).unwrap(), "DISABLED");
+    assert_eq!(off.eval(&reconcile["State"]).unwrap(), "DISABLED");
+
+    // Rebalance: daily off-peak, with max_moves from RebalanceMaxMoves.
+    let rebalance = schedules["RebalanceSchedule"];
+    assert_eq!(
+        payload(&defaults, rebalance),
+        read_json("events/rebalance.json")
+    );
+    assert_eq!(
+        defaults.eval(&rebalance["Schedule"]).unwrap(),
+        "cron(0 3 * * ? *)"
+    );
+    assert_eq!(defaults.eval(&rebalance["State"]).unwrap(), "ENABLED");
+    let given = Eval::new(&[
+        ("RebalanceMaxMoves", "500"),
+        ("RebalanceScheduleEnabled", "false"),
+    ]);
+    assert_eq!(payload(&given, rebalance)["max_moves"], 500);
+    assert_eq!(given.eval(&rebalance["State"]).unwrap(), "DISABLED");
 
     // Every allowed rate has a schedule expression and the matching period.
     let rates = &template()["Mappings"]["ScheduleRate"];
@@ -573,6 +614,7 @@ fn the_sample_events_are_the_accepted_shapes() {
         read_json("events/reconcile.json"),
         json!({"action": "reconcile"})
     );
+    assert_eq!(read_json("events/rebalance.json")["action"], "rebalance");
     assert_eq!(
         read_json("events/scheduled.json")["detail-type"],
         "Scheduled Event"
@@ -955,16 +997,14 @@ fn the_outputs_name_the_function_the_schedule_the_parameter_and_the_dashboard() 
     let outputs = template()["Outputs"].as_object().unwrap();
     let value = |name: &str| &outputs[name]["Value"];
     assert_eq!(value("FunctionName"), &json!({"Ref": FUNCTION}));
-    let (event, _) = function()["Properties"]["Events"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(_, e)| e["Type"] == "Schedule")
-        .unwrap();
-    // SAM names the schedule's rule <function><event>.
+    // SAM names a schedule's rule <function><event>.
     assert_eq!(
         value("ScheduleRuleName"),
-        &json!({"Ref": format!("{FUNCTION}{event}")})
+        &json!({"Ref": format!("{FUNCTION}ReconcileSchedule")})
+    );
+    assert_eq!(
+        value("RebalanceScheduleRuleName"),
+        &json!({"Ref": format!("{FUNCTION}RebalanceSchedule")})
     );
     assert_eq!(value("ParameterName"), &json!({"Ref": "SsmParameterName"}));
     assert_eq!(value("DashboardName"), &json!({"Ref": "Dashboard"}));

@@ -53,3 +53,20 @@ pub fn binary_beside_exe() -> PathBuf {
         std::env::consts::EXE_SUFFIX
     ))
 }
+
+/// A response's array of strings at `key` (`actions`, `deleted`, `waiting_for`); absent: empty.
+pub fn strings(response: &Value, key: &str) -> Vec<String> {
+    response[key]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the response's `actions` include `name`.
+pub fn has_action(response: &Value, name: &str) -> bool {
+    strings(response, "actions").iter().any(|a| a == name)
+}
