@@ -2,11 +2,17 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
+# Where pip puts console scripts (moto_server, cfn-lint, sam), whatever Python this is.
+export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null):$(HOME)/.local/bin:$(PATH)
 
 .PHONY: test lint unit python-test template-test demo build bench bench-count bench-routing tools
 
 ## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template lint.
-test: lint unit python-test template-test
+test: tools lint unit python-test template-test
+
+## Install from PyPI what the tests need and is missing: moto_server, cfn-lint, the SAM CLI.
+tools:
+	scripts/ensure-tools.sh moto cfn-lint sam
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -24,12 +30,13 @@ template-test:
 
 ## Run the function against moto_server on a generated directory of 60,000 files.
 demo:
+	scripts/ensure-tools.sh moto
 	$(CARGO) build --bin efs-mount-autoscaler
 	$(CARGO) run --example demo
 
 ## The Lambda package: bootstrap for arm64, with cargo-lambda (zig).
 build:
-	@command -v cargo-lambda >/dev/null || { echo "cargo-lambda is missing: pip install cargo-lambda (brings zig)"; exit 1; }
+	scripts/ensure-tools.sh cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
 	cargo lambda build --release --arm64 --bin efs-mount-autoscaler
 

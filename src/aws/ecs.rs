@@ -99,3 +99,92 @@ impl Ecs {
         Ok(primary.map(str::to_owned))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ecs::operation::describe_services::{
+        DescribeServicesError, DescribeServicesOutput,
+    };
+    use aws_sdk_ecs::types::error::ClusterNotFoundException;
+    use aws_sdk_ecs::types::{Deployment as EcsDeployment, Failure, Service};
+    use aws_sdk_ecs::Client;
+    use aws_smithy_mocks::{mock, mock_client};
+
+    #[tokio::test]
+    async fn a_missing_service_is_named() {
+        let rule = mock!(Client::describe_services).then_output(|| {
+            DescribeServicesOutput::builder()
+                .failures(
+                    Failure::builder()
+                        .arn("arn:aws:ecs:us-east-1:1:service/c/ghost")
+                        .reason("MISSING")
+                        .build(),
+                )
+                .build()
+        });
+        let ecs = Ecs::new(mock_client!(aws_sdk_ecs, [&rule]));
+        let err = ecs
+            .primary_deployments("c", &["ghost".into()])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ghost") && err.contains("MISSING") && err.contains("ECS_SERVICE_NAME"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_cluster_is_named() {
+        let rule = mock!(Client::describe_services).then_error(|| {
+            DescribeServicesError::ClusterNotFoundException(
+                ClusterNotFoundException::builder().build(),
+            )
+        });
+        let ecs = Ecs::new(mock_client!(aws_sdk_ecs, [&rule]));
+        let err = ecs
+            .primary_deployments("nope", &["s".into()])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("nope") && err.contains("ECS_CLUSTER_NAME"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_primary_deployment_is_the_one_read() {
+        let rule = mock!(Client::describe_services).then_output(|| {
+            DescribeServicesOutput::builder()
+                .services(
+                    Service::builder()
+                        .service_name("app")
+                        .deployments(
+                            EcsDeployment::builder()
+                                .id("ecs-svc/old")
+                                .status("ACTIVE")
+                                .created_at(aws_smithy_types::DateTime::from_secs(10))
+                                .build(),
+                        )
+                        .deployments(
+                            EcsDeployment::builder()
+                                .id("ecs-svc/new")
+                                .status("PRIMARY")
+                                .created_at(aws_smithy_types::DateTime::from_secs(20))
+                                .build(),
+                        )
+                        .build(),
+                )
+                .build()
+        });
+        let ecs = Ecs::new(mock_client!(aws_sdk_ecs, [&rule]));
+        let d = ecs.primary_deployments("c", &["app".into()]).await.unwrap();
+        assert_eq!(d[0].id.as_deref(), Some("ecs-svc/new"));
+        assert_eq!(
+            d[0].created_at,
+            Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(20))
+        );
+    }
+}

@@ -164,3 +164,154 @@ fn life_cycle(state: &LifeCycleState) -> LifeCycle {
         other => LifeCycle::Unknown(other.as_str().to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_efs::error::ErrorMetadata;
+    use aws_sdk_efs::operation::create_mount_target::{
+        CreateMountTargetError, CreateMountTargetOutput,
+    };
+    use aws_sdk_efs::operation::delete_mount_target::DeleteMountTargetError;
+    use aws_sdk_efs::operation::describe_mount_targets::DescribeMountTargetsError;
+    use aws_sdk_efs::types::error::{FileSystemNotFound, MountTargetConflict, MountTargetNotFound};
+    use aws_sdk_efs::Client;
+    use aws_smithy_mocks::{mock, mock_client};
+
+    #[tokio::test]
+    async fn a_conflict_is_its_own_error() {
+        let rule = mock!(Client::create_mount_target).then_error(|| {
+            CreateMountTargetError::MountTargetConflict(
+                MountTargetConflict::builder()
+                    .error_code("MountTargetConflict")
+                    .message("mount target already exists in this AZ")
+                    .build()
+                    .unwrap(),
+            )
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        let err = efs
+            .create_mount_target("fs-1", "subnet-b", None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::MountTargetConflict { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn throttling_past_the_retries_is_throttled_naming_the_operation() {
+        let rule = mock!(Client::create_mount_target).then_error(|| {
+            CreateMountTargetError::generic(
+                ErrorMetadata::builder()
+                    .code("ThrottlingException")
+                    .message("Rate exceeded")
+                    .build(),
+            )
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        let err = efs
+            .create_mount_target("fs-1", "subnet-b", None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Throttled {
+                    operation: "CreateMountTarget",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn other_errors_keep_the_api_message() {
+        let rule = mock!(Client::create_mount_target).then_error(|| {
+            CreateMountTargetError::generic(
+                ErrorMetadata::builder()
+                    .code("NoFreeAddressesInSubnet")
+                    .message("subnet is full")
+                    .build(),
+            )
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        let err = efs
+            .create_mount_target("fs-1", "subnet-b", None)
+            .await
+            .unwrap_err();
+        match err {
+            Error::Aws {
+                operation, message, ..
+            } => {
+                assert_eq!(operation, "CreateMountTarget");
+                assert!(message.contains("subnet is full"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_file_system_names_the_variable() {
+        let rule = mock!(Client::describe_mount_targets).then_error(|| {
+            DescribeMountTargetsError::FileSystemNotFound(
+                FileSystemNotFound::builder()
+                    .error_code("FileSystemNotFound")
+                    .build()
+                    .unwrap(),
+            )
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        let err = efs.mount_targets("fs-404").await.unwrap_err().to_string();
+        assert!(
+            err.contains("fs-404") && err.contains("EFS_FILE_SYSTEM_ID"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_target_already_gone_is_not_an_error() {
+        let not_found = || {
+            MountTargetNotFound::builder()
+                .error_code("MountTargetNotFound")
+                .build()
+                .unwrap()
+        };
+        let describe = mock!(Client::describe_mount_targets)
+            .then_error(move || DescribeMountTargetsError::MountTargetNotFound(not_found()));
+        let delete = mock!(Client::delete_mount_target)
+            .then_error(move || DeleteMountTargetError::MountTargetNotFound(not_found()));
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&describe, &delete]));
+        assert_eq!(efs.mount_target("fsmt-gone").await.unwrap(), None);
+        efs.delete_mount_target("fsmt-gone").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_created_target_becomes_our_type() {
+        let rule = mock!(Client::create_mount_target).then_output(|| {
+            CreateMountTargetOutput::builder()
+                .mount_target_id("fsmt-new")
+                .file_system_id("fs-1")
+                .subnet_id("subnet-b")
+                .life_cycle_state(LifeCycleState::Creating)
+                .ip_address("10.0.2.7")
+                .availability_zone_id("use1-az4")
+                .availability_zone_name("us-east-1b")
+                .build()
+                .unwrap()
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        let t = efs
+            .create_mount_target("fs-1", "subnet-b", Some(vec!["sg-1".into()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            (t.id.as_str(), t.az_id.as_str(), t.ip.as_deref(), t.state),
+            (
+                "fsmt-new",
+                "use1-az4",
+                Some("10.0.2.7"),
+                LifeCycle::Creating
+            )
+        );
+    }
+}

@@ -55,3 +55,59 @@ impl Ssm {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ssm::operation::get_parameter::{GetParameterError, GetParameterOutput};
+    use aws_sdk_ssm::types::error::ParameterNotFound;
+    use aws_sdk_ssm::Client;
+    use aws_smithy_mocks::{mock, mock_client};
+    use efs_router::list::Strategy;
+
+    fn holding(value: &'static str) -> aws_smithy_mocks::Rule {
+        mock!(Client::get_parameter).then_output(move || {
+            GetParameterOutput::builder()
+                .parameter(
+                    aws_sdk_ssm::types::Parameter::builder()
+                        .name("/p")
+                        .value(value)
+                        .last_modified_date(aws_smithy_types::DateTime::from_secs(1_700_000_000))
+                        .build(),
+                )
+                .build()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_missing_parameter_is_none() {
+        let rule = mock!(Client::get_parameter).then_error(|| {
+            GetParameterError::ParameterNotFound(ParameterNotFound::builder().build())
+        });
+        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        assert_eq!(ssm.read("/p").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_value_of_another_shape_is_corrupt_and_named() {
+        let rule = holding(r#"{"targets": []}"#);
+        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        let err = ssm.read("/p").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::CorruptParameter { name, .. } if name == "/p"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_original_form_reads_with_its_time() {
+        let rule = holding(r#"{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"}]}"#);
+        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        let p = ssm.read("/p").await.unwrap().unwrap();
+        assert_eq!(p.list.strategy, Strategy::ModuloSha256);
+        assert_eq!(
+            p.last_modified,
+            Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000))
+        );
+    }
+}
