@@ -1,11 +1,11 @@
-use efs_mount_autoscaler::error::chain;
+use efs_mount_autoscaler::error::{chain, Error};
 use efs_mount_autoscaler::{aws::Clients, config::Config, event::Action, reconcile};
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 
 /// Carries our error to the Runtime API with its variant as the error type.
 #[derive(Debug)]
-struct Failure(efs_mount_autoscaler::error::Error);
+struct Failure(Error);
 
 impl From<Failure> for Diagnostic {
     fn from(Failure(e): Failure) -> Self {
@@ -19,13 +19,15 @@ impl From<Failure> for Diagnostic {
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    // A bad setting fails the init, before any AWS call, naming the variable.
+    // A bad setting is logged now and answered to every invocation, naming the variable,
+    // before any AWS call: the invoker sees it (an init failure shows only an exit status).
     let config =
-        Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
+        Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"));
     let clients = Clients::from_env().await;
     let (config, clients) = (&config, &clients);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let run = async {
+            let config = config.as_ref().map_err(Error::again)?;
             let action = Action::from_event(&event.payload)?;
             reconcile::run(clients, config, action, event.context.deadline()).await
         };

@@ -786,7 +786,7 @@ async fn a_bad_file_threshold_is_an_error_naming_it_before_any_aws_call() {
         let inv = tb.invoke(&event("scheduled")).await;
         let message = inv.error_text();
         assert!(
-            message.contains("FILE_THRESHOLD"),
+            message.starts_with("Config: ") && message.contains("FILE_THRESHOLD"),
             "FILE_THRESHOLD={bad}: the error does not name the variable: {message}\n{}",
             inv.describe()
         );
@@ -807,7 +807,7 @@ async fn a_missing_file_system_id_is_an_error_naming_it_before_any_aws_call() {
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
     assert!(
-        message.contains("EFS_FILE_SYSTEM_ID"),
+        message.starts_with("Config: ") && message.contains("EFS_FILE_SYSTEM_ID"),
         "{message}\n{}",
         inv.describe()
     );
