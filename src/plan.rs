@@ -272,6 +272,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             };
             state.last_scale_out = Some(now);
             state.below_since = None;
+            state.created_azs.insert(subnet.az_id.clone());
             steps.push(Step::CreateMountTarget(NewTarget {
                 subnet_id: subnet.id.clone(),
                 az: subnet.az.clone(),
@@ -293,13 +294,16 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         let held = now.saturating_sub(since);
         let after_scale_out = state.last_scale_out.map(|t| now.saturating_sub(t));
         let cooldown = policy.scale_in_cooldown_secs;
-        // Only a shard this function added may go, never one in a protected AZ; the one with
-        // the fewest files, the newest on a tie.
+        // Only a target this function created may go (never the first shard, never one that
+        // was there before), and never one in a protected AZ; the one with the fewest files,
+        // the newest on a tie.
+        let created =
+            |az: &Option<String>| az.as_ref().is_some_and(|az| state.created_azs.contains(az));
         let candidate = list
             .mount_targets
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.root != "/")
+            .filter(|(_, t)| t.root != "/" && created(&t.az_id))
             .filter(|(_, t)| {
                 !t.az_id
                     .as_ref()
@@ -311,7 +315,10 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             "{need_text}; {serving} serving, within the scale-in band (<= {band:.0} files)"
         );
         match candidate {
-            None => format!("{band_text}, but none may go: the first shard `/` and targets in protected AZs stay"),
+            None => format!(
+                "{band_text}, but none may go: the first shard `/`, targets this function did not \
+                 create and targets in protected AZs stay"
+            ),
             Some(_) if held < cooldown => format!("{band_text} for {held} s of {cooldown} s"),
             Some(_) if after_scale_out.is_some_and(|t| t < cooldown) => format!(
                 "{band_text}, but the last scale-out was {} s ago (cool-down {cooldown} s)",
@@ -830,6 +837,8 @@ mod tests {
         let mut o = world(root);
         add_shard(&mut o, "fsmt-b", 'b', b);
         add_shard(&mut o, "fsmt-c", 'c', c);
+        // As if this function had created b and c.
+        o.scale_state.created_azs = BTreeSet::from(["use1-az2".to_owned(), "use1-az3".to_owned()]);
         o
     }
 
@@ -911,10 +920,8 @@ mod tests {
     #[test]
     fn no_scale_in_soon_after_a_scale_out() {
         let mut o = three_shards(100, 10, 5);
-        o.scale_state = ScaleState {
-            below_since: Some(NOW - 5000),
-            last_scale_out: Some(NOW - 600),
-        };
+        o.scale_state.below_since = Some(NOW - 5000);
+        o.scale_state.last_scale_out = Some(NOW - 600);
         let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), None);
         assert!(
@@ -959,6 +966,27 @@ mod tests {
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
         assert!(p.reason.contains("none may go"), "{}", p.reason);
+    }
+
+    #[test]
+    fn targets_that_were_there_before_are_never_drained() {
+        let mut o = three_shards(100, 10, 5);
+        o.scale_state.created_azs.clear();
+        let zero = Policy {
+            scale_in_cooldown_secs: 0,
+            ..policy()
+        };
+        let p = plan(&o, &zero);
+        assert_eq!(draining_id(&p), None);
+        assert!(p.reason.contains("did not create"), "{}", p.reason);
+        o.scale_state.created_azs.insert("use1-az2".into());
+        assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));
+    }
+
+    #[test]
+    fn scale_out_records_the_az_it_creates_in() {
+        let p = plan(&world(61_234), &policy());
+        assert!(saved(&p).unwrap().created_azs.contains("use1-az2"));
     }
 
     /// `three_shards` with c marked draining in the published list.

@@ -5,6 +5,7 @@
 
 use crate::error::Error;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,11 @@ pub struct ScaleState {
     /// When (Unix seconds) the last mount target was created by this function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scale_out: Option<u64>,
+    /// AZ ids where this function created a mount target (recorded before it asks AWS). Only
+    /// these may be scaled in: targets that were there before (an ECS task's, the function's
+    /// own) are never removed, even when they serve a shard.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub created_azs: BTreeSet<String>,
 }
 
 pub fn path(mount: &Path) -> PathBuf {
@@ -68,6 +74,7 @@ mod tests {
         let s = ScaleState {
             below_since: Some(10),
             last_scale_out: Some(5),
+            created_azs: BTreeSet::from(["use1-az4".to_owned()]),
         };
         save(d.path(), &s).unwrap();
         assert_eq!(load(d.path()).unwrap(), s);

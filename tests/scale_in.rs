@@ -129,8 +129,24 @@ fn home<'a>(list: &'a MountTargetList, file: &str) -> &'a Target {
 // ----------------------------------------------------------------------------- world
 
 /// A testbed with a mount target in each of `azs`, the contract's list published (roots `/`
-/// then `/shards/<az-id>`), `FILE_THRESHOLD` = `THRESHOLD` and an empty first shard.
+/// then `/shards/<az-id>`), `FILE_THRESHOLD` = `THRESHOLD` and an empty first shard. The
+/// function's state file records the targets after the first as its own (as if it had created
+/// them): only those may be scaled in.
 async fn testbed(azs: &[char]) -> Testbed {
+    let tb = testbed_before_the_function(azs).await;
+    let created: Vec<String> = azs[1..].iter().map(|az| tb.world.az_id(*az)).collect();
+    let state = tb.mount.path().join(".efs-mount-autoscaler");
+    fs::create_dir_all(&state).expect("create the state directory");
+    fs::write(
+        state.join("state.json"),
+        serde_json::json!({ "created_azs": created }).to_string(),
+    )
+    .expect("write the state file");
+    tb
+}
+
+/// The same world, but every mount target was there before the function: none is its own.
+async fn testbed_before_the_function(azs: &[char]) -> Testbed {
     let mut tb = Testbed::new(BIN, World::builder().mount_targets_in(azs)).await;
     tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
     fs::create_dir_all(tb.mount.watch_dir()).expect("create the first shard's directory");
@@ -711,6 +727,31 @@ async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
             inv.describe()
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mount_targets_that_were_there_before_the_function_are_never_removed() {
+    // Three targets the function did not create (an ECS task's AZ, say), few files, no
+    // cool-down: they serve shards, but none is drained or deleted, run after run.
+    let mut tb = testbed_before_the_function(&['a', 'b', 'c']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    put_files(&tb.mount.watch_dir(), 0..5);
+    let files = files_by_name(&tb.mount);
+    let before = tb.world.mount_targets().await.len();
+    for _ in 0..3 {
+        let (inv, list) = reconcile_checked(&tb, &files).await;
+        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+        assert!(
+            inv.response()["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("did not create"),
+            "{}",
+            inv.describe()
+        );
+    }
+    assert_eq!(tb.world.mount_targets().await.len(), before);
+    assert_eq!(tb.proxy.count("DeleteMountTarget"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
