@@ -1072,3 +1072,100 @@ async fn harness_runtime_api_serves_events_and_takes_answers() {
     assert!(matches!(&seen[2], Report::Error(id, v) if id == "req-2" && v["errorType"] == "E"));
     assert!(matches!(&seen[3], Report::InitError(v) if v["errorType"] == "I"));
 }
+
+/// The Embedded Metric Format lines the function printed: JSON log lines with an `_aws` key.
+fn emf_lines(inv: &Invocation) -> Vec<Value> {
+    inv.logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .filter(|v| v.get("_aws").is_some())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_reconcile_run_prints_its_metrics_as_embedded_metric_format() {
+    let tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
+
+    // A plan changes nothing and reports no metrics (the period is counted once).
+    let plan = tb.invoke(&event("plan")).await;
+    assert!(emf_lines(&plan).is_empty(), "{}", plan.describe());
+
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response().clone();
+    let lines = emf_lines(&inv);
+    assert!(!lines.is_empty(), "no EMF line\n{}", inv.describe());
+    // name -> (unit, value, dimension values) over every line, checked against the format:
+    // `_aws.Timestamp` in ms, `CloudWatchMetrics[]` with a namespace, dimension sets whose
+    // names are root members, and each metric's value a root member.
+    let mut seen: Vec<(String, String, Value, Value)> = Vec::new();
+    for line in &lines {
+        let aws = &line["_aws"];
+        assert!(
+            aws["Timestamp"]
+                .as_u64()
+                .is_some_and(|t| t > 1_600_000_000_000),
+            "{line}"
+        );
+        for directive in aws["CloudWatchMetrics"]
+            .as_array()
+            .expect("CloudWatchMetrics")
+        {
+            assert_eq!(
+                directive["Namespace"],
+                json!("EfsMountAutoscaler"),
+                "{line}"
+            );
+            for set in directive["Dimensions"].as_array().expect("Dimensions") {
+                for name in set.as_array().expect("a dimension set") {
+                    let name = name.as_str().expect("a dimension name");
+                    assert!(
+                        line[name].is_string(),
+                        "dimension {name} has no value: {line}"
+                    );
+                }
+            }
+            for metric in directive["Metrics"].as_array().expect("Metrics") {
+                let name = metric["Name"].as_str().expect("Name").to_owned();
+                let unit = metric["Unit"].as_str().unwrap_or("None").to_owned();
+                assert!(line[&name].is_number(), "{name} has no value: {line}");
+                seen.push((
+                    name.clone(),
+                    unit,
+                    line[&name].clone(),
+                    line["Shard"].clone(),
+                ));
+            }
+        }
+    }
+    let one = |name: &str| {
+        let found: Vec<_> = seen.iter().filter(|(n, ..)| n == name).collect();
+        assert_eq!(found.len(), 1, "{name} once: {seen:?}");
+        (found[0].1.clone(), found[0].2.clone())
+    };
+    assert_eq!(one("TotalFiles"), ("Count".into(), r["file_count"].clone()));
+    assert_eq!(one("MountTargets"), ("Count".into(), r["total"].clone()));
+    assert_eq!(
+        one("DesiredMountTargets"),
+        ("Count".into(), r["desired"].clone())
+    );
+    assert_eq!(one("AtCapacity"), ("None".into(), json!(0)));
+    let (unit, took) = one("CountDuration");
+    assert_eq!(unit, "Milliseconds");
+    assert!(took.as_f64().is_some_and(|ms| ms >= 0.0));
+    // One FileCount per shard, with the shard's id as its dimension and its count as value.
+    let mut per_shard: Vec<(Value, Value)> = seen
+        .iter()
+        .filter(|(n, u, ..)| n == "FileCount" && u == "Count")
+        .map(|(_, _, v, shard)| (shard.clone(), v.clone()))
+        .collect();
+    per_shard.sort_by_key(|(s, _)| s.to_string());
+    let mut expected: Vec<(Value, Value)> = r["files_per_shard"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, n)| (json!(id), n.clone()))
+        .collect();
+    expected.sort_by_key(|(s, _)| s.to_string());
+    assert_eq!(per_shard, expected, "{}", inv.describe());
+    assert_eq!(per_shard.len(), 2);
+}
