@@ -581,7 +581,7 @@ fn the_schedules_send_the_payloads_in_events() {
     );
     assert_eq!(
         defaults.eval(&rebalance["Schedule"]).unwrap(),
-        "cron(0 3 * * ? *)"
+        "cron(0 17 * * ? *)"
     );
     assert_eq!(defaults.eval(&rebalance["State"]).unwrap(), "ENABLED");
     let given = Eval::new(&[
