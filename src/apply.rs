@@ -74,10 +74,7 @@ pub async fn apply(
                     wait_until,
                 )?;
                 applied.progressed |= moves.moved > 0;
-                applied.moves.moved += moves.moved;
-                applied.moves.remaining += moves.remaining;
-                applied.moves.skipped += moves.skipped;
-                applied.moves.failed += moves.failed;
+                applied.moves.then(moves);
             }
             Step::DeleteMountTarget { mount_target_id } => {
                 clients.efs.delete_mount_target(mount_target_id).await?;

@@ -29,6 +29,17 @@ pub struct Moves {
     pub failed: u64,
 }
 
+impl Moves {
+    /// Adds a later pass over the same shard: its moves count too, while what it still found
+    /// misplaced, skipped or failing replaces the earlier pass's (the same files, seen again).
+    pub fn then(&mut self, later: Moves) {
+        self.moved += later.moved;
+        self.remaining = later.remaining;
+        self.skipped = later.skipped;
+        self.failed = later.failed;
+    }
+}
+
 /// Moves misplaced files found in the shards rooted at `roots`, at most `max_moves`, and none
 /// once `until` has come. Every misplaced file not moved is counted in `remaining`.
 pub fn move_home(
