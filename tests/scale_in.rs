@@ -992,3 +992,61 @@ async fn rebalance_leaves_a_conflicting_destination_alone_and_counts_it_skipped(
         });
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_targets_the_function_created_go_again_when_the_files_shrink() {
+    // One target that was there before; 1,010 files at 500 a target need 3: two runs add two
+    // (one a run), and the function records them as its own.
+    let mut tb = testbed_before_the_function(&['a']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let original = published_list(&tb).await.mount_targets[0].id.clone();
+    let names = put_files(&tb.mount.watch_dir(), 0..1010);
+    for expected in [2, 3] {
+        let inv = tb.invoke(&event("reconcile")).await;
+        assert!(
+            has_action(inv.response(), "create_mount_target"),
+            "{}",
+            inv.describe()
+        );
+        assert_eq!(
+            tb.world.mount_targets().await.len(),
+            expected,
+            "{}",
+            inv.describe()
+        );
+    }
+    let created: BTreeSet<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .filter(|id| *id != original)
+        .collect();
+
+    // The files shrink to 20 (all still in the first shard: a scale-out moves none).
+    for n in &names[20..] {
+        fs::remove_file(tb.mount.watch_dir().join(n)).expect("remove a reading");
+    }
+    let files = files_by_name(&tb.mount);
+    let mut gone = BTreeSet::new();
+    for _ in 0..2 * MAX_RUNS {
+        if tb.world.mount_targets().await.len() == 1 {
+            break;
+        }
+        let (inv, _) = reconcile_checked(&tb, &files).await;
+        gone.extend(deleted(inv.response()));
+    }
+    assert_eq!(
+        gone, created,
+        "the targets removed are not the ones the function created"
+    );
+    let left: Vec<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(left, vec![original]);
+}
