@@ -17,7 +17,6 @@ pub struct Applied {
     pub actions: Vec<&'static str>,
     pub created: Option<(MountTarget, String)>,
     pub waiting_for: Vec<String>,
-    pub published: bool,
     pub moves: Moves,
     pub deleted: Vec<String>,
     /// A step changed what the next observation will see (a target created, available,
@@ -84,7 +83,6 @@ pub async fn apply(
             }
             Step::Publish { list } => {
                 clients.ssm.write(&config.parameter_name, list).await?;
-                applied.published = true;
                 info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
             }
             Step::ForceDeployment { service } => {

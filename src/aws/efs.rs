@@ -197,21 +197,22 @@ mod tests {
         assert!(matches!(err, Error::MountTargetConflict { .. }), "{err:?}");
     }
 
-    #[tokio::test]
-    async fn throttling_past_the_retries_is_throttled_naming_the_operation() {
-        let rule = mock!(Client::create_mount_target).then_error(|| {
+    /// An EFS whose CreateMountTarget fails with this error code and message.
+    async fn create_failing_with(code: &'static str, message: &'static str) -> Error {
+        let rule = mock!(Client::create_mount_target).then_error(move || {
             CreateMountTargetError::generic(
-                ErrorMetadata::builder()
-                    .code("ThrottlingException")
-                    .message("Rate exceeded")
-                    .build(),
+                ErrorMetadata::builder().code(code).message(message).build(),
             )
         });
         let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
-        let err = efs
-            .create_mount_target("fs-1", "subnet-b", None)
+        efs.create_mount_target("fs-1", "subnet-b", None)
             .await
-            .unwrap_err();
+            .unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn throttling_past_the_retries_is_throttled_naming_the_operation() {
+        let err = create_failing_with("ThrottlingException", "Rate exceeded").await;
         assert!(
             matches!(
                 err,
@@ -226,20 +227,7 @@ mod tests {
 
     #[tokio::test]
     async fn other_errors_keep_the_api_message() {
-        let rule = mock!(Client::create_mount_target).then_error(|| {
-            CreateMountTargetError::generic(
-                ErrorMetadata::builder()
-                    .code("NoFreeAddressesInSubnet")
-                    .message("subnet is full")
-                    .build(),
-            )
-        });
-        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
-        let err = efs
-            .create_mount_target("fs-1", "subnet-b", None)
-            .await
-            .unwrap_err();
-        match err {
+        match create_failing_with("NoFreeAddressesInSubnet", "subnet is full").await {
             Error::Aws {
                 operation, message, ..
             } => {
