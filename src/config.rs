@@ -74,30 +74,11 @@ impl Config {
         }
         let watch_dir = watch_dir(value("WATCH_DIR").as_deref().unwrap_or("data/analysis"))?;
 
-        let file_threshold = match value("FILE_THRESHOLD") {
-            None => 50_000,
-            Some(v) => match v.parse::<u64>() {
-                Ok(n) if n > 0 => n,
-                _ => {
-                    return Err(Error::Config {
-                        var: "FILE_THRESHOLD",
-                        problem: format!("{v:?} is not a whole number above 0"),
-                    })
-                }
-            },
-        };
-        let max_mount_targets = match value("MAX_MOUNT_TARGETS") {
-            None => None,
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if n > 0 => Some(n),
-                _ => {
-                    return Err(Error::Config {
-                        var: "MAX_MOUNT_TARGETS",
-                        problem: format!("{v:?} is not a whole number above 0"),
-                    })
-                }
-            },
-        };
+        let positive =
+            |var: &'static str| value(var).map(|v| whole_above_zero(var, &v)).transpose();
+        let file_threshold = positive("FILE_THRESHOLD")?.unwrap_or(50_000);
+        let max_mount_targets =
+            positive("MAX_MOUNT_TARGETS")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let scale_in_ratio = match value("SCALE_IN_RATIO") {
             None => 0.6,
             Some(v) => match v.parse::<f64>() {
@@ -141,6 +122,16 @@ impl Config {
         path.extend(root.split('/').filter(|p| !p.is_empty()));
         path.extend(self.watch_dir.split('/').filter(|p| !p.is_empty()));
         path
+    }
+}
+
+fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, Error> {
+    match raw.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::Config {
+            var,
+            problem: format!("{raw:?} is not a whole number above 0"),
+        }),
     }
 }
 

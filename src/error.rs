@@ -75,18 +75,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The same configuration error once more, for the next invocation (the others carry
-    /// sources that cannot be copied and are never kept).
-    pub fn again(&self) -> Error {
-        match self {
-            Error::Config { var, problem } => Error::Config {
-                var,
-                problem: problem.clone(),
-            },
-            other => Error::Inconsistent(chain(other)),
-        }
-    }
-
     /// The Lambda error type reported to the runtime: the variant's name.
     pub fn kind(&self) -> &'static str {
         match self {

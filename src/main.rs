@@ -27,7 +27,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (config, clients) = (&config, &clients);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let run = async {
-            let config = config.as_ref().map_err(Error::again)?;
+            // The environment does not change: reading it again gives the same error.
+            let config = config
+                .as_ref()
+                .map_err(|_| Config::from_env().expect_err("the same environment"))?;
             let action = Action::from_event(&event.payload)?;
             reconcile::run(clients, config, action, event.context.deadline()).await
         };

@@ -51,6 +51,9 @@ pub fn move_home(
 ) -> Result<Moves, Error> {
     let mut moves = Moves::default();
     let roots: BTreeSet<&String> = roots.iter().collect();
+    // Destination directories made this run: one mkdir per shard, not one per file (over NFS
+    // each is a round trip).
+    let mut ready: BTreeSet<String> = BTreeSet::new();
     for root in roots {
         let dir = config.watch_path(root);
         let mut misplaced: Vec<(OsString, String)> = Vec::new();
@@ -88,11 +91,12 @@ pub fn move_home(
             }
             let src = dir.join(&name);
             let home_dir = config.watch_path(&home);
-            if let Err(source) = std::fs::create_dir_all(&home_dir) {
-                return Err(Error::CreateShardDir {
-                    path: home_dir,
+            if !ready.contains(&home) {
+                std::fs::create_dir_all(&home_dir).map_err(|source| Error::CreateShardDir {
+                    path: home_dir.clone(),
                     source,
-                });
+                })?;
+                ready.insert(home);
             }
             let dst = home_dir.join(&name);
             match relocate(&src, &dst) {
