@@ -1,5 +1,5 @@
 //! Shards: each mount target owns a directory of the one namespace that every mount target
-//! serves (DESIGN.md, fact 1). The first keeps `/`, where the files already are; each one
+//! serves (docs/design.md, fact 1). The first keeps `/`, where the files already are; each one
 //! this function adds gets `/shards/<az-id>`, a key that survives re-creating the target.
 
 use crate::observed::MountTarget;

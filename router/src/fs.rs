@@ -11,7 +11,7 @@
 //! - `exists` looks at home, then elsewhere; it moves nothing.
 //!
 //! Shards that share a root (the original list, where every entry is rooted at `/`) are the
-//! same directory of the same file system (DESIGN.md fact 1), so they are searched once and
+//! same directory of the same file system (docs/design.md fact 1), so they are searched once and
 //! never moved between.
 
 use crate::layout::{relative_to, Layout, LayoutError};

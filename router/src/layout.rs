@@ -1,4 +1,4 @@
-//! Where a shard's files are on this host: the two ways of mounting of DESIGN.md fact 5.
+//! Where a shard's files are on this host: the two ways of mounting of docs/design.md fact 5.
 //!
 //! - [`Layout::SingleMount`] (Fargate, and this function): the file system root mounted once
 //!   at `base`; the file `path` of the shard rooted at `root` is `<base>/<root>/<path>`
@@ -81,7 +81,7 @@ impl Layout {
     /// `from` to shard `to` by a rename within the file system. A rename between two different
     /// mounts fails with `EXDEV` even when they are of the same file system, so in a
     /// per-target layout this picks the first target whose root contains both shards' roots
-    /// (the target rooted at `/`, in the layout of DESIGN.md). `None` when no mount sees both.
+    /// (the target rooted at `/`, in the layout of docs/design.md). `None` when no mount sees both.
     pub fn move_paths(
         &self,
         targets: &[Target],

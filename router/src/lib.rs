@@ -1,5 +1,5 @@
 //! Client-side routing for efs-mount-autoscaler: reads the published list of mount targets
-//! and sends each logical path to its shard, as DESIGN.md describes.
+//! and sends each logical path to its shard, as docs/design.md describes.
 //!
 //! - [`list`]: the published JSON, both forms.
 //! - [`path`]: logical paths, checked and normalised.

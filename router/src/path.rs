@@ -1,6 +1,6 @@
 //! Logical paths: the name an application gives a file, relative to whichever shard root it
 //! lands in. A logical path is checked and normalised before it is routed or joined to a
-//! mount (DESIGN.md fact 7: `os.path.join(mount, "/data/x")` drops the mount, and `..` walks
+//! mount (docs/design.md fact 7: `os.path.join(mount, "/data/x")` drops the mount, and `..` walks
 //! out of it).
 //!
 //! The rules, shared with the Python client and `tests/vectors/routing.json`:
