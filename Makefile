@@ -5,14 +5,14 @@ PYTHON ?= python3
 # Where pip puts console scripts (moto_server, cfn-lint, sam), whatever Python this is.
 export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null):$(HOME)/.local/bin:$(PATH)
 
-.PHONY: test lint unit python-test template-test demo build bench bench-count bench-routing tools
+.PHONY: test lint unit python-lint python-test template-test demo build bench bench-count bench-routing tools
 
 ## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template lint.
-test: tools lint unit python-test template-test
+test: tools lint unit python-lint python-test template-test
 
-## Install from PyPI what the tests need and is missing: moto_server, cfn-lint, the SAM CLI.
+## Install from PyPI what the tests need and is missing: moto_server, cfn-lint, the SAM CLI, mypy, ruff.
 tools:
-	scripts/ensure-tools.sh moto cfn-lint sam
+	scripts/ensure-tools.sh moto cfn-lint sam mypy ruff
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -21,8 +21,22 @@ lint:
 unit:
 	$(CARGO) test --workspace
 
+## The Python client: ruff, and mypy --strict on the package and its tests (settings in its pyproject.toml).
+python-lint:
+	scripts/ensure-tools.sh mypy ruff
+	cd clients/python && ruff check && mypy --strict
+
+# The Python client's tests run against the package as pip installs it (not editable), in a
+# virtual environment made anew each time that also sees this Python's boto3 and moto, from an
+# empty directory outside the clone: `import efs_router` can only find the installed package.
+PYTHON_TEST_VENV := $(CURDIR)/.venv-python-test
 python-test:
-	$(PYTHON) -m unittest discover -s clients/python -p 'test_*.py' -v
+	scripts/ensure-tools.sh moto
+	$(PYTHON) -m venv --clear --system-site-packages $(PYTHON_TEST_VENV)
+	$(PYTHON_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check './clients/python[ssm]'
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && cd "$$dir" && \
+	  EFS_ROUTER_VECTORS=$(CURDIR)/tests/vectors/routing.json \
+	  $(PYTHON_TEST_VENV)/bin/python -m unittest discover -s $(CURDIR)/clients/python/tests -p 'test_*.py' -v
 
 template-test:
 	cfn-lint template.yaml

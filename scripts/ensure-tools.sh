@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, from PyPI, each named tool that is not on PATH yet:
-#   scripts/ensure-tools.sh moto cfn-lint sam
+#   scripts/ensure-tools.sh moto cfn-lint sam mypy ruff
 set -euo pipefail
 python=${PYTHON:-python3}
 for tool in "$@"; do
@@ -8,6 +8,8 @@ for tool in "$@"; do
     moto) command=moto_server; package="moto[server]" ;;
     cfn-lint) command=cfn-lint; package=cfn-lint ;;
     sam) command=sam; package=aws-sam-cli ;;
+    mypy) command=mypy; package=mypy ;;
+    ruff) command=ruff; package=ruff ;;
     cargo-lambda) command=cargo-lambda; package=cargo-lambda ;;
     *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
   esac

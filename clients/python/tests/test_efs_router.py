@@ -1,6 +1,7 @@
-"""Tests of efs_router (standard library unittest). From the repository root:
-
-    python3 -m unittest discover -s clients/python -p 'test_*.py'
+"""Tests of efs_router (standard library unittest), run against the installed package
+(``make python-test`` installs it into a virtual environment and runs these from outside the
+repository). The routing vectors are ``tests/vectors/routing.json`` of the repository, found from
+this file's place or named by the environment variable ``EFS_ROUTER_VECTORS``.
 """
 
 import errno
@@ -8,42 +9,73 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue
 import random
-import sys
 import tempfile
 import threading
 import unittest
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Sized, Tuple
 from unittest import mock
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import efs_router  # noqa: E402
-from efs_router import (  # noqa: E402
-    HOME, InsideAnotherShard, Layout, ListError, MountTargetList, NotFound, PathError, Place, RouteError,
-    Router, Target, normalise, relocate, shard_index,
+import efs_router
+from efs_router import (
+    DESTINATION_TAKEN,
+    HOME,
+    MOVED,
+    SOURCE_GONE,
+    InsideAnotherShard,
+    Layout,
+    ListError,
+    MountTargetList,
+    NotFound,
+    PathError,
+    Place,
+    RouteError,
+    Router,
+    Target,
+    normalise,
+    relocate,
+    shard_index,
 )
-from efs_router import DESTINATION_TAKEN, MOVED, SOURCE_GONE  # noqa: E402
 
-VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "vectors", "routing.json")
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS = os.environ.get("EFS_ROUTER_VECTORS") or os.path.join(HERE, "..", "..", "..", "tests", "vectors",
+                                                                "routing.json")
 THREE = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 
 
-def original(file_path, mount_targets):
+def original(file_path: str, mount_targets: Sized) -> int:
     # The original client's expression, verbatim.
     return int(hashlib.sha256(file_path.encode()).hexdigest(), 16) % len(mount_targets)
 
 
-def make_list(roots, strategy=efs_router.RENDEZVOUS):
+def make_list(roots: Sequence[str], strategy: str = efs_router.RENDEZVOUS) -> MountTargetList:
     return MountTargetList([Target("fsmt-%d" % i, "10.0.%d.4" % i, root=r) for i, r in enumerate(roots)], strategy)
 
 
+class Installed(unittest.TestCase):
+    def test_the_package_is_the_installed_one(self) -> None:
+        # make python-test installs the package (not editable) and runs from outside the
+        # repository: an import of the source tree would test what users do not get.
+        source = os.path.realpath(os.path.join(HERE, "..", "src"))
+        module = os.path.realpath(efs_router.__file__ or "")
+        self.assertNotEqual(os.path.commonpath([source, module]), source,
+                            "efs_router was imported from the source tree (%s), not the installed package; "
+                            "run `make python-test`" % module)
+
+    def test_it_ships_py_typed(self) -> None:
+        self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(efs_router.__file__ or ""), "py.typed")))
+
+
 class Vectors(unittest.TestCase):
+    v: ClassVar[Dict[str, Any]]
+
     @classmethod
-    def setUpClass(cls):
+    def setUpClass(cls) -> None:
         with open(VECTORS, encoding="utf-8") as f:
             cls.v = json.load(f)
 
-    def test_routing(self):
+    def test_routing(self) -> None:
         self.assertGreaterEqual(len(self.v["routing"]), 300)
         for case in self.v["routing"]:
             targets = self.v["lists"][case["list"]]
@@ -53,15 +85,17 @@ class Vectors(unittest.TestCase):
                 parsed = [Target.from_dict(t) for t in targets]
                 self.assertEqual(shard_index(case["path"], parsed, case["strategy"]), case["index"])
 
-    def test_routing_errors(self):
+    def test_routing_errors(self) -> None:
         for case in self.v["routing_errors"]:
             targets = self.v["lists"][case["list"]]
             with self.subTest(case=case):
                 with self.assertRaises((PathError, RouteError)) as cm:
                     shard_index(case["path"], targets, case["strategy"])
-                self.assertEqual(cm.exception.kind, case["error"])
+                error = cm.exception
+                assert isinstance(error, (PathError, RouteError))
+                self.assertEqual(error.kind, case["error"])
 
-    def test_normalise(self):
+    def test_normalise(self) -> None:
         for case in self.v["normalise"]:
             with self.subTest(case=case):
                 if "normalised" in case:
@@ -71,14 +105,14 @@ class Vectors(unittest.TestCase):
                         normalise(case["path"])
                     self.assertEqual(cm.exception.kind, case["error"])
 
-    def test_lists_parse(self):
+    def test_lists_parse(self) -> None:
         for name, targets in self.v["lists"].items():
             doc = json.dumps({"mount_targets": targets, "strategy": "rendezvous"})
             self.assertEqual(len(MountTargetList.from_json(doc).mount_targets), len(targets), name)
 
 
 class Modulo(unittest.TestCase):
-    def test_agrees_with_the_original_expression_on_random_paths(self):
+    def test_agrees_with_the_original_expression_on_random_paths(self) -> None:
         rng = random.Random(20240601)
         alphabet = "abzAZ09-_./ éß中📈\\"
         checked = 0
@@ -95,7 +129,7 @@ class Modulo(unittest.TestCase):
                 checked += 1
         self.assertGreater(checked, 10000)
 
-    def test_hashes_the_path_as_given(self):
+    def test_hashes_the_path_as_given(self) -> None:
         targets = make_list(THREE).mount_targets
         for p in ("data/x.json", "/data/x.json", "./data/x.json"):
             self.assertEqual(shard_index(p, targets, "modulo-sha256"), original(p, targets))
@@ -103,8 +137,8 @@ class Modulo(unittest.TestCase):
 
 
 class Routing(unittest.TestCase):
-    def test_draining_gets_nothing_and_routes_as_if_removed(self):
-        targets = [t.to_dict() for t in make_list(THREE).mount_targets]
+    def test_draining_gets_nothing_and_routes_as_if_removed(self) -> None:
+        targets: List[Dict[str, Any]] = [t.to_dict() for t in make_list(THREE).mount_targets]
         targets[1]["draining"] = True
         without = [targets[0], targets[2]]
         for i in range(2000):
@@ -123,33 +157,35 @@ class Routing(unittest.TestCase):
         with self.assertRaises(ValueError):
             shard_index("a", targets, "consistent")
 
-    def test_rendezvous_keys_on_root_not_position_or_id(self):
+    def test_rendezvous_keys_on_root_not_position_or_id(self) -> None:
         t = make_list(THREE).mount_targets
         shuffled = [Target("fsmt-recreated", "10.0.9.9", root=t[2].root), t[0], t[1]]
         for i in range(2000):
             p = "d/%d" % i
-            self.assertEqual(t[shard_index(p, t, "rendezvous")].root, shuffled[shard_index(p, shuffled, "rendezvous")].root)
+            self.assertEqual(t[shard_index(p, t, "rendezvous")].root,
+                             shuffled[shard_index(p, shuffled, "rendezvous")].root)
 
-    def test_duplicate_roots_go_to_the_first(self):
-        legacy = [{"id": "a", "ip": "1"}, {"id": "b", "ip": "2"}, {"id": "c", "ip": "3"}]
+    def test_duplicate_roots_go_to_the_first(self) -> None:
+        legacy: List[Dict[str, Any]] = [{"id": "a", "ip": "1"}, {"id": "b", "ip": "2"}, {"id": "c", "ip": "3"}]
         for i in range(100):
             self.assertEqual(shard_index("f%d" % i, legacy, "rendezvous"), 0)
         legacy[0]["draining"] = True
         self.assertEqual(shard_index("f", legacy, "rendezvous"), 1)
 
-    def test_lone_surrogate_is_refused(self):
+    def test_lone_surrogate_is_refused(self) -> None:
         with self.assertRaises(PathError) as cm:
             normalise("a\udc80b")
         self.assertEqual(cm.exception.kind, "not-unicode")
 
 
 class Lists(unittest.TestCase):
-    def test_original_form(self):
-        ml = MountTargetList.from_json('{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"},{"id":"fsmt-2","ip":"10.0.2.7"}]}')
+    def test_original_form(self) -> None:
+        ml = MountTargetList.from_json('{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"},'
+                                       '{"id":"fsmt-2","ip":"10.0.2.7"}]}')
         self.assertEqual(ml.strategy, "modulo-sha256")
         self.assertTrue(all(t.root == "/" for t in ml.mount_targets))
 
-    def test_current_form_round_trips(self):
+    def test_current_form_round_trips(self) -> None:
         text = ('{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4","az":"us-east-1a","az_id":"use1-az6",'
                 '"subnet_id":"subnet-1","root":"/"},{"id":"fsmt-2","ip":"10.0.2.7","az":"us-east-1b",'
                 '"az_id":"use1-az4","subnet_id":"subnet-2","root":"/shards/use1-az4"}],"strategy":"rendezvous"}')
@@ -157,7 +193,7 @@ class Lists(unittest.TestCase):
         self.assertEqual(ml.strategy, "rendezvous")
         self.assertEqual(ml.to_json(), text)
 
-    def test_refuses_what_is_not_a_list(self):
+    def test_refuses_what_is_not_a_list(self) -> None:
         for bad in ["", "not json", "[]", '{"targets":[]}', '{"mount_targets":{}}',
                     '{"mount_targets":[{"ip":"10.0.0.1"}]}', '{"mount_targets":[{"id":"","ip":"10.0.0.1"}]}',
                     '{"mount_targets":[{"id":"a","ip":"1"},{"id":"a","ip":"2"}]}',
@@ -169,31 +205,32 @@ class Lists(unittest.TestCase):
                 MountTargetList.from_json(bad)
 
 
-def put(path, data):
+def put(path: str, data: bytes) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(data)
 
 
-def files_under(d):
+def files_under(d: str) -> List[str]:
     return sorted(os.path.relpath(os.path.join(dp, f), d) for dp, _, fs in os.walk(d) for f in fs)
 
 
 class FileSystemCase(unittest.TestCase):
-    def setUp(self):
+    def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
         self.base = self._tmp.name
         for r in THREE:
             os.makedirs(os.path.join(self.base, r.lstrip("/")), exist_ok=True)
 
-    def tearDown(self):
+    def tearDown(self) -> None:
         self._tmp.cleanup()
 
-    def router(self, roots=THREE, strategy="rendezvous", layout=None):
+    def router(self, roots: Sequence[str] = THREE, strategy: str = "rendezvous",
+               layout: Optional[Layout] = None) -> Router:
         return Router(make_list(roots, strategy), layout or Layout.single_mount(self.base))
 
     @staticmethod
-    def misplaced(router, home, other, tag):
+    def misplaced(router: Router, home: int, other: int, tag: str) -> Tuple[str, str, str]:
         for i in range(100000):
             p = "data/analysis/device-%s%d-1700000000.json" % (tag, i)
             r = router.resolve(p)
@@ -203,7 +240,7 @@ class FileSystemCase(unittest.TestCase):
 
 
 class FileSystem(FileSystemCase):
-    def test_real_paths(self):
+    def test_real_paths(self) -> None:
         r = self.router()
         seen = set()
         for i in range(200):
@@ -214,10 +251,11 @@ class FileSystem(FileSystemCase):
             seen.add(res.index)
         self.assertEqual(seen, {0, 1, 2})
 
-    def test_bad_paths_are_refused(self):
+    def test_bad_paths_are_refused(self) -> None:
         r = self.router()
         for p, kind in [("../etc/passwd", "escapes-root"), ("data/../../x", "escapes-root"),
-                        ("data//x", "empty-component"), ("data/x/", "empty-component"), ("data/x\0", "nul"), ("", "empty")]:
+                        ("data//x", "empty-component"), ("data/x/", "empty-component"), ("data/x\0", "nul"),
+                        ("", "empty")]:
             with self.subTest(p=p), self.assertRaises(PathError) as cm:
                 r.write(p, b"x")
             self.assertEqual(cm.exception.kind, kind)
@@ -230,7 +268,7 @@ class FileSystem(FileSystemCase):
         r.write("shardsX/x", b"x")
         self.assertEqual(len(files_under(self.base)), 3)
 
-    def test_write_then_read(self):
+    def test_write_then_read(self) -> None:
         r = self.router()
         real = r.write("data/analysis/a.json", b'{"v":1}')
         with open(real, "rb") as f:
@@ -246,7 +284,7 @@ class FileSystem(FileSystemCase):
         with self.assertRaises(FileNotFoundError):
             r.read_with_fallback("data/analysis/b.json")
 
-    def test_fallback_moves_a_misplaced_file_home(self):
+    def test_fallback_moves_a_misplaced_file_home(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 1, 2, "m")
         put(elsewhere, b"reading")
@@ -260,7 +298,7 @@ class FileSystem(FileSystemCase):
         self.assertEqual(r.read_with_fallback(p).place, HOME)
         self.assertEqual(r.locate(p).found.kind, "home")
 
-    def test_fallback_never_replaces_a_file_at_home(self):
+    def test_fallback_never_replaces_a_file_at_home(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 0, 1, "n")
         put(elsewhere, b"old")
@@ -269,7 +307,7 @@ class FileSystem(FileSystemCase):
         with open(elsewhere, "rb") as f:
             self.assertEqual(f.read(), b"old")
 
-    def test_draining_gets_no_new_files_but_is_read(self):
+    def test_draining_gets_no_new_files_but_is_read(self) -> None:
         ml = make_list(THREE)
         r_all = Router(ml, Layout.single_mount(self.base))
         ml2 = MountTargetList([Target(t.id, t.ip, root=t.root, draining=(i == 1))
@@ -285,7 +323,7 @@ class FileSystem(FileSystemCase):
         self.assertEqual(r.read_with_fallback(p).place, Place("moved-home", 1))
         self.assertFalse(os.path.exists(in_draining))
 
-    def test_per_target_layout_moves_through_the_root_mount(self):
+    def test_per_target_layout_moves_through_the_root_mount(self) -> None:
         mounts = [os.path.join(self.base, r.lstrip("/")) if r != "/" else self.base for r in THREE]
         r = self.router(layout=Layout.per_target(mounts))
         p, home, elsewhere = self.misplaced(r, 2, 1, "p")
@@ -303,7 +341,7 @@ class FileSystem(FileSystemCase):
             self.router(layout=Layout.per_target(mounts[:2]))
         self.assertEqual(Layout.per_target_template("/mnt/efs-{i}", 2).mounts, ("/mnt/efs-0", "/mnt/efs-1"))
 
-    def test_original_list_is_one_directory(self):
+    def test_original_list_is_one_directory(self) -> None:
         ml = MountTargetList.from_json('{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"},'
                                        '{"id":"fsmt-2","ip":"10.0.2.7"},{"id":"fsmt-3","ip":"10.0.3.9"}]}')
         r = Router(ml, Layout.single_mount(self.base))
@@ -317,21 +355,21 @@ class FileSystem(FileSystemCase):
         self.assertEqual(len(files_under(self.base)), 90)
 
 
-def read(path):
+def read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
 
 class Relocate(unittest.TestCase):
-    def setUp(self):
+    def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
         self.d = self._tmp.name
         self.src, self.dst = os.path.join(self.d, "a"), os.path.join(self.d, "b")
 
-    def tearDown(self):
+    def tearDown(self) -> None:
         self._tmp.cleanup()
 
-    def test_moves_and_keeps_the_bytes(self):
+    def test_moves_and_keeps_the_bytes(self) -> None:
         put(self.src, b"reading")
         ino = os.stat(self.src).st_ino
         self.assertEqual(relocate(self.src, self.dst), MOVED)
@@ -340,7 +378,7 @@ class Relocate(unittest.TestCase):
         st = os.stat(self.dst)
         self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))  # the same file, one name: never a copy
 
-    def test_never_replaces_the_destination(self):
+    def test_never_replaces_the_destination(self) -> None:
         put(self.src, b"old")
         put(self.dst, b"new")
         self.assertEqual(relocate(self.src, self.dst), DESTINATION_TAKEN)
@@ -350,13 +388,13 @@ class Relocate(unittest.TestCase):
         self.assertEqual(relocate(self.src, os.path.join(self.d, "c")), DESTINATION_TAKEN)
         self.assertEqual(read(self.src), b"old")
 
-    def test_a_missing_source_is_gone_not_an_error(self):
+    def test_a_missing_source_is_gone_not_an_error(self) -> None:
         self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
         put(self.dst, b"moved by another")
         self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
         self.assertEqual(read(self.dst), b"moved by another")
 
-    def test_a_move_cut_short_after_the_link_is_finished(self):
+    def test_a_move_cut_short_after_the_link_is_finished(self) -> None:
         put(self.src, b"x")
         os.link(self.src, self.dst)
         self.assertEqual(relocate(self.src, self.dst), MOVED)
@@ -364,7 +402,7 @@ class Relocate(unittest.TestCase):
         self.assertEqual(read(self.dst), b"x")
         self.assertEqual(os.stat(self.dst).st_nlink, 1)
 
-    def test_refuses_one_path_as_both(self):
+    def test_refuses_one_path_as_both(self) -> None:
         put(self.src, b"x")
         for dst in (self.src, self.d + "//a", os.path.join(self.d, ".", "a")):
             with self.subTest(dst=dst), self.assertRaises(OSError) as cm:
@@ -372,20 +410,20 @@ class Relocate(unittest.TestCase):
             self.assertEqual(cm.exception.errno, errno.EINVAL)
         self.assertEqual(read(self.src), b"x")
 
-    def test_other_failures_raise(self):
+    def test_other_failures_raise(self) -> None:
         put(self.src, b"x")
         with self.assertRaises(FileNotFoundError):  # the destination's directory must exist
             relocate(self.src, os.path.join(self.d, "no", "b"))
         self.assertEqual(read(self.src), b"x")
 
     @staticmethod
-    def no_hard_links(code):
-        def link(src, dst, **kw):  # as the kernel does: the source is looked up first
+    def no_hard_links(code: int) -> "mock._patch[mock.MagicMock]":
+        def link(src: str, dst: str, **kw: Any) -> None:  # as the kernel does: the source is looked up first
             os.lstat(src)
             raise OSError(code, os.strerror(code), src, None, dst)
-        return mock.patch.object(efs_router.os, "link", side_effect=link)
+        return mock.patch.object(os, "link", side_effect=link)
 
-    def test_without_hard_links_it_checks_then_renames(self):
+    def test_without_hard_links_it_checks_then_renames(self) -> None:
         for code in (errno.EPERM, errno.EOPNOTSUPP):
             with self.subTest(errno=code), self.no_hard_links(code):
                 put(self.src, b"x")
@@ -398,24 +436,25 @@ class Relocate(unittest.TestCase):
                 os.unlink(self.src)
                 self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
                 os.unlink(self.dst)
-        with mock.patch.object(efs_router.os, "link", side_effect=OSError(errno.EIO, "I/O error")):
+        with mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")):
             put(self.src, b"x")
             with self.assertRaises(OSError) as cm:
                 relocate(self.src, self.dst)
             self.assertEqual(cm.exception.errno, errno.EIO)
             self.assertFalse(os.path.lexists(self.dst))
 
-    def test_racing_movers_leave_exactly_one_copy(self):
+    def test_racing_movers_leave_exactly_one_copy(self) -> None:
         for rnd in range(50):
             src, dst = os.path.join(self.d, "s%d" % rnd), os.path.join(self.d, "d%d" % rnd)
             put(src, str(rnd).encode())
-            barrier, outcomes = threading.Barrier(4), []
+            barrier = threading.Barrier(4)
+            outcomes: List[str] = []
 
-            def mover():
+            def mover(src: str, dst: str, barrier: threading.Barrier, outcomes: List[str]) -> None:
                 barrier.wait()
                 outcomes.append(relocate(src, dst))
 
-            ts = [threading.Thread(target=mover) for _ in range(4)]
+            ts = [threading.Thread(target=mover, args=(src, dst, barrier, outcomes)) for _ in range(4)]
             for t in ts:
                 t.start()
             for t in ts:
@@ -430,7 +469,7 @@ class Relocate(unittest.TestCase):
 
 
 class MoveHome(FileSystemCase):
-    def test_a_move_cut_short_leaves_the_file_readable_at_home(self):
+    def test_a_move_cut_short_leaves_the_file_readable_at_home(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 1, 2, "c")
         put(elsewhere, b"x")
@@ -440,17 +479,18 @@ class MoveHome(FileSystemCase):
         self.assertEqual(relocate(elsewhere, home), MOVED)  # the next attempt finishes it
         self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
 
-    def test_a_failed_move_leaves_the_file_and_still_reads(self):
+    def test_a_failed_move_leaves_the_file_and_still_reads(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 1, 2, "f")
         put(elsewhere, b"x")
-        with mock.patch.object(efs_router.os, "link", side_effect=OSError(errno.EIO, "I/O error")):
+        with mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")):
             got = r.read_with_fallback(p)
         self.assertEqual((got.data, got.place.kind, got.place.index), (b"x", "left-elsewhere", 2))
+        assert got.place.reason is not None
         self.assertTrue(got.place.reason.startswith("move %s to %s: " % (elsewhere, home)), got.place.reason)
         self.assertTrue(os.path.exists(elsewhere) and not os.path.exists(home))
 
-    def test_moves_home_without_hard_links(self):
+    def test_moves_home_without_hard_links(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 1, 2, "h")
         put(elsewhere, b"x")
@@ -458,22 +498,22 @@ class MoveHome(FileSystemCase):
             self.assertEqual(r.read_with_fallback(p), (b"x", Place("moved-home", 2)))
         self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
 
-    def test_home_written_during_the_move_wins(self):
+    def test_home_written_during_the_move_wins(self) -> None:
         r = self.router()
         p, home, elsewhere = self.misplaced(r, 1, 2, "w")
         put(elsewhere, b"old")
         real_link = os.link
 
-        def write_first(src, dst, **kw):  # a write lands at home after the miss, before the link
+        def write_first(src: str, dst: str, **kw: Any) -> None:  # a write lands at home after the miss, before the link
             r.write(p, b"new")
             return real_link(src, dst, **kw)
 
-        with mock.patch.object(efs_router.os, "link", side_effect=write_first):
+        with mock.patch.object(os, "link", side_effect=write_first):
             self.assertEqual(r.read_with_fallback(p), (b"new", HOME))
         self.assertEqual((read(home), read(elsewhere)), (b"new", b"old"))
 
 
-def _race_reader(base, path, barrier, results):
+def _race_reader(base: str, path: str, barrier: Any, results: Any) -> None:
     r = Router(make_list(THREE), Layout.single_mount(base))
     barrier.wait()
     try:
@@ -484,7 +524,7 @@ def _race_reader(base, path, barrier, results):
 
 
 class Races(FileSystemCase):
-    def run_race(self, readers, spawn):
+    def run_race(self, readers: int, spawn: Callable[[str, int], List[Tuple[Optional[bytes], str]]]) -> None:
         r = self.router()
         for rnd in range(20):
             other = 0 if rnd % 2 == 0 else 2
@@ -504,10 +544,10 @@ class Races(FileSystemCase):
         self.assertEqual(len(files), 20)
         self.assertTrue(all(f.startswith("shards/use1-az4/data/analysis/") for f in files), files)
 
-    def test_racing_processes(self):
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    def test_racing_processes(self) -> None:
+        ctx: Any = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
-        def spawn(p, n):
+        def spawn(p: str, n: int) -> List[Tuple[Optional[bytes], str]]:
             barrier, results = ctx.Barrier(n), ctx.Queue()
             procs = [ctx.Process(target=_race_reader, args=(self.base, p, barrier, results)) for _ in range(n)]
             for proc in procs:
@@ -519,11 +559,10 @@ class Races(FileSystemCase):
 
         self.run_race(6, spawn)
 
-    def test_racing_threads(self):
-        import queue
-
-        def spawn(p, n):
-            barrier, results = threading.Barrier(n), queue.Queue()
+    def test_racing_threads(self) -> None:
+        def spawn(p: str, n: int) -> List[Tuple[Optional[bytes], str]]:
+            barrier = threading.Barrier(n)
+            results: "queue.Queue[Tuple[Optional[bytes], str]]" = queue.Queue()
             ts = [threading.Thread(target=_race_reader, args=(self.base, p, barrier, results)) for _ in range(n)]
             for t in ts:
                 t.start()
@@ -533,16 +572,16 @@ class Races(FileSystemCase):
 
         self.run_race(8, spawn)
 
-    def test_writes_are_atomic(self):
+    def test_writes_are_atomic(self) -> None:
         size = 1 << 20
         r = self.router()
         p = "data/analysis/big.json"
         r.write(p, b"a" * size)
         done = threading.Event()
-        bad = []
+        bad: List[int] = []
         reads = [0]
 
-        def reader():
+        def reader() -> None:
             while not done.is_set():
                 d = r.read_with_fallback(p).data
                 if len(d) != size or d.count(d[:1]) != size:

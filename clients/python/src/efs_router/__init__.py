@@ -1,4 +1,4 @@
-"""Client-side routing for efs-mount-autoscaler (Python 3.9+, standard library only).
+"""Client-side routing for efs-mount-autoscaler (Python 3.9+; the standard library, and boto3 only to read SSM).
 
 Reads the published list of mount targets (the JSON in SSM Parameter Store) and sends each
 logical path to its shard, exactly as the Rust library ``efs-router`` (router/ in this
@@ -14,6 +14,32 @@ router/README.md.
 The core function is ``shard_index(path, targets, strategy) -> int``: ``targets`` are the
 entries of the published list (dicts as parsed from JSON, or ``Target``), ``strategy`` is
 ``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``.
+
+Installing: ``pip install ./clients/python`` (no dependency); ``pip install
+"./clients/python[ssm]"`` adds boto3, to read the list from SSM:
+
+    mount_list = efs_router.MountTargetList.from_ssm("/efs-mount-autoscaling/mount-targets")
+    router = efs_router.Router.from_ssm("/efs-mount-autoscaling/mount-targets", layout,
+                                        refresh_seconds=60)
+
+``from_ssm`` takes a boto3 SSM client (``client=``); without one it makes ``boto3.client("ssm")``.
+
+Picking up a new list. The default, and what the function does after each publish, is a forced
+deployment of the ECS services: new tasks read the new list when they start. A ``Router`` can
+also re-read the parameter itself, off by default: with ``refresh_seconds=R`` each operation
+(``resolve``, ``locate``, ``exists``, ``write``, ``read_with_fallback``) first re-reads the list
+when ``R`` seconds or more have passed since the last read (or attempt) began. A re-read that
+fails, or gives a list that is not valid or does not fit the layout, keeps the list the router
+had and logs a warning (logger ``efs_router``); it never fails the operation, and the next
+attempt is ``R`` seconds later. Several threads may share one router; an operation routes by
+one list from start to end.
+
+The fleet rule: a refreshing client is on the new list only once it has refreshed, that is up
+to ``R`` seconds (plus the read and the operation in flight) after the publish, and a client
+whose re-reads fail stays on the old list. The function accounts for refreshing clients with
+its setting ``CLIENT_REFRESH_SECONDS``: after each publish it waits that long before it moves
+files, so set it above every client's ``refresh_seconds`` with a margin. Tasks that do not
+refresh are covered by the forced deployment, as before.
 """
 
 from __future__ import annotations
@@ -21,10 +47,16 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
+import math
 import os
 import secrets
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
@@ -133,8 +165,8 @@ class Target:
             draining=draining,
         )
 
-    def to_dict(self) -> dict:
-        d: dict = {"id": self.id, "ip": self.ip}
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"id": self.id, "ip": self.ip}
         for key in ("az", "az_id", "subnet_id"):
             if getattr(self, key) is not None:
                 d[key] = getattr(self, key)
@@ -195,6 +227,30 @@ class MountTargetList:
     def to_json(self) -> str:
         return json.dumps({"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy},
                           separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_ssm(cls, name: str, client: Any = None) -> "MountTargetList":
+        """Reads and parses the list published as the SSM parameter ``name``:
+        ``client.get_parameter(Name=name)["Parameter"]["Value"]``. ``client`` is a boto3 SSM
+        client; None makes ``boto3.client("ssm")`` (the ``ssm`` extra: boto3). Errors of the
+        client (a missing parameter, no credentials) are raised as they are; a value that is not
+        a list raises ``ListError``."""
+        if client is None:
+            client = _ssm_client()
+        value = client.get_parameter(Name=name)["Parameter"]["Value"]
+        if not isinstance(value, str):
+            raise ListError("not a mount target list: SSM parameter %s has no string value" % name)
+        return cls.from_json(value)
+
+
+def _ssm_client() -> Any:
+    try:
+        import boto3
+    except ImportError as e:
+        raise ImportError("efs_router: reading the list from SSM needs boto3, which is not installed; install "
+                          "the package with its 'ssm' extra (pip install \"./clients/python[ssm]\") or pass "
+                          "client=", name="boto3") from e
+    return boto3.client("ssm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,11 +384,11 @@ class Layout:
     mounts: Optional[Tuple[str, ...]] = None
 
     @classmethod
-    def single_mount(cls, base: Union[str, os.PathLike]) -> "Layout":
+    def single_mount(cls, base: Union[str, os.PathLike[str]]) -> "Layout":
         return cls(base=os.fspath(base))
 
     @classmethod
-    def per_target(cls, mounts: Sequence[Union[str, os.PathLike]]) -> "Layout":
+    def per_target(cls, mounts: Sequence[Union[str, os.PathLike[str]]]) -> "Layout":
         return cls(mounts=tuple(os.fspath(m) for m in mounts))
 
     @classmethod
@@ -396,7 +452,7 @@ def _spelling(path: str) -> Tuple[bool, List[str]]:
     return path.startswith("/"), [part for part in path.split("/") if part not in ("", ".")]
 
 
-def relocate(src: Union[str, os.PathLike], dst: Union[str, os.PathLike]) -> str:
+def relocate(src: Union[str, os.PathLike[str]], dst: Union[str, os.PathLike[str]]) -> str:
     """Moves ``src`` to ``dst`` (whose directory must exist), never replacing an existing ``dst``:
     ``link(src, dst)``, then ``unlink(src)``. Returns ``MOVED``, ``DESTINATION_TAKEN`` (``dst`` is
     another file; nothing was touched) or ``SOURCE_GONE`` (no ``src``: another client moved or
@@ -469,14 +525,14 @@ def _lexists(path: str) -> bool:
 
 
 class Resolved(NamedTuple):
-    index: int  # the home shard's index in the list
+    index: int  # type: ignore[assignment]  # the home shard's index in the list (shadows tuple.index)
     logical: str  # the normalised logical path
     real: str  # where the file is, or will be, on this host
 
 
 class Found(NamedTuple):
     kind: str  # "home", "elsewhere" or "missing"
-    index: Optional[int] = None  # for "elsewhere": the shard that has it
+    index: Optional[int] = None  # type: ignore[assignment]  # for "elsewhere": the shard that has it
     real: Optional[str] = None  # for "elsewhere": its real path there
 
 
@@ -491,7 +547,7 @@ class Place(NamedTuple):
     removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``)."""
 
     kind: str
-    index: Optional[int] = None
+    index: Optional[int] = None  # type: ignore[assignment]  # shadows tuple.index, as in Resolved
     reason: Optional[str] = None
 
 
@@ -524,50 +580,150 @@ def _temporary_name() -> str:
     return ".efs-router-%s.tmp" % secrets.token_hex(8)
 
 
-class Router:
-    """A published list and how this host mounts it."""
+class _Snapshot:
+    """A list checked against the layout, with what routing derives from it. Never changed:
+    a refresh replaces the router's snapshot whole, and each operation keeps the one it began with."""
+
+    __slots__ = ("list", "reserved")
 
     def __init__(self, mount_list: MountTargetList, layout: Layout):
         layout.check(mount_list.mount_targets)
         self.list = mount_list
-        self.layout = layout
-        self._reserved: List[Tuple[str, str]] = []
+        # Outer-root-relative directories of other shards: a path there would alias their files.
+        self.reserved: List[Tuple[str, str]] = []
         roots = [t.root for t in mount_list.mount_targets]
         for outer in roots:
             for inner in roots:
                 rel = _relative_to(inner, outer)
-                if rel and all(r != rel for r, _ in self._reserved):
-                    self._reserved.append((rel, inner))
+                if rel and all(r != rel for r, _ in self.reserved):
+                    self.reserved.append((rel, inner))
 
     @property
     def targets(self) -> List[Target]:
         return self.list.mount_targets
 
+
+class Router:
+    """A published list and how this host mounts it.
+
+    ``reload`` and ``refresh_seconds`` (both or neither; ``Router.from_ssm`` sets them): each
+    operation calls ``reload()`` for a new list first when ``refresh_seconds`` or more have
+    passed, by ``clock`` (seconds, ``time.monotonic`` unless a test injects one), since the last
+    call began; a call that raises, or a list that does not fit ``layout``, keeps the list and
+    logs a warning. See the module's documentation for the fleet rule."""
+
+    def __init__(self, mount_list: MountTargetList, layout: Layout, *,
+                 reload: Optional[Callable[[], MountTargetList]] = None, refresh_seconds: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        if refresh_seconds is not None:
+            if not (isinstance(refresh_seconds, (int, float)) and math.isfinite(refresh_seconds)
+                    and refresh_seconds >= 0):
+                raise ValueError("refresh_seconds %r: expected None (no refresh) or a number of seconds >= 0"
+                                 % (refresh_seconds,))
+            if reload is None:
+                raise ValueError("refresh_seconds needs reload, the way to read the list again (see Router.from_ssm)")
+        self.layout = layout
+        self._snapshot = _Snapshot(mount_list, layout)
+        self._reload = reload
+        self._refresh_seconds = refresh_seconds
+        self._source = "the mount target list"
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_read = clock() if refresh_seconds is not None else 0.0
+
+    @classmethod
+    def from_ssm(cls, name: str, layout: Layout, refresh_seconds: Optional[float] = None, client: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> "Router":
+        """A router on the list published as the SSM parameter ``name`` (read now; an error here
+        is raised). With ``refresh_seconds`` it re-reads the parameter with the same client when
+        that many seconds have passed (see the module's documentation). ``client``: a boto3 SSM
+        client; None makes ``boto3.client("ssm")`` (the ``ssm`` extra)."""
+        if client is None:
+            client = _ssm_client()
+        ssm = client
+
+        def reload() -> MountTargetList:
+            return MountTargetList.from_ssm(name, ssm)
+
+        began = clock()
+        router = cls(reload(), layout, reload=reload if refresh_seconds is not None else None,
+                     refresh_seconds=refresh_seconds, clock=clock)
+        router._source = "SSM parameter %s" % name
+        router._last_read = began
+        return router
+
+    @property
+    def list(self) -> MountTargetList:
+        """The list this router routes by now."""
+        return self._snapshot.list
+
+    @list.setter
+    def list(self, mount_list: MountTargetList) -> None:
+        self._snapshot = _Snapshot(mount_list, self.layout)
+
+    @property
+    def targets(self) -> List[Target]:
+        return self._snapshot.targets
+
+    def _current(self) -> _Snapshot:
+        """The snapshot an operation uses from start to end, refreshed first when it is due."""
+        if self._refresh_seconds is not None:
+            self._refresh_if_due(self._refresh_seconds)
+        return self._snapshot
+
+    def _refresh_if_due(self, period: float) -> None:
+        if self._clock() - self._last_read < period:
+            return
+        # One re-read at a time; the others wait for it rather than route by a list past its time.
+        with self._lock:
+            began = self._clock()
+            if began - self._last_read < period:
+                return  # another thread refreshed while this one waited
+            assert self._reload is not None
+            try:
+                snapshot = _Snapshot(self._reload(), self.layout)
+            except Exception as e:  # never fails the operation: the old list still routes
+                logger.warning("efs_router: re-reading %s failed, still routing by the list read before "
+                               "(next attempt in %ss): %s: %s", self._source, period, type(e).__name__, e)
+                # Set only now: until the attempt is over, other threads see it due and wait.
+                self._last_read = began
+                return
+            if snapshot.list != self._snapshot.list:
+                logger.info("efs_router: %s changed: now %d mount targets (%s)", self._source,
+                            len(snapshot.targets), snapshot.list.strategy)
+            self._snapshot = snapshot
+            self._last_read = began
+
     def resolve(self, path: str) -> Resolved:
+        return self._resolve(self._current(), path)
+
+    def _resolve(self, s: _Snapshot, path: str) -> Resolved:
         logical = normalise(path)
-        for rel, root in self._reserved:
+        for rel, root in s.reserved:
             if _at_or_under(logical, rel):
                 raise InsideAnotherShard(path, root)
-        index = _index_of(path, logical, self.targets, self.list.strategy)
-        return Resolved(index, logical, self.layout.real_path(self.targets, index, logical))
+        index = _index_of(path, logical, s.targets, s.list.strategy)
+        return Resolved(index, logical, self.layout.real_path(s.targets, index, logical))
 
-    def _others(self, home: int) -> Iterator[int]:
+    @staticmethod
+    def _others(s: _Snapshot, home: int) -> Iterator[int]:
         """Shards holding distinct directories other than home's: one per root, in list order."""
-        t = self.targets
+        t = s.targets
         for j in range(len(t)):
             if t[j].root != t[home].root and all(k.root != t[j].root for k in t[:j]):
                 yield j
 
     def locate(self, path: str) -> Location:
         """Where ``path`` is now: home, elsewhere, or missing. Moves nothing."""
-        home = self.resolve(path)
-        return Location(home, self._find(home))
+        s = self._current()
+        home = self._resolve(s, path)
+        return Location(home, self._find(s, home))
 
-    def _find(self, home: Resolved) -> Found:
+    def _find(self, s: _Snapshot, home: Resolved) -> Found:
         if _present(home.real):
             return Found("home")
-        for j in self._others(home.index):
-            real = self.layout.real_path(self.targets, j, home.logical)
+        for j in self._others(s, home.index):
+            real = self.layout.real_path(s.targets, j, home.logical)
             if _present(real):
                 return Found("elsewhere", j, real)
         if _present(home.real):  # moved home by a concurrent read while we looked elsewhere
@@ -576,7 +732,8 @@ class Router:
 
     def exists(self, path: str) -> bool:
         """Whether ``path`` is in any shard: one stat at home; on a miss, one per other shard, then home again."""
-        return self._find(self.resolve(path)).kind != "missing"
+        s = self._current()
+        return self._find(s, self._resolve(s, path)).kind != "missing"
 
     def write(self, path: str, data: bytes) -> str:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
@@ -610,15 +767,16 @@ class Router:
         """Reads ``path`` from home; on a miss from the first other shard that has it, and moves it
         home there by ``relocate`` (link, then unlink; never over a file at home). Raises
         ``NotFound`` when no shard has it."""
-        home = self.resolve(path)
+        s = self._current()
+        home = self._resolve(s, path)
         data = _read_if_present(home.real)
         if data is not None:
             return ReadResult(data, HOME)
-        for j in self._others(home.index):
-            data = _read_if_present(self.layout.real_path(self.targets, j, home.logical))
+        for j in self._others(s, home.index):
+            data = _read_if_present(self.layout.real_path(s.targets, j, home.logical))
             if data is None:
                 continue
-            place = self._move_home(j, home)
+            place = self._move_home(s, j, home)
             if place is None:  # home gained a file (a write) since our miss: home is the truth
                 newer = _read_if_present(home.real)
                 if newer is not None:
@@ -630,10 +788,10 @@ class Router:
             return ReadResult(data, HOME)
         raise NotFound("%r: no such file in any shard" % path)
 
-    def _move_home(self, src_index: int, home: Resolved) -> Optional[Place]:
+    def _move_home(self, s: _Snapshot, src_index: int, home: Resolved) -> Optional[Place]:
         """Moves the file from shard ``src_index`` home by ``relocate``. None when home already has
         a file of that name and the misplaced copy is still there."""
-        paths = self.layout.move_paths(self.targets, src_index, home.index, home.logical)
+        paths = self.layout.move_paths(s.targets, src_index, home.index, home.logical)
         if paths is None:
             return Place("left-elsewhere", src_index, "no mount on this host sees both shards")
         src, dst = paths

@@ -1,0 +1,346 @@
+"""Reading the list from SSM, and a router that re-reads it: against a stand-in client with an
+injected clock, and against a real moto_server (skipped only when boto3 is not installed)."""
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+from typing import IO, Any, Callable, ClassVar, Dict, List, Optional
+from unittest import mock
+
+from efs_router import Layout, LayoutError, ListError, MountTargetList, Router, Target
+
+NAME = "/efs-mount-autoscaling/mount-targets"
+ONE = MountTargetList([Target("fsmt-0", "10.0.0.4", root="/")])
+THREE = MountTargetList([Target("fsmt-0", "10.0.0.4", root="/"),
+                         Target("fsmt-1", "10.0.1.4", root="/shards/use1-az4"),
+                         Target("fsmt-2", "10.0.2.4", root="/shards/use1-az1")])
+
+
+class FakeSsm:
+    """get_parameter as boto3's SSM client answers it; ``fail`` makes it raise."""
+
+    def __init__(self, value: str):
+        self.value = value
+        self.names: List[str] = []
+        self.fail: Optional[Exception] = None
+        self.entered: Optional[threading.Event] = None
+        self.release: Optional[threading.Event] = None
+
+    def get_parameter(self, *, Name: str) -> Dict[str, Any]:  # Name: boto3's spelling
+        self.names.append(Name)
+        if self.entered is not None and self.release is not None:
+            self.entered.set()
+            self.release.wait(10)
+        if self.fail is not None:
+            raise self.fail
+        return {"Parameter": {"Name": Name, "Type": "String", "Value": self.value, "Version": 1}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def homes(router: Router) -> List[int]:
+    return [router.resolve("data/analysis/device-%d.json" % i).index for i in range(60)]
+
+
+class FromSsm(unittest.TestCase):
+    def test_reads_and_parses_the_parameter(self) -> None:
+        ssm = FakeSsm(THREE.to_json())
+        self.assertEqual(MountTargetList.from_ssm(NAME, ssm), THREE)
+        self.assertEqual(ssm.names, [NAME])
+
+    def test_a_value_that_is_not_a_list_is_a_list_error(self) -> None:
+        for value in ("not json", '{"targets": []}'):
+            with self.subTest(value=value), self.assertRaises(ListError):
+                MountTargetList.from_ssm(NAME, FakeSsm(value))
+
+    def test_without_boto3_the_error_says_what_to_install(self) -> None:
+        with mock.patch.dict(sys.modules, {"boto3": None}):  # as if not installed
+            with self.assertRaises(ImportError) as cm:
+                MountTargetList.from_ssm(NAME)
+            self.assertIn("ssm", str(cm.exception))
+            self.assertIn("boto3", str(cm.exception))
+            with self.assertRaises(ImportError):
+                Router.from_ssm(NAME, Layout.single_mount("/mnt/efs"))
+        # With a client given, boto3 is never imported.
+        with mock.patch.dict(sys.modules, {"boto3": None}):
+            self.assertEqual(MountTargetList.from_ssm(NAME, FakeSsm(ONE.to_json())), ONE)
+
+
+class Refresh(unittest.TestCase):
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.base = self._tmp.name
+        self.layout = Layout.single_mount(self.base)
+        self.ssm = FakeSsm(ONE.to_json())
+        self.clock = Clock()
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+
+    def router(self, refresh_seconds: Optional[float] = 60) -> Router:
+        return Router.from_ssm(NAME, self.layout, refresh_seconds=refresh_seconds, client=self.ssm, clock=self.clock)
+
+    def test_off_by_default(self) -> None:
+        r = Router.from_ssm(NAME, self.layout, client=self.ssm, clock=self.clock)
+        self.ssm.value = THREE.to_json()
+        self.clock.now += 10 ** 9
+        self.assertEqual(set(homes(r)), {0})
+        self.assertEqual(len(self.ssm.names), 1)
+        self.assertEqual(r.list, ONE)
+
+    def test_re_reads_once_the_period_has_passed(self) -> None:
+        r = self.router()
+        self.assertEqual(len(self.ssm.names), 1)
+        self.ssm.value = THREE.to_json()
+        self.clock.now += 59.9
+        self.assertEqual(set(homes(r)), {0})
+        self.assertEqual(len(self.ssm.names), 1)
+        self.clock.now += 0.1
+        self.assertEqual(set(homes(r)), {0, 1, 2})  # the first operation re-read, the others did not
+        self.assertEqual(len(self.ssm.names), 2)
+        self.assertEqual(r.list, THREE)
+        self.assertEqual(self.ssm.names, [NAME, NAME])
+        self.clock.now += 59
+        homes(r)
+        self.assertEqual(len(self.ssm.names), 2)
+
+    def test_every_operation_re_reads_when_due(self) -> None:
+        r = self.router(refresh_seconds=0)  # 0: every operation
+        p = "data/analysis/device-1.json"
+        operations: List[Callable[[], object]] = [
+            lambda: r.resolve(p), lambda: r.locate(p), lambda: r.exists(p), lambda: r.write(p, b"x"),
+            lambda: r.read_with_fallback(p),
+        ]
+        for i, operation in enumerate(operations):
+            operation()
+            self.assertEqual(len(self.ssm.names), 2 + i)
+
+    def test_a_failed_re_read_keeps_the_list_and_warns(self) -> None:
+        r = self.router()
+        before = homes(r)
+        self.ssm.fail = ConnectionError("could not connect to the endpoint")
+        self.clock.now += 61
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            self.assertEqual(homes(r), before)
+            r.write("data/analysis/device-1.json", b"x")
+            self.assertEqual(r.read_with_fallback("data/analysis/device-1.json").data, b"x")
+        self.assertEqual(len(logs.records), 1, logs.output)
+        self.assertIn("SSM parameter %s" % NAME, logs.output[0])
+        self.assertIn("could not connect to the endpoint", logs.output[0])
+        self.assertEqual(len(self.ssm.names), 2)  # the next attempt waits a period, too
+        self.assertEqual(r.list, ONE)
+        self.ssm.fail = None
+        self.ssm.value = THREE.to_json()
+        self.clock.now += 60
+        self.assertEqual(set(homes(r)), {0, 1, 2})
+
+    def test_an_invalid_list_is_not_taken(self) -> None:
+        r = self.router()
+        for value in ("not json", '{"mount_targets":[{"id":"a","ip":"1","root":"../x"}]}', ""):
+            self.ssm.value = value
+            self.clock.now += 60
+            with self.subTest(value=value), self.assertLogs("efs_router", "WARNING") as logs:
+                self.assertEqual(set(homes(r)), {0})
+            self.assertIn("ListError", logs.output[0])
+        self.assertEqual(r.list, ONE)
+
+    def test_a_list_that_does_not_fit_the_layout_is_not_taken(self) -> None:
+        self.layout = Layout.per_target([self.base])
+        r = self.router()
+        self.ssm.value = THREE.to_json()  # three targets, one mount
+        self.clock.now += 60
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            self.assertEqual(set(homes(r)), {0})
+        self.assertIn("LayoutError", logs.output[0])
+
+    def test_any_exception_of_a_re_read_leaves_the_operation_alone(self) -> None:
+        r = self.router()
+        self.ssm.fail = KeyError("Parameter")  # an answer without the expected shape
+        self.clock.now += 60
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            r.write("a", b"x")
+        self.assertIn("KeyError", logs.output[0])
+        self.assertEqual(r.read_with_fallback("a").data, b"x")
+
+    def test_the_first_read_is_not_caught(self) -> None:
+        self.ssm.value = "not json"
+        with self.assertRaises(ListError):
+            self.router()
+        self.ssm.fail = ConnectionError("down")
+        with self.assertRaises(ConnectionError):
+            self.router()
+
+    def test_threads_wait_for_one_re_read(self) -> None:
+        r = self.router()
+        self.ssm.value = THREE.to_json()
+        self.ssm.entered, self.ssm.release = threading.Event(), threading.Event()
+        self.clock.now += 60
+        results: List[List[int]] = []
+        threads = [threading.Thread(target=lambda: results.append(homes(r))) for _ in range(6)]
+        for t in threads:
+            t.start()
+        self.assertTrue(self.ssm.entered.wait(10))
+        time.sleep(0.05)
+        self.assertEqual(results, [])  # nobody routes by the old list once the period is over
+        self.ssm.release.set()
+        for t in threads:
+            t.join(10)
+        self.assertEqual(len(self.ssm.names), 2)
+        self.assertEqual(len(results), 6)
+        self.assertTrue(all(set(h) == {0, 1, 2} for h in results))
+
+    def test_settings_are_checked(self) -> None:
+        for bad in (-1, float("nan"), float("inf")):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                self.router(refresh_seconds=bad)
+        with self.assertRaises(ValueError):
+            Router(ONE, self.layout, refresh_seconds=60)  # nothing to re-read from
+        reload_calls: List[int] = []
+
+        def reload() -> MountTargetList:
+            reload_calls.append(1)
+            return THREE
+
+        r = Router(ONE, self.layout, reload=reload, refresh_seconds=5, clock=self.clock)
+        self.clock.now += 5
+        self.assertEqual(set(homes(r)), {0, 1, 2})
+        self.assertEqual(len(reload_calls), 1)
+
+    def test_the_list_can_be_replaced_by_hand(self) -> None:
+        r = Router(ONE, Layout.per_target([self.base]))
+        with self.assertRaises(LayoutError):
+            r.list = THREE
+        self.assertEqual(r.list, ONE)
+        r = Router(ONE, self.layout)
+        r.list = THREE
+        self.assertEqual(set(homes(r)), {0, 1, 2})
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def moto_command() -> List[str]:
+    command = shutil.which("moto_server")
+    if command is not None:
+        return [command]
+    if importlib.util.find_spec("moto") is not None:
+        return [sys.executable, "-m", "moto.server"]
+    raise AssertionError("moto_server is not installed (pip install 'moto[server]'; make tools installs it)")
+
+
+@unittest.skipIf(importlib.util.find_spec("boto3") is None,
+                 "boto3 is not installed: install the package with its 'ssm' extra to test reading SSM")
+class AgainstMotoServer(unittest.TestCase):
+    server: ClassVar["subprocess.Popen[bytes]"]
+    log: ClassVar[IO[bytes]]
+    endpoint: ClassVar[str]
+    env: ClassVar[Dict[str, str]]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        port = free_port()
+        cls.endpoint = "http://127.0.0.1:%d" % port
+        cls.log = tempfile.TemporaryFile()
+        cls.server = subprocess.Popen(moto_command() + ["-H", "127.0.0.1", "-p", str(port)],
+                                      stdin=subprocess.DEVNULL, stdout=cls.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(cls.endpoint + "/moto-api/", timeout=2):
+                    break
+            except OSError:
+                if cls.server.poll() is not None or time.monotonic() > deadline:
+                    cls.server.kill()
+                    cls.server.wait()
+                    cls.log.seek(0)
+                    raise AssertionError("moto_server did not start on %s:\n%s"
+                                         % (cls.endpoint, cls.log.read().decode(errors="replace"))) from None
+                time.sleep(0.1)
+        # Dummy credentials, and nothing read from this machine's AWS configuration.
+        cls.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                   "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": cls.endpoint,
+                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.terminate()
+        try:
+            cls.server.wait(10)
+        except subprocess.TimeoutExpired:
+            cls.server.kill()
+            cls.server.wait()
+        cls.log.close()
+
+    def setUp(self) -> None:
+        patcher = mock.patch.dict(os.environ, self.env)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        import boto3
+
+        self.ssm: Any = boto3.client("ssm", endpoint_url=self.endpoint, region_name="us-east-1",
+                                     aws_access_key_id="testing", aws_secret_access_key="testing")
+        self.name = "%s/%s" % (NAME, self.id().rsplit(".", 1)[-1])
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+
+    def put(self, value: str) -> None:
+        self.ssm.put_parameter(Name=self.name, Value=value, Type="String", Overwrite=True)
+
+    def test_from_ssm_reads_the_published_list(self) -> None:
+        self.put(THREE.to_json())
+        self.assertEqual(MountTargetList.from_ssm(self.name, self.ssm), THREE)
+
+    def test_from_ssm_makes_its_client_when_given_none(self) -> None:
+        self.put(ONE.to_json())
+        self.assertEqual(MountTargetList.from_ssm(self.name), ONE)  # boto3.client("ssm"), the endpoint from env
+
+    def test_a_missing_parameter_is_the_client_error(self) -> None:
+        from botocore.exceptions import ClientError
+
+        with self.assertRaises(ClientError) as cm:
+            MountTargetList.from_ssm(self.name + "/none", self.ssm)
+        self.assertEqual(cm.exception.response["Error"]["Code"], "ParameterNotFound")
+
+    def test_a_router_refreshes_from_ssm(self) -> None:
+        self.put(ONE.to_json())
+        clock = Clock()
+        r = Router.from_ssm(self.name, Layout.single_mount(self._tmp.name), refresh_seconds=30, client=self.ssm,
+                            clock=clock)
+        self.assertEqual(set(homes(r)), {0})
+        self.put(THREE.to_json())
+        self.assertEqual(set(homes(r)), {0})  # not yet due
+        clock.now += 30
+        self.assertEqual(set(homes(r)), {0, 1, 2})
+        self.ssm.delete_parameter(Name=self.name)
+        clock.now += 30
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            self.assertEqual(set(homes(r)), {0, 1, 2})
+        self.assertIn("ParameterNotFound", logs.output[0])
+        self.assertEqual(r.list, THREE)
+
+    def test_a_router_makes_its_client_when_given_none(self) -> None:
+        self.put(THREE.to_json())
+        r = Router.from_ssm(self.name, Layout.single_mount(self._tmp.name))
+        self.assertEqual(r.list, THREE)
+
+
+if __name__ == "__main__":
+    unittest.main()
