@@ -20,8 +20,16 @@ pub struct Applied {
     pub moves: Moves,
     pub deleted: Vec<String>,
     /// A step changed what the next observation will see (a target created, available,
-    /// deleted, or files moved).
+    /// deleted, or files moved, or a subnet left out).
     pub progressed: bool,
+    /// What happened that an operator should know (a subnet AWS refused).
+    pub warnings: Vec<String>,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// First and longest pause between two looks at a creating mount target.
@@ -47,7 +55,7 @@ pub async fn apply(
             }
             Step::CreateMountTarget(new) => {
                 applied.progressed = true;
-                if let Some(target) = create(clients, config, new).await? {
+                if let Some(target) = create(clients, config, new, applied).await? {
                     applied.created = Some((target.clone(), new.root.clone()));
                     applied.actions.push(step.name());
                     wait(clients, &target.id, wait_until, applied).await?;
@@ -98,12 +106,15 @@ pub async fn apply(
     Ok(())
 }
 
-/// `None` when another run created a target in that AZ first (AWS says `MountTargetConflict`):
-/// the run observes again instead of failing.
+/// The target AWS accepted, recorded in the scale state as the function's own. `None` when
+/// AWS refused this subnet or its AZ (left out for `SUBNET_EXCLUSION_SECONDS`, kept in the
+/// state, so the run's next round and later runs try another) or when another run created a
+/// target in that AZ first (`MountTargetConflict`): the run observes again instead of failing.
 async fn create(
     clients: &Clients,
     config: &Config,
     new: &NewTarget,
+    applied: &mut Applied,
 ) -> Result<Option<MountTarget>, Error> {
     let groups = match &new.security_groups {
         SecurityGroups::Given(ids) => Some(ids.clone()),
@@ -118,7 +129,33 @@ async fn create(
         Ok(target) => {
             info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
+            let mut state = scale_state::load(&config.mount_path)?;
+            state.record_created(&new.az_id, unix_now());
+            scale_state::save(&config.mount_path, &state)?;
             Ok(Some(target))
+        }
+        Err(Error::SubnetRefused {
+            code,
+            message,
+            whole_az,
+            ..
+        }) => {
+            let now = unix_now();
+            let until = now + config.subnet_exclusion.as_secs();
+            let key = if whole_az { &new.az_id } else { &new.subnet_id };
+            let reason = format!(
+                "CreateMountTarget refused subnet {} in {} ({}): {code}: {message}",
+                new.subnet_id, new.az, new.az_id
+            );
+            warn!(subnet = %new.subnet_id, az = %new.az, az_id = %new.az_id, code = %code, message = %message,
+                  left_out = %key, until, "AWS refused the subnet; leaving it out and trying another");
+            let mut state = scale_state::load(&config.mount_path)?;
+            state.exclude(key, until, reason.clone(), now);
+            scale_state::save(&config.mount_path, &state)?;
+            applied.warnings.push(format!(
+                "{reason}; {key} is left out until {until} (Unix time)"
+            ));
+            Ok(None)
         }
         // AWS also answers MountTargetConflict for a subnet of another VPC: the message says
         // which, and the next observation shows whether a target now holds the AZ.

@@ -15,6 +15,9 @@ pub const ENV_VARS: &[&str] = &[
     "SCALE_IN_RATIO",
     "SCALE_IN_COOLDOWN_SECONDS",
     "PROTECTED_SUBNET_IDS",
+    "SUBNET_EXCLUSION_SECONDS",
+    "API_ATTEMPT_TIMEOUT_SECONDS",
+    "API_CALL_TIMEOUT_SECONDS",
 ];
 
 use crate::error::Error;
@@ -39,6 +42,26 @@ pub struct Config {
     pub scale_in_ratio: f64,
     pub scale_in_cooldown: Duration,
     pub protected_subnet_ids: Vec<String>,
+    /// How long a subnet (or AZ) that CreateMountTarget refused is left out.
+    pub subnet_exclusion: Duration,
+    /// Time limits on AWS calls: one attempt, and the whole call with its retries. The SDK
+    /// sets none by default, so a stalled answer would hold the run until Lambda kills it.
+    pub api_timeouts: ApiTimeouts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiTimeouts {
+    pub attempt: Duration,
+    pub call: Duration,
+}
+
+impl Default for ApiTimeouts {
+    fn default() -> Self {
+        ApiTimeouts {
+            attempt: Duration::from_secs(10),
+            call: Duration::from_secs(30),
+        }
+    }
 }
 
 impl Config {
@@ -91,13 +114,36 @@ impl Config {
                 }
             },
         };
-        let scale_in_cooldown = match value("SCALE_IN_COOLDOWN_SECONDS") {
-            None => Duration::from_secs(1800),
-            Some(v) => Duration::from_secs(v.parse::<u64>().map_err(|_| Error::Config {
-                var: "SCALE_IN_COOLDOWN_SECONDS",
-                problem: format!("{v:?} is not a whole number of seconds"),
-            })?),
+        let seconds = |var: &'static str| {
+            value(var)
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map(Duration::from_secs)
+                        .map_err(|_| Error::Config {
+                            var,
+                            problem: format!("{v:?} is not a whole number of seconds"),
+                        })
+                })
+                .transpose()
         };
+        let scale_in_cooldown =
+            seconds("SCALE_IN_COOLDOWN_SECONDS")?.unwrap_or(Duration::from_secs(1800));
+        let subnet_exclusion =
+            seconds("SUBNET_EXCLUSION_SECONDS")?.unwrap_or(Duration::from_secs(86_400));
+        let defaults = ApiTimeouts::default();
+        let attempt =
+            positive("API_ATTEMPT_TIMEOUT_SECONDS")?.map_or(defaults.attempt, Duration::from_secs);
+        let call = positive("API_CALL_TIMEOUT_SECONDS")?.map_or(defaults.call, Duration::from_secs);
+        if call < attempt {
+            return Err(Error::Config {
+                var: "API_CALL_TIMEOUT_SECONDS",
+                problem: format!(
+                    "{} s is shorter than one attempt (API_ATTEMPT_TIMEOUT_SECONDS, {} s)",
+                    call.as_secs(),
+                    attempt.as_secs()
+                ),
+            });
+        }
         let optional_list = |var: &'static str| value(var).map(|v| id_list(var, &v)).transpose();
         Ok(Config {
             file_system_id,
@@ -113,6 +159,8 @@ impl Config {
             scale_in_ratio,
             scale_in_cooldown,
             protected_subnet_ids: optional_list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
+            subnet_exclusion,
+            api_timeouts: ApiTimeouts { attempt, call },
         })
     }
 
@@ -212,6 +260,8 @@ mod tests {
         assert_eq!(c.scale_in_ratio, 0.6);
         assert_eq!(c.scale_in_cooldown, Duration::from_secs(1800));
         assert!(c.protected_subnet_ids.is_empty());
+        assert_eq!(c.subnet_exclusion, Duration::from_secs(86_400));
+        assert_eq!(c.api_timeouts, ApiTimeouts::default());
     }
 
     #[test]
@@ -269,6 +319,21 @@ mod tests {
             "EFS_MOUNT_PATH"
         );
         assert_eq!(failing_var(&[("WATCH_DIR", "../etc")]), "WATCH_DIR");
+        assert_eq!(
+            failing_var(&[("SUBNET_EXCLUSION_SECONDS", "1d")]),
+            "SUBNET_EXCLUSION_SECONDS"
+        );
+        assert_eq!(
+            failing_var(&[("API_ATTEMPT_TIMEOUT_SECONDS", "0")]),
+            "API_ATTEMPT_TIMEOUT_SECONDS"
+        );
+        assert_eq!(
+            failing_var(&[
+                ("API_ATTEMPT_TIMEOUT_SECONDS", "20"),
+                ("API_CALL_TIMEOUT_SECONDS", "5")
+            ]),
+            "API_CALL_TIMEOUT_SECONDS"
+        );
         assert_eq!(
             failing_var(&[("PROTECTED_SUBNET_IDS", "a b")]),
             "PROTECTED_SUBNET_IDS"

@@ -55,6 +55,46 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// CreateMountTarget refused this subnet (or, with `whole_az`, every subnet of its AZ):
+    /// the subnet is left out for a while and the next one is tried.
+    #[error("CreateMountTarget refused subnet {subnet_id}{}: {code}: {message}", if *whole_az { " and its AZ" } else { "" })]
+    SubnetRefused {
+        subnet_id: String,
+        code: String,
+        message: String,
+        whole_az: bool,
+        #[source]
+        source: BoxError,
+    },
+
+    /// AWS refused a call for a reason only an operator can fix (a setting, a quota, IAM).
+    #[error("AWS refused {operation}: {code}: {message}; to fix: {fix}")]
+    Refused {
+        operation: &'static str,
+        code: String,
+        message: String,
+        fix: String,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("AWS {operation} did not answer within the time limits (API_ATTEMPT_TIMEOUT_SECONDS per attempt, API_CALL_TIMEOUT_SECONDS in all); nothing after it was done")]
+    TimedOut {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+
+    #[error("file system {id} (EFS_FILE_SYSTEM_ID) is {state}, not available")]
+    FileSystemNotAvailable { id: String, state: String },
+
+    #[error("ECS service {service} in cluster {cluster} (ECS_SERVICE_NAME) uses the {controller} deployment controller; only the rolling-update controller (ECS) can be told to redeploy (forceNewDeployment), so nothing was changed")]
+    DeploymentController {
+        cluster: String,
+        service: String,
+        controller: String,
+    },
+
     #[error("another mount target already exists in that AZ ({operation})")]
     MountTargetConflict {
         operation: &'static str,
@@ -88,6 +128,11 @@ impl Error {
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",
             Error::MountTargetConflict { .. } => "MountTargetConflict",
+            Error::SubnetRefused { .. } => "SubnetRefused",
+            Error::Refused { .. } => "Refused",
+            Error::TimedOut { .. } => "TimedOut",
+            Error::FileSystemNotAvailable { .. } => "FileSystemNotAvailable",
+            Error::DeploymentController { .. } => "DeploymentController",
             Error::Aws { .. } => "Aws",
             Error::Inconsistent(_) => "Inconsistent",
         }

@@ -23,7 +23,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // before any AWS call: the invoker sees it (an init failure shows only an exit status).
     let config =
         Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"));
-    let clients = Clients::from_env().await;
+    let timeouts = config.as_ref().map(|c| c.api_timeouts).unwrap_or_default();
+    let clients = Clients::from_env(timeouts).await;
     let (config, clients) = (&config, &clients);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let run = async {

@@ -39,6 +39,9 @@ pub const DESIRED_MOUNT_TARGETS: &str = "DesiredMountTargets";
 pub const AT_CAPACITY: &str = "AtCapacity";
 /// How long counting the files took.
 pub const COUNT_DURATION: &str = "CountDuration";
+/// Services whose newest deployment failed to roll out (`rolloutState` `FAILED`): their tasks
+/// still run the previous list.
+pub const ROLLOUTS_FAILED: &str = "RolloutsFailed";
 
 /// A CloudWatch unit, as the `Unit` member of an EMF metric definition spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +107,11 @@ pub const METRICS: &[MetricSpec] = &[
         unit: Unit::Milliseconds,
         dimensions: FS_DIMS,
     },
+    MetricSpec {
+        name: ROLLOUTS_FAILED,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
 ];
 
 /// What one run observed and decided, for the metrics.
@@ -116,6 +124,7 @@ pub struct RunMetrics {
     pub mount_targets: u64,
     pub desired: u64,
     pub at_capacity: bool,
+    pub rollouts_failed: u64,
     pub count_duration: Duration,
 }
 
@@ -148,6 +157,7 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     summary.insert(MOUNT_TARGETS.into(), json!(m.mount_targets));
     summary.insert(DESIRED_MOUNT_TARGETS.into(), json!(m.desired));
     summary.insert(AT_CAPACITY.into(), json!(u8::from(m.at_capacity)));
+    summary.insert(ROLLOUTS_FAILED.into(), json!(m.rollouts_failed));
     summary.insert(
         COUNT_DURATION.into(),
         json!(m.count_duration.as_secs_f64() * 1000.0),
@@ -349,6 +359,7 @@ mod tests {
             mount_targets: 2,
             desired: 2,
             at_capacity: false,
+            rollouts_failed: 0,
             count_duration: Duration::from_micros(1_234_567),
         }
     }
@@ -376,6 +387,7 @@ mod tests {
             (DESIRED_MOUNT_TARGETS, "Count", json!(2)),
             (AT_CAPACITY, "None", json!(0)),
             (COUNT_DURATION, "Milliseconds", json!(1234.567)),
+            (ROLLOUTS_FAILED, "Count", json!(0)),
         ];
         assert_eq!(got.len(), want.len());
         for (name, unit, value) in want {
@@ -515,11 +527,12 @@ mod tests {
                             {"Name": "DesiredMountTargets", "Unit": "Count"},
                             {"Name": "AtCapacity", "Unit": "None"},
                             {"Name": "CountDuration", "Unit": "Milliseconds"},
+                            {"Name": "RolloutsFailed", "Unit": "Count"},
                         ],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
                     "TotalFiles": 3, "MountTargets": 1, "DesiredMountTargets": 1,
-                    "AtCapacity": 0, "CountDuration": 2.0,
+                    "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
                 }),
                 json!({
                     "_aws": {"Timestamp": 42, "CloudWatchMetrics": [{

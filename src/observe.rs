@@ -3,7 +3,7 @@
 use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
-use crate::observed::Observed;
+use crate::observed::{LifeCycle, Observed};
 use crate::scale_state;
 use crate::shard::root_for_az;
 use efs_router::dir::count_files;
@@ -12,13 +12,20 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// What was observed, and how long counting the files took.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
-    let (mount_targets, parameter, deployments) = tokio::try_join!(
+    let (file_system, mount_targets, parameter, deployments) = tokio::try_join!(
+        clients.efs.file_system(&config.file_system_id),
         clients.efs.mount_targets(&config.file_system_id),
         clients.ssm.read(&config.parameter_name),
         clients
             .ecs
             .primary_deployments(&config.cluster, &config.services),
     )?;
+    if file_system.state != LifeCycle::Available {
+        return Err(Error::FileSystemNotAvailable {
+            id: file_system.id,
+            state: file_system.state.as_str().to_owned(),
+        });
+    }
 
     let holding: Vec<_> = mount_targets.iter().filter(|t| t.occupies_az()).collect();
     let vpc_id = match holding.iter().find_map(|t| t.vpc_id.clone()) {
@@ -73,10 +80,23 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         .into_iter()
         .map(|r| (config.watch_path(&r), r))
         .collect();
+    // The shards are counted at once, one thread each: over NFS a shard's count is a chain of
+    // READDIR round trips, so the run takes as long as its largest shard, not the sum.
+    // Results are read in the order of `dirs`, so the error reported is the same as one by one.
     let files = tokio::task::spawn_blocking(move || -> Result<BTreeMap<String, u64>, Error> {
+        let counted: Vec<_> = std::thread::scope(|s| {
+            let counting: Vec<_> = dirs
+                .iter()
+                .map(|(path, _)| s.spawn(move || count_files(path)))
+                .collect();
+            counting
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
         let mut files = BTreeMap::new();
-        for (path, root) in dirs {
-            match count_files(&path) {
+        for ((path, root), counted) in dirs.into_iter().zip(counted) {
+            match counted {
                 Ok(Some(n)) => {
                     files.insert(root, n);
                 }
@@ -93,6 +113,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
 
     Ok((
         Observed {
+            file_system,
             mount_targets,
             vpc_id,
             subnets,

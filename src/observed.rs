@@ -72,16 +72,45 @@ pub struct Parameter {
     pub last_modified: Option<SystemTime>,
 }
 
+/// The file system, as DescribeFileSystems shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSystem {
+    pub id: String,
+    pub state: LifeCycle,
+    /// Set for a One Zone file system: the one AZ that may hold its (one) mount target.
+    pub one_zone_az: Option<String>,
+    pub one_zone_az_id: Option<String>,
+}
+
+impl FileSystem {
+    pub fn is_one_zone(&self) -> bool {
+        self.one_zone_az.is_some() || self.one_zone_az_id.is_some()
+    }
+
+    /// Whether a One Zone file system's AZ is this one (any AZ for a Regional one).
+    pub fn allows_az(&self, az: &str, az_id: &str) -> bool {
+        match (&self.one_zone_az_id, &self.one_zone_az) {
+            (Some(id), _) => id == az_id,
+            (None, Some(name)) => name == az,
+            (None, None) => true,
+        }
+    }
+}
+
 /// The primary deployment of one ECS service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deployment {
     pub service: String,
     pub id: Option<String>,
     pub created_at: Option<SystemTime>,
+    /// The primary deployment's rollout failed (`rolloutState` `FAILED`): its reason. The
+    /// tasks still run the previous deployment, and so the previous list.
+    pub rollout_failed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
+    pub file_system: FileSystem,
     pub mount_targets: Vec<MountTarget>,
     /// The VPC of the file system's mount targets, if it has any.
     pub vpc_id: Option<String>,

@@ -113,6 +113,10 @@ pub struct Plan {
     /// The list clients should see once the steps have run.
     pub list: MountTargetList,
     pub steps: Vec<Step>,
+    /// Subnets and AZs left out after AWS refused them, still in force.
+    pub excluded: Vec<Excluded>,
+    /// Services whose newest deployment failed to roll out.
+    pub rollouts_failed: Vec<String>,
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<String>,
@@ -180,6 +184,12 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 .is_none_or(|ids| ids.contains(&s.id))
         })
         .filter(|s| !used_azs.contains(s.az_id.as_str()))
+        .filter(|s| obs.file_system.allows_az(&s.az, &s.az_id))
+        .filter(|s| {
+            obs.scale_state
+                .exclusion(&s.id, &s.az_id, obs.now)
+                .is_none()
+        })
         .collect();
     eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
     for s in obs
@@ -194,6 +204,37 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             vpc.as_deref().unwrap_or("?")
         ));
     }
+    // Refused subnets still left out: said on every run, so the reason for a capacity
+    // shortfall is in each response.
+    let mut excluded: Vec<Excluded> = obs
+        .scale_state
+        .excluded
+        .iter()
+        .filter(|(_, e)| e.until > obs.now)
+        .map(|(key, e)| Excluded {
+            key: key.clone(),
+            until: e.until,
+            reason: e.reason.clone(),
+        })
+        .collect();
+    excluded.sort_by(|a, b| a.key.cmp(&b.key));
+    for e in &excluded {
+        warnings.push(format!(
+            "{} is left out of scale-out until {} (Unix time): {}",
+            e.key, e.until, e.reason
+        ));
+    }
+    let mut rollouts_failed = Vec::new();
+    for d in &obs.deployments {
+        if let Some(why) = &d.rollout_failed {
+            rollouts_failed.push(d.service.clone());
+            warnings.push(format!(
+                "the rollout of service {}'s newest deployment failed ({why}); its tasks still \
+                 run the previous deployment and the list it had",
+                d.service
+            ));
+        }
+    }
     let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
     let az_capacity = used_azs.len() + free_azs.len();
     let limit = az_capacity
@@ -205,6 +246,17 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let desired = needed.min(limit);
     let at_capacity = needed > limit;
 
+    let bounds = Bounds {
+        max_mount_targets: policy.max_mount_targets,
+        one_zone: obs.file_system.is_one_zone().then(|| {
+            obs.file_system
+                .one_zone_az
+                .clone()
+                .or(obs.file_system.one_zone_az_id.clone())
+                .unwrap_or_default()
+        }),
+        excluded: excluded.len(),
+    };
     let mut steps = Vec::new();
     let mut list = rebuild_list(published, &shards);
     let mut state = obs.scale_state.clone();
@@ -270,9 +322,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
                 (None, None) => SecurityGroups::VpcDefault,
             };
-            state.last_scale_out = Some(now);
-            state.below_since = None;
-            state.created_azs.insert(subnet.az_id.clone());
+            // The scale-in timers and `created_azs` change only once AWS accepts the create
+            // (apply records them): a refused or conflicting create is not a scale-out.
             steps.push(Step::CreateMountTarget(NewTarget {
                 subnet_id: subnet.id.clone(),
                 az: subnet.az.clone(),
@@ -285,10 +336,10 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 subnet.az, subnet.az_id, subnet.id
             )
         } else {
-            bound_text(&need_text, current, az_capacity, policy.max_mount_targets)
+            bound_text(&need_text, current, az_capacity, &bounds)
         }
     } else if at_capacity {
-        bound_text(&need_text, current, az_capacity, policy.max_mount_targets)
+        bound_text(&need_text, current, az_capacity, &bounds)
     } else if in_band {
         let since = *state.below_since.get_or_insert(now);
         let held = now.saturating_sub(since);
@@ -385,6 +436,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         at_capacity,
         list,
         steps,
+        excluded,
+        rollouts_failed,
         reason,
         warnings,
     }
@@ -396,17 +449,43 @@ fn set_draining(list: &mut MountTargetList, id: &str, draining: bool) {
     }
 }
 
-fn bound_text(need_text: &str, current: usize, az_capacity: usize, max: Option<usize>) -> String {
-    match max {
-        Some(m) if m < az_capacity => {
+/// What bounds the number of mount targets, for the reason.
+struct Bounds {
+    max_mount_targets: Option<usize>,
+    /// The AZ of a One Zone file system.
+    one_zone: Option<String>,
+    /// Subnets or AZs left out after AWS refused them.
+    excluded: usize,
+}
+
+fn bound_text(need_text: &str, current: usize, az_capacity: usize, bounds: &Bounds) -> String {
+    match (&bounds.one_zone, bounds.max_mount_targets) {
+        (Some(az), _) => format!(
+            "{need_text}; have {current}; a One Zone file system (in {az}) takes exactly one \
+             mount target, in its own AZ: at capacity"
+        ),
+        (None, Some(m)) if m < az_capacity => {
             format!("{need_text}; have {current}; MAX_MOUNT_TARGETS is {m}: at capacity")
         }
         _ => format!(
             "{need_text}; have {current}; no AZ without a mount target has an eligible subnet \
-             ({az_capacity} AZ{} usable): at capacity",
-            if az_capacity == 1 { "" } else { "s" }
+             ({az_capacity} AZ{} usable{}): at capacity",
+            if az_capacity == 1 { "" } else { "s" },
+            match bounds.excluded {
+                0 => String::new(),
+                n => format!("; {n} subnet(s) or AZ(s) left out after AWS refused them"),
+            }
         ),
     }
+}
+
+/// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Excluded {
+    #[serde(rename = "subnet_or_az")]
+    pub key: String,
+    pub until: u64,
+    pub reason: String,
 }
 
 /// The list clients should see: the published order kept (modulo routing depends on it),
@@ -450,7 +529,7 @@ fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountT
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::{Deployment, MountTarget, Parameter};
+    use crate::observed::{Deployment, FileSystem, MountTarget, Parameter};
     use crate::scale_state::ScaleState;
     use std::time::{Duration, SystemTime};
 
@@ -485,6 +564,12 @@ mod tests {
     /// list published at t=100 and the service deployed at t=200, and `files` files in `/`.
     fn world(files: u64) -> Observed {
         let mut o = Observed {
+            file_system: FileSystem {
+                id: "fs-1".into(),
+                state: LifeCycle::Available,
+                one_zone_az: None,
+                one_zone_az_id: None,
+            },
             mount_targets: vec![target("fsmt-a", 'a', LifeCycle::Available)],
             vpc_id: Some(VPC.into()),
             subnets: vec![
@@ -497,6 +582,7 @@ mod tests {
                 service: "app".into(),
                 id: Some("ecs-svc/1".into()),
                 created_at: at(200),
+                rollout_failed: None,
             }],
             files: BTreeMap::from([("/".to_owned(), files)]),
             protected_azs: BTreeSet::new(),
@@ -568,14 +654,7 @@ mod tests {
     fn first_crossing_creates_one_in_the_first_free_az() {
         let p = plan(&world(61_234), &policy());
         assert_eq!(p.desired, 2);
-        assert_eq!(
-            names(&p),
-            [
-                "save_state",
-                "create_shard_directory",
-                "create_mount_target"
-            ]
-        );
+        assert_eq!(names(&p), ["create_shard_directory", "create_mount_target"]);
         let new = created(&p).unwrap();
         assert_eq!(
             (new.subnet_id.as_str(), new.az_id.as_str()),
@@ -858,10 +937,103 @@ mod tests {
     }
 
     #[test]
-    fn scale_out_records_its_time_before_creating() {
+    fn scale_out_records_nothing_before_aws_accepts_the_create() {
         let p = plan(&world(61_234), &policy());
-        assert_eq!(names(&p)[0], "save_state");
-        assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
+        assert!(created(&p).is_some());
+        assert_eq!(saved(&p), None, "{:?}", p.steps);
+    }
+
+    #[test]
+    fn a_refused_subnet_is_passed_over_for_the_next_free_az() {
+        let mut o = world(61_234);
+        o.scale_state
+            .exclude("subnet-b", NOW + 60, "NoFreeAddressesInSubnet".into(), NOW);
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-c"));
+        assert_eq!(p.excluded.len(), 1);
+        assert_eq!(p.excluded[0].key, "subnet-b");
+        assert!(!p.at_capacity);
+    }
+
+    #[test]
+    fn a_refused_az_is_passed_over_whatever_its_subnet() {
+        let mut o = world(61_234);
+        o.scale_state.exclude(
+            "use1-az2",
+            NOW + 60,
+            "UnsupportedAvailabilityZone".into(),
+            NOW,
+        );
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p).map(|n| n.az_id.as_str()), Some("use1-az3"));
+    }
+
+    #[test]
+    fn an_exclusion_ends_at_its_time() {
+        let mut o = world(61_234);
+        o.scale_state
+            .exclude("subnet-b", NOW, "NoFreeAddressesInSubnet".into(), 0);
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-b"));
+        assert!(p.excluded.is_empty());
+    }
+
+    #[test]
+    fn nothing_eligible_left_is_at_capacity() {
+        let mut o = world(61_234);
+        o.scale_state
+            .exclude("subnet-b", NOW + 60, "NoFreeAddressesInSubnet".into(), NOW);
+        o.scale_state
+            .exclude("subnet-c", NOW + 60, "SubnetNotFound".into(), NOW);
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p), None);
+        assert!(p.at_capacity);
+        assert_eq!(p.az_capacity, 1);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("subnet-c")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    fn one_zone(o: &mut Observed, az: char) {
+        o.file_system.one_zone_az = Some(format!("us-east-1{az}"));
+        o.file_system.one_zone_az_id = Some(format!("use1-az{}", az as u8 - b'a' + 1));
+    }
+
+    #[test]
+    fn a_one_zone_file_system_never_gets_a_second_target() {
+        let mut o = world(200_000);
+        one_zone(&mut o, 'a');
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p), None, "{:?}", p.steps);
+        assert!(p.at_capacity);
+        assert_eq!((p.az_capacity, p.desired), (1, 1));
+        assert!(p.reason.contains("One Zone"), "{}", p.reason);
+    }
+
+    #[test]
+    fn a_one_zone_file_system_without_targets_gets_one_in_its_own_az() {
+        let mut o = world(10);
+        one_zone(&mut o, 'c');
+        o.mount_targets.clear();
+        o.parameter = None;
+        let p = plan(&o, &policy());
+        assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-c"));
+    }
+
+    #[test]
+    fn a_failed_rollout_is_a_warning() {
+        let mut o = world(10);
+        o.deployments[0].rollout_failed = Some("tasks failed to start".into());
+        let p = plan(&o, &policy());
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("app") && w.contains("tasks failed to start")),
+            "{:?}",
+            p.warnings
+        );
     }
 
     #[test]
@@ -981,12 +1153,6 @@ mod tests {
         assert!(p.reason.contains("did not create"), "{}", p.reason);
         o.scale_state.created_azs.insert("use1-az2".into());
         assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));
-    }
-
-    #[test]
-    fn scale_out_records_the_az_it_creates_in() {
-        let p = plan(&world(61_234), &policy());
-        assert!(saved(&p).unwrap().created_azs.contains("use1-az2"));
     }
 
     /// `three_shards` with c marked draining in the published list.

@@ -17,8 +17,9 @@ use tracing::{info, warn};
 /// publish, redeploy, respond.
 const MARGIN: Duration = Duration::from_secs(20);
 
-/// Observe-plan-apply rounds in one run: create, wait, drain, delete, then publish.
-const MAX_ROUNDS: usize = 5;
+/// Observe-plan-apply rounds in one run: create (or a few refused subnets, then create), wait,
+/// drain, delete, then publish.
+const MAX_ROUNDS: usize = 8;
 
 pub fn policy(config: &Config) -> Policy {
     Policy {
@@ -134,11 +135,11 @@ async fn converge(
             apply(clients, config, &head, wait_until, applied).await?;
             if applied.progressed {
                 let (again, _) = observe(clients, config).await?;
-                // One new mount target a run.
+                // One new mount target a run; after a refused subnet, the next one is tried.
                 current = plan(
                     &again,
                     &Policy {
-                        allow_create: false,
+                        allow_create: applied.created.is_none(),
                         ..policy.clone()
                     },
                 );
@@ -184,7 +185,8 @@ fn emit_metrics(config: &Config, first: &Plan, end: &Plan, count_took: Duration)
         total_files: first.file_count,
         mount_targets: end.current as u64,
         desired: first.desired as u64,
-        at_capacity: first.at_capacity,
+        at_capacity: end.at_capacity,
+        rollouts_failed: end.rollouts_failed.len() as u64,
         count_duration: count_took,
     };
     for line in metrics::emf_lines(&m, metrics::timestamp_ms_now()) {
@@ -220,14 +222,20 @@ fn respond(
         files_per_shard: end.files_per_shard.clone(),
         threshold: config.file_threshold,
         desired: first.desired,
-        at_capacity: first.at_capacity,
+        at_capacity: end.at_capacity,
         new_mount_target,
         total: end.current,
         mount_targets: end.list.mount_targets.clone(),
         waiting_for: applied.waiting_for,
         actions: applied.actions,
         reason: first.reason.clone(),
-        warnings: end.warnings.clone(),
+        warnings: applied
+            .warnings
+            .iter()
+            .chain(&end.warnings)
+            .cloned()
+            .collect(),
+        excluded_subnets: end.excluded.clone(),
         moves: moved_files.then_some(applied.moves),
         deleted: applied.deleted,
     }

@@ -1,6 +1,7 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
 use crate::migration::Moves;
+use crate::plan::Excluded;
 use efs_router::list::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -35,6 +36,9 @@ pub struct Response {
     pub actions: Vec<&'static str>,
     pub reason: String,
     pub warnings: Vec<String>,
+    /// Subnets and AZs left out of scale-out after CreateMountTarget refused them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded_subnets: Vec<Excluded>,
     /// Files moved home by a drain or a rebalance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moves: Option<Moves>,

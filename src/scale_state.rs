@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,11 +18,49 @@ pub struct ScaleState {
     /// When (Unix seconds) the last mount target was created by this function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scale_out: Option<u64>,
-    /// AZ ids where this function created a mount target (recorded before it asks AWS). Only
-    /// these may be scaled in: targets that were there before (an ECS task's, the function's
-    /// own) are never removed, even when they serve a shard.
+    /// AZ ids where this function created a mount target (recorded once AWS accepted the
+    /// create). Only these may be scaled in: targets that were there before (an ECS task's,
+    /// the function's own) are never removed, even when they serve a shard.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub created_azs: BTreeSet<String>,
+    /// Subnets (by subnet id) and AZs (by AZ id) that CreateMountTarget refused, left out of
+    /// scale-out until their time is up.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, Exclusion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exclusion {
+    /// Unix seconds.
+    pub until: u64,
+    /// AWS's error code and message.
+    pub reason: String,
+}
+
+impl ScaleState {
+    /// The exclusion of this subnet, or of its AZ, still in force at `now`.
+    pub fn exclusion(&self, subnet_id: &str, az_id: &str, now: u64) -> Option<&Exclusion> {
+        [subnet_id, az_id]
+            .into_iter()
+            .filter_map(|key| self.excluded.get(key))
+            .find(|e| e.until > now)
+    }
+
+    /// After AWS accepted a create in `az_id`: the AZ is the function's own, and the scale-in
+    /// clock starts again.
+    pub fn record_created(&mut self, az_id: &str, now: u64) {
+        self.created_azs.insert(az_id.to_owned());
+        self.last_scale_out = Some(now);
+        self.below_since = None;
+    }
+
+    /// Leaves `key` (a subnet id or an AZ id) out until `until`; forgets exclusions that ended.
+    pub fn exclude(&mut self, key: &str, until: u64, reason: String, now: u64) {
+        self.excluded.retain(|_, e| e.until > now);
+        self.excluded
+            .insert(key.to_owned(), Exclusion { until, reason });
+    }
 }
 
 pub fn path(mount: &Path) -> PathBuf {
@@ -75,9 +113,33 @@ mod tests {
             below_since: Some(10),
             last_scale_out: Some(5),
             created_azs: BTreeSet::from(["use1-az4".to_owned()]),
+            excluded: BTreeMap::from([(
+                "subnet-1".to_owned(),
+                Exclusion {
+                    until: 100,
+                    reason: "NoFreeAddressesInSubnet".into(),
+                },
+            )]),
         };
         save(d.path(), &s).unwrap();
         assert_eq!(load(d.path()).unwrap(), s);
+    }
+
+    #[test]
+    fn an_exclusion_holds_a_subnet_or_its_az_until_its_time() {
+        let mut s = ScaleState::default();
+        s.exclude("subnet-1", 100, "full".into(), 0);
+        s.exclude("use1-az9", 200, "Local Zone".into(), 0);
+        assert!(s.exclusion("subnet-1", "use1-az1", 99).is_some());
+        assert!(s.exclusion("subnet-1", "use1-az1", 100).is_none(), "ended");
+        assert!(s.exclusion("subnet-2", "use1-az9", 150).is_some(), "its AZ");
+        assert!(s.exclusion("subnet-2", "use1-az1", 0).is_none());
+        s.exclude("subnet-3", 400, "full".into(), 150);
+        assert!(
+            !s.excluded.contains_key("subnet-1"),
+            "ended ones are forgotten"
+        );
+        assert!(s.excluded.contains_key("use1-az9"));
     }
 
     #[test]

@@ -30,6 +30,12 @@ use serde_json::{json, Map, Value};
 /// role's credentials on the function's behalf.
 const IMPLIED_ACTIONS: &[(&str, &str)] = &[
     (
+        "ec2:DescribeNetworkInterfaceAttribute",
+        "DescribeMountTargetSecurityGroups requires it on the mount target's network interface \
+         (EFS API reference, DescribeMountTargetSecurityGroups; the aws-sdk-efs doc comment of \
+         that operation)",
+    ),
+    (
         "ec2:DescribeNetworkInterfaces",
         "CreateMountTarget requires it of its caller (EFS API reference); Lambda uses it to \
          attach the function to its VPC",
@@ -71,7 +77,11 @@ const IMPLIED_ACTIONS: &[(&str, &str)] = &[
 
 /// Actions without resource-level permissions (Service Authorization Reference: no resource
 /// type): IAM only allows them with `"Resource": "*"`.
-const UNSCOPABLE: &[&str] = &["ec2:DescribeSubnets", "ec2:DescribeNetworkInterfaces"];
+const UNSCOPABLE: &[&str] = &[
+    "ec2:DescribeSubnets",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeNetworkInterfaceAttribute",
+];
 
 const FUNCTION: &str = "AutoscalerFunction";
 const ROLE: &str = "FunctionRole";
@@ -465,6 +475,9 @@ fn the_environment_is_exactly_the_contract() {
         ("SCALE_IN_COOLDOWN_SECONDS", "1800"),
         // The function's own subnets: never remove the mount target it mounts through.
         ("PROTECTED_SUBNET_IDS", "subnet-aaa,subnet-bbb"),
+        ("SUBNET_EXCLUSION_SECONDS", "86400"),
+        ("API_ATTEMPT_TIMEOUT_SECONDS", "10"),
+        ("API_CALL_TIMEOUT_SECONDS", "30"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -484,6 +497,9 @@ fn the_environment_is_exactly_the_contract() {
         ("ScaleInRatio", "0.5"),
         ("ScaleInCooldownSeconds", "60"),
         ("ProtectedSubnetIds", "subnet-9"),
+        ("SubnetExclusionSeconds", "3600"),
+        ("ApiAttemptTimeoutSeconds", "5"),
+        ("ApiCallTimeoutSeconds", "20"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -498,6 +514,9 @@ fn the_environment_is_exactly_the_contract() {
         ("SCALE_IN_RATIO", "0.5"),
         ("SCALE_IN_COOLDOWN_SECONDS", "60"),
         ("PROTECTED_SUBNET_IDS", "subnet-9"),
+        ("SUBNET_EXCLUSION_SECONDS", "3600"),
+        ("API_ATTEMPT_TIMEOUT_SECONDS", "5"),
+        ("API_CALL_TIMEOUT_SECONDS", "20"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
@@ -709,8 +728,29 @@ fn implied(root_access: bool) -> impl Iterator<Item = &'static str> {
 
 #[test]
 fn the_role_allows_exactly_what_the_code_calls_and_what_aws_needs_for_it() {
-    for (uid, root_access) in [("0", true), ("1000", false)] {
-        let e = Eval::new(&[("AccessPointUid", uid)]);
+    const ARN: &str = "arn:aws:elasticfilesystem:us-east-1:123456789012:access-point/fsap-0abc";
+    for (overrides, root_access) in [
+        (vec![("AccessPointUid", "0")], true),
+        (vec![("AccessPointUid", "1000")], false),
+        // An existing access point: root access follows its real user, whatever
+        // AccessPointUid (default 0) says.
+        (
+            vec![
+                ("ExistingAccessPointArn", ARN),
+                ("ExistingAccessPointUid", "1000"),
+            ],
+            false,
+        ),
+        (
+            vec![
+                ("ExistingAccessPointArn", ARN),
+                ("ExistingAccessPointUid", "0"),
+            ],
+            true,
+        ),
+    ] {
+        let uid = format!("{overrides:?}");
+        let e = Eval::new(&overrides);
         let got: BTreeSet<String> = allowed(&e).into_keys().collect();
         let want: BTreeSet<String> = CALLED_ACTIONS
             .iter()
@@ -844,7 +884,7 @@ fn the_alarms_use_the_emitted_metrics() {
 }
 
 #[test]
-fn the_three_alarms_are_there() {
+fn the_four_alarms_are_there() {
     let by_metric = |ns: &str, metric: &str| {
         alarms()
             .into_iter()
@@ -876,6 +916,15 @@ fn the_three_alarms_are_there() {
     assert_eq!(
         e.eval(&at_capacity[0]["Dimensions"]).unwrap(),
         json!([{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}])
+    );
+    // A rollout that failed: the tasks still run the previous list.
+    let rollouts = by_metric(metrics::NAMESPACE, metrics::ROLLOUTS_FAILED);
+    assert_eq!(rollouts.len(), 1);
+    assert_eq!(rollouts[0]["Statistic"], "Maximum");
+    assert_eq!(rollouts[0]["Threshold"], 1);
+    assert_eq!(
+        rollouts[0]["ComparisonOperator"],
+        "GreaterThanOrEqualToThreshold"
     );
     // No successful run for 3 periods of the schedule; no run at all breaches.
     let runs: Vec<_> = by_metric("AWS/Lambda", "Invocations");

@@ -14,8 +14,11 @@ impl Ecs {
         Ecs { client }
     }
 
-    /// The primary deployment of each service. A service that does not exist is an error
-    /// naming it (ECS_SERVICE_NAME).
+    /// The primary deployment of each service. A service that does not exist (or no longer:
+    /// AWS keeps describing a deleted service as `INACTIVE` for a while) is an error naming it
+    /// (ECS_SERVICE_NAME), as is one whose deployments another controller than ECS's rolling
+    /// update runs: UpdateService cannot force a deployment there. Both come before any
+    /// mutating call of the run.
     pub async fn primary_deployments(
         &self,
         cluster: &str,
@@ -59,16 +62,61 @@ impl Ecs {
                 });
             }
             for service in out.services() {
+                let name = service.service_name().unwrap_or_default().to_owned();
+                let missing = |why: String| Error::NotFound {
+                    operation: OP,
+                    what: format!("service {name} in cluster {cluster} (ECS_SERVICE_NAME)"),
+                    source: why.into(),
+                };
+                let status = service.status().unwrap_or_default();
+                if status != "ACTIVE" {
+                    return Err(missing(format!("its status is {status}")));
+                }
+                if let Some(controller) = service
+                    .deployment_controller()
+                    .map(|c| c.r#type().as_str())
+                    .filter(|c| *c != "ECS")
+                {
+                    return Err(Error::DeploymentController {
+                        cluster: cluster.to_owned(),
+                        service: name,
+                        controller: controller.to_owned(),
+                    });
+                }
                 let primary = service
                     .deployments()
                     .iter()
                     .find(|d| d.status() == Some("PRIMARY"));
+                let rollout_failed = primary
+                    .filter(|d| d.rollout_state().is_some_and(|s| s.as_str() == "FAILED"))
+                    .map(|d| {
+                        d.rollout_state_reason()
+                            .unwrap_or("no reason given")
+                            .to_owned()
+                    });
                 found.push(Deployment {
-                    service: service.service_name().unwrap_or_default().to_owned(),
+                    service: name,
                     id: primary.and_then(|d| d.id()).map(str::to_owned),
                     created_at: time(primary.and_then(|d| d.created_at())),
+                    rollout_failed,
                 });
             }
+        }
+        // Every service asked for is described or failed; anything else is not there.
+        if let Some(absent) = services
+            .iter()
+            // A service may be given by name or by ARN (`…:service/<cluster>/<name>`).
+            .find(|s| {
+                !found
+                    .iter()
+                    .any(|d| s.rsplit('/').next() == Some(d.service.as_str()))
+            })
+        {
+            return Err(Error::NotFound {
+                operation: OP,
+                what: format!("service {absent} in cluster {cluster} (ECS_SERVICE_NAME)"),
+                source: "DescribeServices did not describe it".into(),
+            });
         }
         Ok(found)
     }
@@ -161,6 +209,7 @@ mod tests {
                 .services(
                     Service::builder()
                         .service_name("app")
+                        .status("ACTIVE")
                         .deployments(
                             EcsDeployment::builder()
                                 .id("ecs-svc/old")

@@ -2,7 +2,9 @@
 
 use super::sdk_error;
 use crate::error::Error;
-use crate::observed::{LifeCycle, MountTarget};
+use crate::observed::{FileSystem, LifeCycle, MountTarget};
+use aws_sdk_efs::error::ProvideErrorMetadata;
+use aws_sdk_efs::operation::create_mount_target::CreateMountTargetError;
 use aws_sdk_efs::types::{LifeCycleState, MountTargetDescription};
 
 #[derive(Clone, Debug)]
@@ -13,6 +15,45 @@ pub struct Efs {
 impl Efs {
     pub fn new(client: aws_sdk_efs::Client) -> Self {
         Efs { client }
+    }
+
+    /// The file system: its state, and its AZ when it is One Zone.
+    pub async fn file_system(&self, file_system_id: &str) -> Result<FileSystem, Error> {
+        const OP: &str = "DescribeFileSystems";
+        let out = match self
+            .client
+            .describe_file_systems()
+            .file_system_id(file_system_id)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_file_system_not_found()) =>
+            {
+                return Err(Error::NotFound {
+                    operation: OP,
+                    what: format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
+                    source: Box::new(err),
+                })
+            }
+            Err(err) => return Err(sdk_error(OP, err)),
+        };
+        let Some(d) = out.file_systems().first() else {
+            return Err(Error::NotFound {
+                operation: OP,
+                what: format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
+                source: "DescribeFileSystems answered no file system".into(),
+            });
+        };
+        Ok(FileSystem {
+            id: d.file_system_id().to_owned(),
+            state: life_cycle(d.life_cycle_state()),
+            one_zone_az: d.availability_zone_name().map(str::to_owned),
+            one_zone_az_id: d.availability_zone_id().map(str::to_owned),
+        })
     }
 
     /// Every mount target of the file system, all pages.
@@ -76,14 +117,16 @@ impl Efs {
         Ok(out.security_groups().to_vec())
     }
 
-    /// `security_groups: None` lets AWS apply the VPC's default group.
+    /// `security_groups: None` lets AWS apply the VPC's default group. What AWS refuses is
+    /// sorted by who can mend it: the subnet or AZ (`SubnetRefused`: try another), the
+    /// settings, quotas or IAM (`Refused`: an operator must), another run (`MountTargetConflict`).
     pub async fn create_mount_target(
         &self,
         file_system_id: &str,
         subnet_id: &str,
         security_groups: Option<Vec<String>>,
     ) -> Result<MountTarget, Error> {
-        const OP: &str = "CreateMountTarget";
+        let groups_given = security_groups.is_some();
         let out = self
             .client
             .create_mount_target()
@@ -102,18 +145,64 @@ impl Efs {
                 ip: out.ip_address().map(str::to_owned),
                 state: life_cycle(out.life_cycle_state()),
             }),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_mount_target_conflict()) =>
-            {
-                Err(Error::MountTargetConflict {
-                    operation: OP,
-                    source: Box::new(err),
-                })
-            }
-            Err(err) => Err(sdk_error(OP, err)),
+            Err(err) => Err(create_error(subnet_id, groups_given, err)),
         }
+    }
+}
+
+fn create_error(
+    subnet_id: &str,
+    groups_given: bool,
+    err: aws_sdk_efs::error::SdkError<
+        CreateMountTargetError,
+        aws_sdk_efs::config::http::HttpResponse,
+    >,
+) -> Error {
+    const OP: &str = "CreateMountTarget";
+    let Some(service) = err.as_service_error() else {
+        return sdk_error(OP, err);
+    };
+    let code = service.code().unwrap_or_default().to_owned();
+    let message = service.message().unwrap_or_default().to_owned();
+    use CreateMountTargetError as E;
+    let refused = |whole_az: bool, err| Error::SubnetRefused {
+        subnet_id: subnet_id.to_owned(),
+        code: code.clone(),
+        message: message.clone(),
+        whole_az,
+        source: Box::new(err),
+    };
+    let operator = |fix: &str, err| Error::Refused {
+        operation: OP,
+        code: code.clone(),
+        message: message.clone(),
+        fix: fix.to_owned(),
+        source: Box::new(err),
+    };
+    let groups = if groups_given {
+        "SECURITY_GROUP_IDS, or the security groups of the mount target they are copied from"
+    } else {
+        "the VPC's default security group (set SECURITY_GROUP_IDS)"
+    };
+    match service {
+        E::MountTargetConflict(_) => Error::MountTargetConflict {
+            operation: OP,
+            source: Box::new(err),
+        },
+        // About this subnet: another subnet may do.
+        E::NoFreeAddressesInSubnet(_) | E::SubnetNotFound(_) | E::IpAddressInUse(_) => {
+            refused(false, err)
+        }
+        // About the subnet's AZ (a Local Zone, an Outpost, a One Zone file system's other AZs).
+        E::UnsupportedAvailabilityZone(_) | E::AvailabilityZonesMismatch(_) => refused(true, err),
+        // The account's ENIs per Region: every subnet would be refused alike.
+        E::NetworkInterfaceLimitExceeded(_) => operator(
+            "raise the account's quota of network interfaces per Region (Service Quotas, \
+             VPC), or delete unused ones",
+            err,
+        ),
+        E::SecurityGroupLimitExceeded(_) | E::SecurityGroupNotFound(_) => operator(groups, err),
+        _ => sdk_error(OP, err),
     }
 }
 
@@ -225,14 +314,107 @@ mod tests {
         );
     }
 
+    /// An EFS whose CreateMountTarget fails with this typed error.
+    async fn create_refused(error: fn() -> CreateMountTargetError, groups: bool) -> Error {
+        let rule = mock!(Client::create_mount_target).then_error(error);
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&rule]));
+        efs.create_mount_target("fs-1", "subnet-b", groups.then(|| vec!["sg-1".to_owned()]))
+            .await
+            .unwrap_err()
+    }
+
+    #[tokio::test]
+    async fn refusals_are_sorted_by_who_can_mend_them() {
+        use aws_sdk_efs::types::error::{
+            AvailabilityZonesMismatch, NetworkInterfaceLimitExceeded, NoFreeAddressesInSubnet,
+            SecurityGroupNotFound,
+        };
+        let full = || {
+            CreateMountTargetError::NoFreeAddressesInSubnet(
+                NoFreeAddressesInSubnet::builder()
+                    .error_code("NoFreeAddressesInSubnet")
+                    .message("subnet is full")
+                    // What the SDK's deserializer fills in from the response.
+                    .meta(
+                        ErrorMetadata::builder()
+                            .code("NoFreeAddressesInSubnet")
+                            .message("subnet is full")
+                            .build(),
+                    )
+                    .build()
+                    .unwrap(),
+            )
+        };
+        match create_refused(full, false).await {
+            Error::SubnetRefused {
+                subnet_id,
+                code,
+                message,
+                whole_az: false,
+                ..
+            } => assert_eq!(
+                (subnet_id.as_str(), code.as_str(), message.as_str()),
+                ("subnet-b", "NoFreeAddressesInSubnet", "subnet is full")
+            ),
+            other => panic!("{other:?}"),
+        }
+        let one_zone = || {
+            CreateMountTargetError::AvailabilityZonesMismatch(
+                AvailabilityZonesMismatch::builder()
+                    .error_code("AvailabilityZonesMismatch")
+                    .build(),
+            )
+        };
+        let err = create_refused(one_zone, false).await;
+        assert!(
+            matches!(err, Error::SubnetRefused { whole_az: true, .. }),
+            "{err:?}"
+        );
+        let enis = || {
+            CreateMountTargetError::NetworkInterfaceLimitExceeded(
+                NetworkInterfaceLimitExceeded::builder()
+                    .error_code("NetworkInterfaceLimitExceeded")
+                    .build()
+                    .unwrap(),
+            )
+        };
+        match create_refused(enis, false).await {
+            Error::Refused { fix, .. } => assert!(fix.contains("quota"), "{fix}"),
+            other => panic!("{other:?}"),
+        }
+        let no_group = || {
+            CreateMountTargetError::SecurityGroupNotFound(
+                SecurityGroupNotFound::builder()
+                    .error_code("SecurityGroupNotFound")
+                    .build()
+                    .unwrap(),
+            )
+        };
+        match create_refused(no_group, true).await {
+            Error::Refused { fix, .. } => assert!(fix.contains("SECURITY_GROUP_IDS"), "{fix}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn access_denied_names_the_role() {
+        match create_failing_with("AccessDeniedException", "not authorized").await {
+            Error::Refused { code, fix, .. } => {
+                assert_eq!(code, "AccessDeniedException");
+                assert!(fix.contains("IAM role"), "{fix}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn other_errors_keep_the_api_message() {
-        match create_failing_with("NoFreeAddressesInSubnet", "subnet is full").await {
+        match create_failing_with("InternalServerError", "something broke").await {
             Error::Aws {
                 operation, message, ..
             } => {
                 assert_eq!(operation, "CreateMountTarget");
-                assert!(message.contains("subnet is full"), "{message}");
+                assert!(message.contains("something broke"), "{message}");
             }
             other => panic!("{other:?}"),
         }

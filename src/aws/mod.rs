@@ -4,6 +4,7 @@
 /// Every AWS API action the function calls, as IAM names it. The template's policy must
 /// allow each of these (a test checks it), and nothing more.
 pub const CALLED_ACTIONS: &[&str] = &[
+    "elasticfilesystem:DescribeFileSystems",
     "elasticfilesystem:DescribeMountTargets",
     "elasticfilesystem:DescribeMountTargetSecurityGroups",
     "elasticfilesystem:CreateMountTarget",
@@ -20,9 +21,12 @@ pub mod ecs;
 pub mod efs;
 pub mod ssm;
 
+use crate::config::ApiTimeouts;
 use crate::error::Error;
+use aws_config::timeout::TimeoutConfig;
+use aws_runtime::retries::classifiers::THROTTLING_ERRORS;
 use aws_sdk_efs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The service clients, built once per process from one SDK configuration.
 #[derive(Clone, Debug)]
@@ -34,9 +38,19 @@ pub struct Clients {
 }
 
 impl Clients {
-    /// From the environment: region, credentials and `AWS_ENDPOINT_URL` (a local emulator).
-    pub async fn from_env() -> Self {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    /// From the environment: region, credentials and `AWS_ENDPOINT_URL` (a local emulator),
+    /// with time limits on every call (the SDK's defaults limit only connecting).
+    pub async fn from_env(timeouts: ApiTimeouts) -> Self {
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_millis(3100))
+                    .operation_attempt_timeout(timeouts.attempt)
+                    .operation_timeout(timeouts.call)
+                    .build(),
+            )
+            .load()
+            .await;
         Clients {
             efs: efs::Efs::new(aws_sdk_efs::Client::new(&config)),
             ec2: ec2::Ec2::new(aws_sdk_ec2::Client::new(&config)),
@@ -46,18 +60,9 @@ impl Clients {
     }
 }
 
-const THROTTLING_CODES: &[&str] = &[
-    "Throttling",
-    "ThrottlingException",
-    "ThrottledException",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-    "RequestThrottledException",
-];
-
-/// Maps what no typed variant covers: throttling that outlived the SDK's retries, or any
-/// other failure, keeping the SDK error as the source.
+/// Maps what no typed variant covers: a call that ran out of time, throttling that outlived
+/// the SDK's retries (the codes the SDK's own retry classifier treats as throttling), access
+/// denied, or any other failure, keeping the SDK error as the source.
 pub(crate) fn sdk_error<E, R>(operation: &'static str, err: SdkError<E, R>) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -65,7 +70,20 @@ where
 {
     let code = err.code().unwrap_or_default().to_owned();
     let message = DisplayErrorContext(&err).to_string();
-    if THROTTLING_CODES.contains(&code.as_str()) {
+    if matches!(err, SdkError::TimeoutError(_)) {
+        Error::TimedOut {
+            operation,
+            source: Box::new(err),
+        }
+    } else if code.starts_with("AccessDenied") || code == "UnauthorizedOperation" {
+        Error::Refused {
+            operation,
+            message: err.message().unwrap_or_default().to_owned(),
+            code,
+            fix: "allow it in the function's IAM role (docs/operations.md, IAM)".into(),
+            source: Box::new(err),
+        }
+    } else if THROTTLING_ERRORS.contains(&code.as_str()) {
         Error::Throttled {
             operation,
             source: Box::new(err),

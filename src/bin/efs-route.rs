@@ -69,7 +69,7 @@ fn read_ssm(name: &str) -> Result<MountTargetList, String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let clients = Clients::from_env().await;
+        let clients = Clients::from_env(Default::default()).await;
         match clients.ssm.read(name).await {
             Ok(Some(parameter)) => Ok(parameter.list),
             Ok(None) => Err(format!("SSM parameter {name} does not exist")),

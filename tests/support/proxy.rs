@@ -6,7 +6,13 @@
 //!   format, or with a 5xx;
 //! - makes mount targets created through it look `creating` (in the `CreateMountTarget` answer,
 //!   and in the first K `DescribeMountTargets` answers that include them), as on AWS, where a
-//!   new target takes a minute or two to become `available` (moto makes it available at once).
+//!   new target takes a minute or two to become `available` (moto makes it available at once);
+//! - stalls chosen requests (never answers them), as a hung connection does;
+//! - plays what AWS refuses and moto allows: a subnet CreateMountTarget refuses (no free
+//!   addresses, a Local Zone), a One Zone file system (its AZ in DescribeFileSystems, any
+//!   other AZ refused with `AvailabilityZonesMismatch`), an ECS service run by another
+//!   deployment controller (UpdateService refuses to force a deployment), a rollout that
+//!   failed, a file system that is not `available`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -75,6 +81,17 @@ pub enum FaultKind {
     Throttle,
     /// An internal error with this HTTP status.
     ServerError(u16),
+    /// No answer at all (the request is held until the caller gives up).
+    Stall,
+}
+
+/// A CreateMountTarget in this subnet is answered with this error, as AWS would.
+#[derive(Clone, Debug)]
+struct SubnetRefusal {
+    subnet_id: String,
+    status: u16,
+    code: String,
+    message: String,
 }
 
 #[derive(Clone, Debug)]
@@ -94,6 +111,14 @@ struct State {
     hold_creating: Option<usize>,
     held: HashMap<String, usize>,
     created: Vec<String>,
+    refusals: Vec<SubnetRefusal>,
+    /// A One Zone file system: its AZ name and id.
+    one_zone: Option<(String, String)>,
+    file_system_state: Option<String>,
+    /// ECS service name → its deployment controller type (when not ECS).
+    controllers: BTreeMap<String, String>,
+    /// ECS service name → the reason its PRIMARY deployment's rollout failed.
+    rollouts_failed: BTreeMap<String, String>,
 }
 
 pub struct Proxy {
@@ -156,6 +181,59 @@ impl Proxy {
             kind,
             remaining: times,
         });
+    }
+
+    /// Never answer the next `times` requests of `operation`.
+    pub fn stall(&self, operation: &str, times: usize) {
+        self.add_fault(operation, FaultKind::Stall, times);
+    }
+
+    /// CreateMountTarget in `subnet_id` is refused with AWS's `code` (HTTP `status`), for good.
+    pub fn refuse_subnet(&self, subnet_id: &str, status: u16, code: &str, message: &str) {
+        self.state.lock().unwrap().refusals.push(SubnetRefusal {
+            subnet_id: subnet_id.to_string(),
+            status,
+            code: code.to_string(),
+            message: message.to_string(),
+        });
+    }
+
+    /// The file system is One Zone in `az` (`az_id`): DescribeFileSystems says so, and
+    /// CreateMountTarget in any of `other_subnets` is refused with `AvailabilityZonesMismatch`.
+    pub fn one_zone(&self, az: &str, az_id: &str, other_subnets: &[&str]) {
+        self.state.lock().unwrap().one_zone = Some((az.to_string(), az_id.to_string()));
+        for subnet in other_subnets {
+            self.refuse_subnet(
+                subnet,
+                400,
+                "AvailabilityZonesMismatch",
+                "One Zone file systems can only have mount targets in the file system's Availability Zone",
+            );
+        }
+    }
+
+    /// DescribeFileSystems shows the file system in this `LifeCycleState`.
+    pub fn file_system_state(&self, state: &str) {
+        self.state.lock().unwrap().file_system_state = Some(state.to_string());
+    }
+
+    /// The ECS service is run by this deployment controller (`CODE_DEPLOY`, `EXTERNAL`):
+    /// DescribeServices says so, and UpdateService refuses `forceNewDeployment` for it.
+    pub fn deployment_controller(&self, service: &str, controller: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .controllers
+            .insert(service.to_string(), controller.to_string());
+    }
+
+    /// The service's PRIMARY deployment shows `rolloutState` `FAILED` with this reason.
+    pub fn rollout_failed(&self, service: &str, reason: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .rollouts_failed
+            .insert(service.to_string(), reason.to_string());
     }
 
     /// Drops every pending fault.
@@ -335,8 +413,17 @@ async fn handle(
         }
         fault
     };
-    if let Some(kind) = fault {
-        return Ok(injected(kind, protocol, &op));
+    match fault {
+        Some(FaultKind::Stall) => {
+            // Held until the caller gives up (or the test ends).
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            return Ok(plain(StatusCode::GATEWAY_TIMEOUT, "stalled".into()));
+        }
+        Some(kind) => return Ok(injected(kind, protocol, &op)),
+        None => {}
+    }
+    if let Some(reply) = refusal(&state, &op, &body) {
+        return Ok(reply);
     }
 
     // Forward it.
@@ -379,6 +466,10 @@ async fn handle(
             answer_body = on_created(&state, answer_body);
         } else if op == "DescribeMountTargets" {
             answer_body = on_described(&state, answer_body);
+        } else if op == "DescribeFileSystems" {
+            answer_body = on_file_systems(&state, answer_body);
+        } else if op == "DescribeServices" {
+            answer_body = on_services(&state, answer_body);
         }
     }
 
@@ -393,6 +484,89 @@ async fn handle(
         }
     }
     Ok(reply.body(Full::new(answer_body)).expect("reply"))
+}
+
+/// What AWS answers where moto would accept: a refused subnet, or UpdateService forcing a
+/// deployment of a service another controller runs.
+fn refusal(state: &Mutex<State>, op: &str, body: &[u8]) -> Option<Reply> {
+    let request: Value = serde_json::from_slice(body).ok()?;
+    let s = state.lock().unwrap();
+    match op {
+        "CreateMountTarget" => {
+            let subnet = request["SubnetId"].as_str()?;
+            let r = s.refusals.iter().find(|r| r.subnet_id == subnet)?;
+            Some(aws_error(Protocol::RestJson, r.status, &r.code, &r.message))
+        }
+        "UpdateService" if request["forceNewDeployment"] == json!(true) => {
+            let service = request["service"].as_str()?;
+            let name = service.rsplit('/').next().unwrap_or(service);
+            let controller = s.controllers.get(name)?;
+            Some(aws_error(
+                Protocol::AwsJson,
+                400,
+                "InvalidParameterException",
+                &format!(
+                    "Unable to update the service because a {controller} deployment controller is being used."
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn on_file_systems(state: &Mutex<State>, body: Bytes) -> Bytes {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let s = state.lock().unwrap();
+    if s.one_zone.is_none() && s.file_system_state.is_none() {
+        return body;
+    }
+    if let Some(systems) = v["FileSystems"].as_array_mut() {
+        for fs in systems {
+            if let Some((az, az_id)) = &s.one_zone {
+                fs["AvailabilityZoneName"] = json!(az);
+                fs["AvailabilityZoneId"] = json!(az_id);
+            }
+            if let Some(state) = &s.file_system_state {
+                fs["LifeCycleState"] = json!(state);
+            }
+        }
+    }
+    Bytes::from(v.to_string())
+}
+
+fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let s = state.lock().unwrap();
+    if s.controllers.is_empty() && s.rollouts_failed.is_empty() {
+        return body;
+    }
+    if let Some(services) = v["services"].as_array_mut() {
+        for service in services {
+            let name = service["serviceName"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if let Some(controller) = s.controllers.get(&name) {
+                service["deploymentController"] = json!({"type": controller});
+            }
+            if let Some(reason) = s.rollouts_failed.get(&name) {
+                if let Some(deployments) = service["deployments"].as_array_mut() {
+                    for d in deployments
+                        .iter_mut()
+                        .filter(|d| d["status"] == json!("PRIMARY"))
+                    {
+                        d["rolloutState"] = json!("FAILED");
+                        d["rolloutStateReason"] = json!(reason);
+                    }
+                }
+            }
+        }
+    }
+    Bytes::from(v.to_string())
 }
 
 /// Records a new mount target; shows it `creating` when targets are being held.
@@ -460,8 +634,14 @@ fn injected(kind: FaultKind, protocol: Protocol, op: &str) -> Reply {
             (s, "InternalServerError", "Internal server error")
         }
         (FaultKind::ServerError(s), _) => (s, "InternalServerError", "Internal server error"),
+        (FaultKind::Stall, _) => unreachable!("a stall has no answer"),
     };
     let message = format!("{message} (injected by the test proxy into {op})");
+    aws_error(protocol, status, code, &message)
+}
+
+/// An error answer in the wire format of `protocol`.
+fn aws_error(protocol: Protocol, status: u16, code: &str, message: &str) -> Reply {
     let request_id = "00000000-1111-2222-3333-444444444444";
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let builder = Response::builder()

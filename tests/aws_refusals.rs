@@ -1,0 +1,344 @@
+//! What real AWS refuses that moto allows, played by the proxy: a subnet CreateMountTarget
+//! refuses, a One Zone file system, a stalled call, an ECS service run by another deployment
+//! controller, a service that is not there, a failed rollout, a file system not available.
+//! Each scenario asserts what AWS would have seen (the calls through the proxy) and what is
+//! left in AWS and on the file system.
+//!
+//! Needs `moto_server` on PATH (`pip install "moto[server]"`).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use support::{event, has_action, strings, Invocation, Testbed, World};
+
+const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
+const THRESHOLD: usize = 500;
+
+async fn testbed(world: support::world::WorldBuilder, files: usize) -> Testbed {
+    let mut tb = Testbed::new(BIN, world).await;
+    tb.mount.generate(files);
+    tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
+    tb
+}
+
+/// The function's scale state file, parsed (`{}` when there is none).
+fn scale_state(tb: &Testbed) -> Value {
+    let path = tb
+        .mount
+        .path()
+        .join(".efs-mount-autoscaler")
+        .join("state.json");
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).expect("state.json is JSON"),
+        Err(_) => json!({}),
+    }
+}
+
+fn assert_nothing_changed(tb: &Testbed, inv: &Invocation) {
+    let mutating = tb.proxy.mutating_calls();
+    assert!(
+        mutating.is_empty(),
+        "expected no mutating call, got {mutating:?} (all calls: {:?})\n{}",
+        tb.proxy.counts(),
+        inv.describe()
+    );
+}
+
+/// The subnet ids the response says are left out.
+fn excluded(r: &Value) -> Vec<String> {
+    r["excluded_subnets"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["subnet_or_az"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
+    let tb = testbed(World::builder(), 2 * THRESHOLD + 100).await;
+    let full = tb.world.subnet('b').id.clone();
+    tb.proxy.refuse_subnet(
+        &full,
+        409,
+        "NoFreeAddressesInSubnet",
+        "The subnet has no free IP addresses",
+    );
+
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    // The refused subnet, then the next free AZ, in the same run: one target created.
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 2, "{}", inv.describe());
+    let targets = tb.world.mount_targets().await;
+    let azs: Vec<&str> = targets.iter().map(|t| t.az.as_str()).collect();
+    assert_eq!(targets.len(), 2, "{targets:#?}\n{}", inv.describe());
+    assert!(azs.contains(&"us-east-1c"), "{azs:?}\n{}", inv.describe());
+    assert_eq!(
+        r["new_mount_target"]["subnet_id"],
+        json!(tb.world.subnet('c').id),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(excluded(r), vec![full.clone()], "{}", inv.describe());
+    let warnings = strings(r, "warnings").join("\n");
+    assert!(
+        warnings.contains(&full) && warnings.contains("NoFreeAddressesInSubnet"),
+        "the response does not name the refused subnet and why: {warnings}\n{}",
+        inv.describe()
+    );
+    assert!(
+        inv.logs.contains(&full) && inv.logs.contains("NoFreeAddressesInSubnet"),
+        "{}",
+        inv.describe()
+    );
+    // The exclusion is kept; only the accepted create counts as the function's own.
+    let state = scale_state(&tb);
+    assert!(state["excluded"][&full]["until"].is_u64(), "{state}");
+    assert_eq!(
+        state["created_azs"],
+        json!([tb.world.az_id('c')]),
+        "{state}"
+    );
+
+    // Files keep growing: the refused subnet is not tried again, and nothing else is left.
+    tb.mount.generate(THRESHOLD);
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
+    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
+    assert_eq!(excluded(r), vec![full], "{}", inv.describe());
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_everywhere_record_no_scale_out_and_reach_capacity() {
+    let tb = testbed(World::builder(), 2 * THRESHOLD + 100).await;
+    let b = tb.world.subnet('b').id.clone();
+    let c = tb.world.subnet('c').id.clone();
+    tb.proxy
+        .refuse_subnet(&b, 409, "NoFreeAddressesInSubnet", "no free addresses");
+    tb.proxy.refuse_subnet(
+        &c,
+        400,
+        "UnsupportedAvailabilityZone",
+        "EFS is not supported in this Availability Zone",
+    );
+
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 2, "{}", inv.describe());
+    assert_eq!(tb.world.mount_targets().await.len(), 1);
+    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
+    assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
+    assert!(!has_action(r, "publish"), "{}", inv.describe());
+    let mut left_out = excluded(r);
+    left_out.sort();
+    // A subnet error leaves the subnet out; an AZ error leaves its AZ out.
+    let mut want = vec![b, tb.world.az_id('c')];
+    want.sort();
+    assert_eq!(left_out, want, "{}", inv.describe());
+    let state = scale_state(&tb);
+    assert!(
+        state.get("last_scale_out").is_none() && state.get("created_azs").is_none(),
+        "a refused create is no scale-out: {state}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_one_zone_file_system_is_at_capacity_with_one_target_and_never_asked_for_another() {
+    let tb = testbed(World::builder(), 4 * THRESHOLD).await;
+    let (b, c) = (
+        tb.world.subnet('b').id.clone(),
+        tb.world.subnet('c').id.clone(),
+    );
+    tb.proxy.one_zone(
+        "us-east-1a",
+        &tb.world.az_id('a'),
+        &[b.as_str(), c.as_str()],
+    );
+
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
+    assert_eq!(r["desired"], json!(1), "{}", inv.describe());
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("One Zone"),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
+    assert_eq!(tb.proxy.count("DescribeFileSystems"), 1, "read once a run");
+    assert_nothing_changed(&tb, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_call_ends_the_run_in_bounded_time_naming_it_with_nothing_changed() {
+    let mut tb = testbed(World::builder(), 2 * THRESHOLD).await;
+    tb.env("API_ATTEMPT_TIMEOUT_SECONDS", "1");
+    tb.env("API_CALL_TIMEOUT_SECONDS", "3");
+    tb.proxy.stall("DescribeMountTargets", usize::MAX);
+    let parameter = tb.world.published().await;
+
+    let deadline = Duration::from_secs(60);
+    let inv = tb.invoke_with_deadline(&event("scheduled"), deadline).await;
+    let message = inv.error_text();
+    assert!(
+        message.starts_with("TimedOut: ") && message.contains("DescribeMountTargets"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    // The function answered by itself, long before Lambda would have killed it.
+    assert!(inv.within_deadline(), "{}", inv.describe());
+    assert!(tb.proxy.count("DescribeMountTargets") >= 1);
+    assert_nothing_changed(&tb, &inv);
+    assert_eq!(tb.world.published().await, parameter);
+    assert_eq!(tb.world.mount_targets().await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_code_deploy_service_is_an_error_naming_it_and_no_service_is_updated() {
+    let tb = testbed(
+        World::builder().services(&["ingest", "billing"]),
+        2 * THRESHOLD,
+    )
+    .await;
+    tb.proxy.deployment_controller("billing", "CODE_DEPLOY");
+
+    let inv = tb.invoke(&event("scheduled")).await;
+    let message = inv.error_text();
+    assert!(
+        message.starts_with("DeploymentController: ")
+            && message.contains("billing")
+            && message.contains("CODE_DEPLOY"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    assert_eq!(tb.proxy.count("UpdateService"), 0, "{}", inv.describe());
+    assert_nothing_changed(&tb, &inv);
+    assert_eq!(tb.world.mount_targets().await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxy_refuses_to_force_a_code_deploy_deployment_as_ecs_does() {
+    // The behaviour the test above guards against: AWS refuses, moto would not.
+    let tb = testbed(World::builder(), 0).await;
+    tb.proxy.deployment_controller("ingest", "CODE_DEPLOY");
+    let ecs = aws_sdk_ecs::Client::from_conf(
+        tb.aws
+            .ecs
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let err = ecs
+        .update_service()
+        .cluster(&tb.world.cluster)
+        .service("ingest")
+        .force_new_deployment(true)
+        .send()
+        .await
+        .expect_err("UpdateService must be refused");
+    assert!(
+        err.as_service_error()
+            .is_some_and(|e| e.is_invalid_parameter_exception()),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_that_does_not_exist_is_an_error_naming_it() {
+    let mut tb = testbed(World::builder(), 2 * THRESHOLD).await;
+    tb.env("ECS_SERVICE_NAME", "ingest,ghost");
+    let inv = tb.invoke(&event("scheduled")).await;
+    let message = inv.error_text();
+    assert!(
+        message.starts_with("NotFound: ")
+            && message.contains("ghost")
+            && message.contains("ECS_SERVICE_NAME"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    assert_nothing_changed(&tb, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_service_is_an_error_naming_it() {
+    let tb = testbed(World::builder().services(&["ingest", "old"]), 2 * THRESHOLD).await;
+    tb.world
+        .aws
+        .ecs
+        .delete_service()
+        .cluster(&tb.world.cluster)
+        .service("old")
+        .force(true)
+        .send()
+        .await
+        .expect("DeleteService");
+    let inv = tb.invoke(&event("scheduled")).await;
+    let message = inv.error_text();
+    assert!(
+        message.starts_with("NotFound: ") && message.contains("old"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    assert_nothing_changed(&tb, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_rollout_is_a_warning_and_a_metric() {
+    let tb = testbed(World::builder(), 100).await;
+    tb.proxy.rollout_failed(
+        "ingest",
+        "ECS deployment circuit breaker: tasks failed to start.",
+    );
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    let warnings = strings(r, "warnings").join("\n");
+    assert!(
+        warnings.contains("ingest") && warnings.contains("circuit breaker"),
+        "{warnings}\n{}",
+        inv.describe()
+    );
+    let metrics: BTreeMap<String, Value> = inv
+        .logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("_aws").is_some() && v.get("RolloutsFailed").is_some())
+        .filter_map(|v| v.as_object().cloned())
+        .flat_map(|o| o.into_iter())
+        .collect();
+    assert_eq!(
+        metrics.get("RolloutsFailed"),
+        Some(&json!(1)),
+        "{}",
+        inv.describe()
+    );
+    assert_nothing_changed(&tb, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_system_that_is_not_available_is_an_error_naming_it() {
+    let tb = testbed(World::builder(), 2 * THRESHOLD).await;
+    tb.proxy.file_system_state("deleting");
+    let inv = tb.invoke(&event("scheduled")).await;
+    let message = inv.error_text();
+    assert!(
+        message.starts_with("FileSystemNotAvailable: ")
+            && message.contains(&tb.world.file_system_id)
+            && message.contains("deleting"),
+        "{message}\n{}",
+        inv.describe()
+    );
+    assert_nothing_changed(&tb, &inv);
+}
