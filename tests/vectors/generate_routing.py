@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/vectors/routing.json, the routing cases that the Rust library (router/) and the
-Python client (clients/python/efs_router.py) are both tested against.
+Python client (clients/python/src/efs_router) are both tested against.
 
 Independent of both on purpose: the modulo-sha256 answers come from the original system's own
 expression, the rendezvous answers from the rule as router/README.md states it, in a few lines,
