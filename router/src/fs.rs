@@ -207,13 +207,23 @@ impl Router {
         if present(&home.real)? {
             return Ok(Found::Home);
         }
-        for j in self.others(home.index) {
-            let real = self.real_in(j, &home.logical);
-            if present(&real)? {
-                return Ok(Found::Elsewhere { index: j, real });
+        let others: Vec<(usize, PathBuf)> = self
+            .others(home.index)
+            .map(|j| (j, self.real_in(j, &home.logical)))
+            .collect();
+        if others.is_empty() {
+            return Ok(Found::Missing);
+        }
+        for ((j, real), there) in others.iter().zip(probe(&others, present)) {
+            if there? {
+                return Ok(Found::Elsewhere {
+                    index: *j,
+                    real: real.clone(),
+                });
             }
         }
-        // A concurrent read may have moved it home while we looked elsewhere.
+        // A concurrent read may have moved it home while we looked elsewhere: it was linked
+        // home before it left the shard where we missed it, so home shows it now.
         if present(&home.real)? {
             return Ok(Found::Home);
         }
@@ -221,7 +231,7 @@ impl Router {
     }
 
     /// Whether `path` exists in any shard. One `stat` when it is at home; on a miss, one per
-    /// distinct shard directory, then home again.
+    /// other distinct shard directory (at once), then home again.
     pub fn exists(&self, path: &str) -> Result<bool, Error> {
         let home = self.resolve(path)?;
         Ok(self.find(&home)? != Found::Missing)
@@ -236,8 +246,16 @@ impl Router {
             .real
             .parent()
             .expect("a real path has a shard directory above it");
-        fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
-        let (tmp, mut file) = create_temporary(dir)?;
+        // The directory is made only when the create finds it missing: over NFS making it
+        // first would cost round trips on every write.
+        let (tmp, mut file) = match create_temporary(dir) {
+            Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+                create_temporary(dir)
+            }
+            created => created,
+        }
+        .map_err(|(tmp, e)| io_err("create", &tmp)(e))?;
         let result = (|| {
             file.write_all(data).map_err(io_err("write", &tmp))?;
             file.sync_all().map_err(io_err("sync", &tmp))?;
@@ -250,8 +268,9 @@ impl Router {
         result.map(|()| home.real)
     }
 
-    /// Reads `path` from its home; on a miss, from the first other shard that has it, and moves
-    /// it home there by a rename. Fails with [`Error::NotFound`] when no shard has it.
+    /// Reads `path` from its home; on a miss, from the first other shard (in list order) that
+    /// has it, the others being tried at once, and moves it home. Fails with
+    /// [`Error::NotFound`] when no shard has it.
     pub fn read_with_fallback(&self, path: &str) -> Result<Read, Error> {
         let home = self.resolve(path)?;
         if let Some(data) = read_if_present(&home.real)? {
@@ -260,9 +279,18 @@ impl Router {
                 place: Place::Home,
             });
         }
-        for j in self.others(home.index) {
-            let real = self.real_in(j, &home.logical);
-            let Some(data) = read_if_present(&real)? else {
+        let others: Vec<(usize, PathBuf)> = self
+            .others(home.index)
+            .map(|j| (j, self.real_in(j, &home.logical)))
+            .collect();
+        if others.is_empty() {
+            return Err(Error::NotFound {
+                path: path.to_owned(),
+            });
+        }
+        for ((j, _), read) in others.iter().zip(probe(&others, read_if_present)) {
+            let j = *j;
+            let Some(data) = read? else {
                 continue;
             };
             match self.move_home(j, &home)? {
@@ -315,17 +343,22 @@ impl Router {
                 reason: "source and home are the same path".to_owned(),
             }));
         }
-        if let Some(dir) = dst.parent() {
-            if let Err(e) = fs::create_dir_all(dir) {
-                return Ok(Move::Done(Place::LeftElsewhere {
-                    index: from,
-                    reason: format!("create directory {}: {e}", dir.display()),
-                }));
-            }
-        }
         // Never replace a file at home: it is newer than the misplaced copy. `relocate`
-        // refuses atomically (link, then unlink), so no check-then-rename window.
-        match relocate(&src, &dst) {
+        // refuses atomically (link, then unlink), so no check-then-rename window. The home
+        // directory is made only if the link finds it missing (a round trip saved per move).
+        let mut moved = relocate(&src, &dst);
+        if matches!(&moved, Err(e) if e.kind() == io::ErrorKind::NotFound) {
+            if let Some(dir) = dst.parent() {
+                if let Err(e) = fs::create_dir_all(dir) {
+                    return Ok(Move::Done(Place::LeftElsewhere {
+                        index: from,
+                        reason: format!("create directory {}: {e}", dir.display()),
+                    }));
+                }
+            }
+            moved = relocate(&src, &dst);
+        }
+        match moved {
             Ok(Relocation::Moved) => Ok(Move::Done(Place::MovedHome { from })),
             Ok(Relocation::SourceGone) => Ok(Move::Done(Place::MovedByAnother { from })),
             Ok(Relocation::DestinationTaken) => Ok(Move::HomeTaken),
@@ -354,8 +387,8 @@ fn present(path: &Path) -> Result<bool, Error> {
     }
 }
 
-/// A new, empty file with a [`temporary_name`] in `dir`.
-fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), Error> {
+/// A new, empty file with a [`temporary_name`] in `dir`; on failure, the name tried.
+fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), (PathBuf, io::Error)> {
     let mut attempt = 0;
     loop {
         let tmp = dir.join(temporary_name());
@@ -366,9 +399,33 @@ fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), Error> {
         {
             Ok(file) => return Ok((tmp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
-            Err(e) => return Err(io_err("create", &tmp)(e)),
+            Err(e) => return Err((tmp, e)),
         }
     }
+}
+
+/// `check` of each path, in their order: at once (one thread each) when there are several,
+/// since over NFS each is a round trip and they do not wait on one another.
+fn probe<T: Send>(
+    paths: &[(usize, PathBuf)],
+    check: impl Fn(&Path) -> Result<T, Error> + Sync,
+) -> Vec<Result<T, Error>> {
+    if paths.len() < 2 {
+        return paths.iter().map(|(_, p)| check(p)).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .iter()
+            .map(|(_, p)| {
+                let check = &check;
+                s.spawn(move || check(p))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, Error> {

@@ -1,0 +1,364 @@
+//! Round trips over a network file system, counted on the FUSE test bed (`netfs`): what
+//! counting, moving and the client's operations cost, by kind of operation. Counts are
+//! deterministic (the test bed runs with no delay here); times are never asserted.
+//! Each test prints why and returns when FUSE cannot be mounted on this machine.
+
+use efs_router::dir::{count_files, for_each_file};
+use efs_router::relocation::relocate_many;
+use efs_router::{relocate, Layout, MountTargetList, Place, Relocation, Router, Strategy, Target};
+use netfs::{Counts, TestBed};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const NAMES_PER_READDIR: u64 = 544;
+
+fn assert_only(counts: &Counts, allowed: &[&str]) {
+    let bookkeeping = [
+        "ROUND_TRIPS",
+        "MAX_IN_FLIGHT",
+        "READDIR_REQUESTS",
+        "OPENDIR",
+        "RELEASEDIR",
+        "RELEASE",
+        "FLUSH",
+        "FORGET",
+        "BATCH_FORGET",
+    ];
+    for (kind, n) in &counts.0 {
+        assert!(
+            *n == 0 || allowed.contains(&kind.as_str()) || bookkeeping.contains(&kind.as_str()),
+            "unexpected {kind} x{n}: {counts:?}"
+        );
+    }
+}
+
+#[test]
+fn counting_reads_names_only_no_lookup_or_getattr_per_entry() {
+    let Some(bed) = TestBed::new("counting") else {
+        return;
+    };
+    let dir = bed.backing.path().join("data/analysis");
+    fs::create_dir_all(&dir).unwrap();
+    for i in 0..5000 {
+        fs::write(dir.join(format!("device-{i:05}-1700000000.json")), b"").unwrap();
+    }
+    fs::create_dir(dir.join("sub")).unwrap();
+    let through = bed.path().join("data/analysis");
+    // The entries come without a type (DT_UNKNOWN), as over NFS; the subdirectory counts as a
+    // file, which is the documented price of never stating an entry.
+    bed.fs.reset();
+    assert_eq!(count_files(&through).unwrap(), Some(5001));
+    let c = bed.fs.counts();
+    println!("count_files of 5,000 files: {}", c.summary());
+    // ceil((5001 names + . and ..) / 544) = 10 replies.
+    let floor = 5003u64.div_ceil(NAMES_PER_READDIR);
+    assert!(
+        c.get("READDIR") >= floor && c.get("READDIR") <= floor + 1,
+        "{c:?}"
+    );
+    // The path's two directories at most, never one per entry.
+    assert!(c.get("LOOKUP") <= 2, "{c:?}");
+    assert!(c.get("GETATTR") <= 2, "{c:?}");
+    assert_only(&c, &["READDIR", "LOOKUP", "GETATTR"]);
+
+    bed.fs.reset();
+    let mut names = 0;
+    assert!(for_each_file(&through, |_| {
+        names += 1;
+        true
+    })
+    .unwrap());
+    assert_eq!(names, 5001);
+    let c = bed.fs.counts();
+    assert!(
+        c.get("READDIR") <= floor + 1 && c.get("LOOKUP") <= 2,
+        "{c:?}"
+    );
+    assert_only(&c, &["READDIR", "LOOKUP", "GETATTR"]);
+}
+
+#[test]
+fn counting_rounds_up_per_reply_and_shard_sizes_do_not_change_lookups() {
+    let Some(bed) = TestBed::new("counting sizes") else {
+        return;
+    };
+    for (n, name) in [(0usize, "empty"), (542, "one-reply"), (20_000, "many")] {
+        let dir = bed.backing.path().join(name);
+        fs::create_dir(&dir).unwrap();
+        for i in 0..n {
+            fs::write(dir.join(format!("f{i}")), b"").unwrap();
+        }
+        bed.fs.reset();
+        assert_eq!(count_files(&bed.path().join(name)).unwrap(), Some(n as u64));
+        let c = bed.fs.counts();
+        let floor = (n as u64 + 2).div_ceil(NAMES_PER_READDIR);
+        assert!(
+            c.get("READDIR") >= floor && c.get("READDIR") <= floor + 1,
+            "{name}: {c:?}"
+        );
+        assert!(c.get("LOOKUP") <= 1, "{name}: {c:?}");
+    }
+}
+
+/// The floor of a move on the test bed, which the kernel decides: LINK and UNLINK, and the
+/// LOOKUPs the kernel makes for them: the source's name for the link, the destination's
+/// (found absent) before linking, the source's again before unlinking. No GETATTR, no stat of
+/// relocate's own.
+const MOVE_ROUND_TRIPS: u64 = 5;
+
+#[test]
+fn a_move_is_one_link_one_unlink_and_the_kernels_lookups() {
+    let Some(bed) = TestBed::new("move") else {
+        return;
+    };
+    for d in ["from", "home"] {
+        fs::create_dir(bed.backing.path().join(d)).unwrap();
+        fs::metadata(bed.path().join(d)).unwrap(); // the directories' names are cached
+    }
+    fs::write(bed.backing.path().join("from/f"), b"x").unwrap();
+    let (src, dst) = (bed.path().join("from/f"), bed.path().join("home/f"));
+    bed.fs.reset();
+    assert_eq!(relocate(&src, &dst).unwrap(), Relocation::Moved);
+    let c = bed.fs.counts();
+    println!("relocate, moved: {}", c.summary());
+    assert_eq!(c.get("LINK"), 1, "{c:?}");
+    assert_eq!(c.get("UNLINK"), 1, "{c:?}");
+    assert!(c.get("LOOKUP") <= 3, "{c:?}");
+    assert_eq!(c.get("GETATTR"), 0, "{c:?}");
+    assert!(c.round_trips() <= MOVE_ROUND_TRIPS, "{c:?}");
+    assert_only(&c, &["LINK", "UNLINK", "LOOKUP"]);
+    assert_eq!(fs::read(bed.backing.path().join("home/f")).unwrap(), b"x");
+    assert!(!bed.backing.path().join("from/f").exists());
+
+    // The destination taken: refused, both kept; no link is even sent.
+    fs::write(bed.backing.path().join("from/g"), b"old").unwrap();
+    fs::write(bed.backing.path().join("home/g"), b"new").unwrap();
+    bed.fs.reset();
+    assert_eq!(
+        relocate(&bed.path().join("from/g"), &bed.path().join("home/g")).unwrap(),
+        Relocation::DestinationTaken
+    );
+    let c = bed.fs.counts();
+    println!("relocate, destination taken: {}", c.summary());
+    assert_eq!(
+        c.get("LINK") + c.get("UNLINK") + c.get("RENAME"),
+        0,
+        "{c:?}"
+    );
+    assert_eq!(fs::read(bed.backing.path().join("from/g")).unwrap(), b"old");
+    assert_eq!(fs::read(bed.backing.path().join("home/g")).unwrap(), b"new");
+}
+
+#[test]
+fn moves_at_once_cost_what_moves_one_by_one_cost() {
+    let Some(bed) = TestBed::new("many moves") else {
+        return;
+    };
+    let homes = ["home-a", "home-b", "home-c"];
+    for d in ["from"].iter().chain(&homes) {
+        fs::create_dir(bed.backing.path().join(d)).unwrap();
+        fs::metadata(bed.path().join(d)).unwrap();
+    }
+    let n = 300;
+    let pairs: Vec<(PathBuf, PathBuf)> = (0..n)
+        .map(|i| {
+            fs::write(bed.backing.path().join(format!("from/f{i}")), i.to_string()).unwrap();
+            (
+                bed.path().join(format!("from/f{i}")),
+                bed.path().join(format!("{}/f{i}", homes[i % 3])),
+            )
+        })
+        .collect();
+    bed.fs.reset();
+    let outcomes = relocate_many(&pairs, 16, None);
+    assert!(outcomes
+        .iter()
+        .all(|o| matches!(o, Some(Ok(Relocation::Moved)))));
+    let c = bed.fs.counts();
+    println!("relocate_many, {n} moves at 16: {}", c.summary());
+    assert_eq!(c.get("LINK"), n as u64, "{c:?}");
+    assert_eq!(c.get("UNLINK"), n as u64, "{c:?}");
+    assert!(c.round_trips() <= MOVE_ROUND_TRIPS * n as u64, "{c:?}");
+    assert_only(&c, &["LINK", "UNLINK", "LOOKUP"]);
+    for (i, home) in (0..n).map(|i| (i, homes[i % 3])) {
+        let moved = bed.backing.path().join(format!("{home}/f{i}"));
+        assert_eq!(fs::read_to_string(moved).unwrap(), i.to_string());
+    }
+    assert_eq!(
+        count_files(&bed.backing.path().join("from")).unwrap(),
+        Some(0)
+    );
+}
+
+#[test]
+fn rename_without_replacing_is_refused_as_nfs_refuses_it() {
+    let Some(bed) = TestBed::new("renameat2") else {
+        return;
+    };
+    fs::write(bed.backing.path().join("a"), b"x").unwrap();
+    let r = rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        bed.path().join("a"),
+        rustix::fs::CWD,
+        bed.path().join("b"),
+        rustix::fs::RenameFlags::NOREPLACE,
+    );
+    assert_eq!(r, Err(rustix::io::Errno::INVAL));
+}
+
+fn target(i: usize, root: &str) -> Target {
+    Target {
+        id: format!("fsmt-{i}"),
+        ip: format!("10.0.{i}.4"),
+        az: None,
+        az_id: None,
+        subnet_id: None,
+        root: root.to_owned(),
+        draining: false,
+    }
+}
+
+const THREE: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
+
+/// A router over the mount, every shard's `data/analysis` made and its name cached.
+fn router(bed: &TestBed) -> Router {
+    let list = MountTargetList {
+        mount_targets: THREE
+            .iter()
+            .enumerate()
+            .map(|(i, r)| target(i, r))
+            .collect(),
+        strategy: Strategy::Rendezvous,
+    };
+    for r in THREE {
+        let d = Path::new(r.trim_start_matches('/')).join("data/analysis");
+        fs::create_dir_all(bed.backing.path().join(&d)).unwrap();
+        fs::metadata(bed.path().join(&d)).unwrap();
+    }
+    Router::new(list, Layout::single_mount(bed.path())).unwrap()
+}
+
+/// A logical path whose home is shard `home`.
+fn path_homed_at(router: &Router, home: usize, tag: &str) -> String {
+    (0..)
+        .map(|i| format!("data/analysis/device-{tag}{i}-1700000000.json"))
+        .find(|p| router.resolve(p).unwrap().index == home)
+        .unwrap()
+}
+
+/// The file `path` put straight into shard `shard`'s backing directory.
+fn put(bed: &TestBed, shard: usize, path: &str, data: &[u8]) {
+    let p = bed
+        .backing
+        .path()
+        .join(THREE[shard].trim_start_matches('/'))
+        .join(path);
+    fs::write(p, data).unwrap();
+}
+
+#[test]
+fn exists_on_a_home_hit_is_exactly_one_lookup() {
+    let Some(bed) = TestBed::new("exists") else {
+        return;
+    };
+    let router = router(&bed);
+    let hit = path_homed_at(&router, 1, "hit");
+    put(&bed, 1, &hit, b"x");
+    bed.fs.reset();
+    assert!(router.exists(&hit).unwrap());
+    let c = bed.fs.counts();
+    println!("exists, home hit: {}", c.summary());
+    assert_eq!(c.get("LOOKUP"), 1, "{c:?}");
+    assert_eq!(c.round_trips(), 1, "{c:?}");
+
+    // A fallback hit: home, then both other shards at once.
+    let elsewhere = path_homed_at(&router, 1, "elsewhere");
+    put(&bed, 2, &elsewhere, b"x");
+    bed.fs.reset();
+    assert!(router.exists(&elsewhere).unwrap());
+    let c = bed.fs.counts();
+    println!("exists, fallback hit: {}", c.summary());
+    assert_eq!(c.get("LOOKUP"), 3, "{c:?}");
+    assert_eq!(c.round_trips(), 3, "{c:?}");
+
+    // A miss: one lookup per shard, and home once more (a mover may have brought it home).
+    let missing = path_homed_at(&router, 1, "missing");
+    bed.fs.reset();
+    assert!(!router.exists(&missing).unwrap());
+    let c = bed.fs.counts();
+    println!("exists, miss: {}", c.summary());
+    assert_eq!(c.get("LOOKUP"), 4, "{c:?}");
+    assert_eq!(c.round_trips(), 4, "{c:?}");
+}
+
+#[test]
+fn reads_and_writes_cost_their_floor() {
+    let Some(bed) = TestBed::new("read and write") else {
+        return;
+    };
+    let router = router(&bed);
+    let hit = path_homed_at(&router, 0, "hit");
+    put(&bed, 0, &hit, b"at home");
+    bed.fs.reset();
+    let read = router.read_with_fallback(&hit).unwrap();
+    assert_eq!(
+        (read.data.as_slice(), read.place),
+        (&b"at home"[..], Place::Home)
+    );
+    let c = bed.fs.counts();
+    println!("read, home hit: {}", c.summary());
+    // The name, the open, the bytes.
+    assert_eq!(
+        (c.get("LOOKUP"), c.get("OPEN"), c.get("READ")),
+        (1, 1, 1),
+        "{c:?}"
+    );
+    assert_eq!(c.round_trips(), 3, "{c:?}");
+
+    // A fallback hit: home missed, the two others tried at once, read where it is, moved home.
+    let elsewhere = path_homed_at(&router, 0, "elsewhere");
+    put(&bed, 2, &elsewhere, b"misplaced");
+    bed.fs.reset();
+    let read = router.read_with_fallback(&elsewhere).unwrap();
+    assert_eq!(read.place, Place::MovedHome { from: 2 });
+    let c = bed.fs.counts();
+    println!("read, fallback hit (moved home): {}", c.summary());
+    assert_eq!((c.get("OPEN"), c.get("READ")), (1, 1), "{c:?}");
+    assert_eq!((c.get("LINK"), c.get("UNLINK")), (1, 1), "{c:?}");
+    assert_eq!(c.get("MKDIR") + c.get("GETATTR"), 0, "{c:?}");
+    // home, the two others, then the move's three.
+    assert_eq!(c.get("LOOKUP"), 1 + 2 + 3, "{c:?}");
+
+    let missing = path_homed_at(&router, 0, "missing");
+    bed.fs.reset();
+    assert!(router.read_with_fallback(&missing).is_err());
+    let c = bed.fs.counts();
+    println!("read, miss: {}", c.summary());
+    assert_eq!(c.get("LOOKUP"), 4, "{c:?}");
+    assert_eq!(c.round_trips(), 4, "{c:?}");
+
+    let new = path_homed_at(&router, 1, "new");
+    bed.fs.reset();
+    router.write(&new, b"fresh").unwrap();
+    let c = bed.fs.counts();
+    println!("write: {}", c.summary());
+    // No mkdir or stat of the directory: it exists, and the create finds it.
+    assert_eq!(c.get("MKDIR") + c.get("GETATTR"), 0, "{c:?}");
+    assert_eq!(
+        (
+            c.get("CREATE"),
+            c.get("WRITE"),
+            c.get("FSYNC"),
+            c.get("RENAME")
+        ),
+        (1, 1, 1, 1),
+        "{c:?}"
+    );
+    assert_eq!(router.read_with_fallback(&new).unwrap().data, b"fresh");
+
+    // A write into a shard whose directory is missing makes it.
+    let deeper = "data/fresh-dir/x.json";
+    bed.fs.reset();
+    let real = router.write(deeper, b"y").unwrap();
+    assert_eq!(fs::read(real).unwrap(), b"y");
+}
