@@ -1,6 +1,6 @@
 //! The function, end to end, on this machine: moto_server plays AWS, a directory plays EFS.
 //!
-//!     make demo     (= cargo build --bin efs-mount-autoscaler && cargo run --example demo)
+//!     make demo     (= cargo build --bin efs-mount-autoscaler --example demo && cargo run --example demo)
 //!
 //! A file system with one mount target and 60,000 readings in `data/analysis`; the function
 //! runs once, as Lambda runs it, on the scheduled event, with the default threshold of 50,000

@@ -19,9 +19,9 @@ pub struct Applied {
     pub waiting_for: Vec<String>,
     pub moves: Moves,
     pub deleted: Vec<String>,
-    /// A step changed what the next observation will see (a target created, available,
-    /// deleted, or files moved, or a subnet left out).
-    pub progressed: bool,
+    /// A step of the current `apply` changed what the next observation will see (a target
+    /// created, available, deleted, files moved, a subnet left out).
+    progressed: bool,
     /// What happened that an operator should know (a subnet AWS refused).
     pub warnings: Vec<String>,
 }
@@ -36,13 +36,16 @@ fn unix_now() -> u64 {
 const FIRST_POLL: Duration = Duration::from_secs(1);
 const LONGEST_POLL: Duration = Duration::from_secs(10);
 
+/// Runs `steps` in order and returns whether any of them changed what the next observation
+/// sees (the run then observes and plans again).
 pub async fn apply(
     clients: &Clients,
     config: &Config,
     steps: &[Step],
     wait_until: Instant,
     applied: &mut Applied,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
+    applied.progressed = false;
     for step in steps {
         match step {
             Step::CreateShardDir { root } => {
@@ -103,7 +106,7 @@ pub async fn apply(
         }
         applied.actions.push(step.name());
     }
-    Ok(())
+    Ok(applied.progressed)
 }
 
 /// The target AWS accepted, recorded in the scale state as the function's own. `None` when

@@ -18,9 +18,10 @@ pub const ENV_VARS: &[&str] = &[
     "SUBNET_EXCLUSION_SECONDS",
     "API_ATTEMPT_TIMEOUT_SECONDS",
     "API_CALL_TIMEOUT_SECONDS",
+    "CLIENT_REFRESH_SECONDS",
 ];
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub struct Config {
     /// Time limits on AWS calls: one attempt, and the whole call with its retries. The SDK
     /// sets none by default, so a stalled answer would hold the run until Lambda kills it.
     pub api_timeouts: ApiTimeouts,
+    /// How often clients that re-read the list themselves do it (0: none does; tasks pick a
+    /// new list up by the forced deployment). Files move only that long after a publish.
+    pub client_refresh: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,18 +69,18 @@ impl Default for ApiTimeouts {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, Error> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let value = |var: &'static str| {
             get(var)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
         let required = |var: &'static str| {
-            value(var).ok_or(Error::Config {
+            value(var).ok_or(ConfigError {
                 var,
                 problem: "required, not set".into(),
             })
@@ -90,7 +94,7 @@ impl Config {
         let mount_path =
             PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
         if !mount_path.is_absolute() {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 var: "EFS_MOUNT_PATH",
                 problem: format!("{} is not an absolute path", mount_path.display()),
             });
@@ -107,7 +111,7 @@ impl Config {
             Some(v) => match v.parse::<f64>() {
                 Ok(r) if r > 0.0 && r < 1.0 => r,
                 _ => {
-                    return Err(Error::Config {
+                    return Err(ConfigError {
                         var: "SCALE_IN_RATIO",
                         problem: format!("{v:?} is not a number between 0 and 1 (exclusive)"),
                     })
@@ -119,7 +123,7 @@ impl Config {
                 .map(|v| {
                     v.parse::<u64>()
                         .map(Duration::from_secs)
-                        .map_err(|_| Error::Config {
+                        .map_err(|_| ConfigError {
                             var,
                             problem: format!("{v:?} is not a whole number of seconds"),
                         })
@@ -135,7 +139,7 @@ impl Config {
             positive("API_ATTEMPT_TIMEOUT_SECONDS")?.map_or(defaults.attempt, Duration::from_secs);
         let call = positive("API_CALL_TIMEOUT_SECONDS")?.map_or(defaults.call, Duration::from_secs);
         if call < attempt {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 var: "API_CALL_TIMEOUT_SECONDS",
                 problem: format!(
                     "{} s is shorter than one attempt (API_ATTEMPT_TIMEOUT_SECONDS, {} s)",
@@ -161,6 +165,7 @@ impl Config {
             protected_subnet_ids: optional_list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
             subnet_exclusion,
             api_timeouts: ApiTimeouts { attempt, call },
+            client_refresh: seconds("CLIENT_REFRESH_SECONDS")?.unwrap_or_default(),
         })
     }
 
@@ -173,10 +178,10 @@ impl Config {
     }
 }
 
-fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, Error> {
+fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, ConfigError> {
     match raw.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(Error::Config {
+        _ => Err(ConfigError {
             var,
             problem: format!("{raw:?} is not a whole number above 0"),
         }),
@@ -184,17 +189,17 @@ fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, Error> {
 }
 
 /// `a,b , c` → [a, b, c]; an empty item (`a,,b`, `,`) is an error, as are duplicates.
-fn id_list(var: &'static str, raw: &str) -> Result<Vec<String>, Error> {
+fn id_list(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> {
     let mut ids: Vec<String> = Vec::new();
     for item in raw.split(',').map(str::trim) {
         if item.is_empty() {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 var,
                 problem: format!("{raw:?} has an empty item; give a comma-separated list of ids"),
             });
         }
         if item.chars().any(char::is_whitespace) {
-            return Err(Error::Config {
+            return Err(ConfigError {
                 var,
                 problem: format!("{item:?} contains whitespace"),
             });
@@ -206,13 +211,13 @@ fn id_list(var: &'static str, raw: &str) -> Result<Vec<String>, Error> {
     Ok(ids)
 }
 
-fn watch_dir(raw: &str) -> Result<String, Error> {
+fn watch_dir(raw: &str) -> Result<String, ConfigError> {
     let parts: Vec<&str> = raw
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
         .collect();
     if parts.iter().any(|p| *p == ".." || p.contains('\0')) {
-        return Err(Error::Config {
+        return Err(ConfigError {
             var: "WATCH_DIR",
             problem: format!("{raw:?} must stay inside the shard root (no '..')"),
         });
@@ -225,7 +230,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn config(vars: &[(&str, &str)]) -> Result<Config, Error> {
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let mut env: HashMap<String, String> = [
             ("EFS_FILE_SYSTEM_ID", "fs-1"),
             ("ECS_CLUSTER_NAME", "c"),
@@ -242,7 +247,7 @@ mod tests {
 
     fn failing_var(vars: &[(&str, &str)]) -> &'static str {
         match config(vars) {
-            Err(Error::Config { var, .. }) => var,
+            Err(ConfigError { var, .. }) => var,
             other => panic!("expected a config error for {vars:?}, got {other:?}"),
         }
     }
@@ -262,6 +267,7 @@ mod tests {
         assert!(c.protected_subnet_ids.is_empty());
         assert_eq!(c.subnet_exclusion, Duration::from_secs(86_400));
         assert_eq!(c.api_timeouts, ApiTimeouts::default());
+        assert_eq!(c.client_refresh, Duration::ZERO);
     }
 
     #[test]

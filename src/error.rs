@@ -1,19 +1,29 @@
 //! The one error type. Each variant names what is at fault (a variable, a file, a
-//! parameter, an AWS operation) and keeps its source.
+//! parameter, an AWS operation) and keeps its source. A message never repeats its source:
+//! [`chain`] is the one printer of an error with its causes.
 
 use std::path::PathBuf;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A setting that is missing or not valid, naming its variable. Cloned for each invocation:
+/// a bad setting is answered to every one of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("configuration: {var}: {problem}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub problem: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("configuration: {var}: {problem}")]
-    Config { var: &'static str, problem: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 
     #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}}, {{\"action\":\"plan\"}} and {{\"action\":\"rebalance\",\"max_moves\":N}}")]
     UnsupportedEvent { received: String },
 
-    #[error("SSM parameter {name} does not hold a mount target list, so it is left unchanged and nothing was done: {source}")]
+    #[error("SSM parameter {name} does not hold a mount target list, so it is left unchanged and nothing was done")]
     CorruptParameter {
         name: String,
         #[source]
@@ -23,14 +33,14 @@ pub enum Error {
     #[error("watch directory {path} of the root shard does not exist; is EFS_MOUNT_PATH/WATCH_DIR right and the file system mounted?")]
     MissingWatchDir { path: PathBuf },
 
-    #[error("cannot read directory {path}: {source}")]
+    #[error("cannot read directory {path}")]
     ReadDir {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
 
-    #[error("cannot create shard directory {path}: {source}")]
+    #[error("cannot create shard directory {path}")]
     CreateShardDir {
         path: PathBuf,
         #[source]
@@ -102,9 +112,11 @@ pub enum Error {
         source: BoxError,
     },
 
-    #[error("AWS {operation} failed: {message}")]
+    /// `code` and `message` are the API's own (empty when the call failed before an answer).
+    #[error("AWS {operation} failed{}", if code.is_empty() && message.is_empty() { String::new() } else { format!(": {code}: {message}") })]
     Aws {
         operation: &'static str,
+        code: String,
         message: String,
         #[source]
         source: BoxError,
@@ -118,7 +130,7 @@ impl Error {
     /// The Lambda error type reported to the runtime: the variant's name.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Config { .. } => "Config",
+            Error::Config(_) => "Config",
             Error::UnsupportedEvent { .. } => "UnsupportedEvent",
             Error::CorruptParameter { .. } => "CorruptParameter",
             Error::MissingWatchDir { .. } => "MissingWatchDir",

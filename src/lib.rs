@@ -1,16 +1,20 @@
 //! efs-mount-autoscaler: observe → plan → apply, once per invocation.
+//!
+//! Public is only what the binaries and the tests use: the AWS clients, the settings, the
+//! event, one run, the error, and the metric and IAM lists the template is checked against.
 
-pub mod apply;
 pub mod aws;
 pub mod config;
 pub mod error;
 pub mod event;
 pub mod metrics;
-pub mod migration;
-pub mod observe;
-pub mod observed;
-pub mod plan;
 pub mod reconcile;
-pub mod response;
-pub mod scale_state;
-pub mod shard;
+
+mod apply;
+mod migration;
+mod observe;
+mod observed;
+mod plan;
+mod response;
+mod scale_state;
+mod shard;

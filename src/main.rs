@@ -28,10 +28,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (config, clients) = (&config, &clients);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let run = async {
-            // The environment does not change: reading it again gives the same error.
-            let config = config
-                .as_ref()
-                .map_err(|_| Config::from_env().expect_err("the same environment"))?;
+            let config = config.as_ref().map_err(|e| Error::from(e.clone()))?;
             let action = Action::from_event(&event.payload)?;
             reconcile::run(clients, config, action, event.context.deadline()).await
         };

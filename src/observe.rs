@@ -2,7 +2,7 @@
 
 use crate::aws::Clients;
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::observed::{LifeCycle, Observed};
 use crate::scale_state;
 use crate::shard::root_for_az;
@@ -48,13 +48,13 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
         (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
         (None, None) => {
-            return Err(Error::Config {
+            return Err(Error::Config(ConfigError {
                 var: "SUBNET_IDS",
                 problem: format!(
                     "required while file system {} has no mount target to take a VPC from",
                     config.file_system_id
                 ),
-            })
+            }))
         }
     };
 

@@ -2,6 +2,12 @@
 //!
 //! Level-triggered like a Kubernetes controller: it assumes nothing about why it runs or
 //! what the last run finished, so a run that died anywhere is finished by the next one.
+//!
+//! A plan is made in parts, each a small function of plain data: the counts (files per
+//! shard), the room (where a new mount target may go), the size (how many are needed, wanted
+//! and possible), one [`Decision`] chosen by [`decide`], the reason rendered from that
+//! decision, and the housekeeping every run does whatever was decided (shard directories,
+//! waits, publish, redeploy).
 
 use crate::observed::{LifeCycle, Observed, Subnet};
 use crate::scale_state::ScaleState;
@@ -19,8 +25,11 @@ pub struct Policy {
     pub services: Vec<String>,
     pub scale_in_ratio: f64,
     pub scale_in_cooldown_secs: u64,
-    /// False on the second pass of a run, after it created or waited: one new target a run.
+    /// False once a run has created a target: one new target a run.
     pub allow_create: bool,
+    /// How often clients that refresh the list themselves re-read it (`CLIENT_REFRESH_SECONDS`):
+    /// no file moves until that long after the list was last published.
+    pub client_refresh_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +59,7 @@ pub enum Step {
     Wait {
         mount_target_id: String,
     },
-    /// Keep the scale-in timers (before a create, so a run that dies still remembers it).
+    /// Keep the scale-in timer (when the files entered the band).
     SaveState(ScaleState),
     /// Move the files of a draining shard to their homes.
     MoveFiles {
@@ -93,6 +102,68 @@ impl Step {
                 | Step::DeleteMountTarget { .. }
         )
     }
+
+    /// Publishing and redeploying: done once what is observed has settled.
+    pub fn is_announcement(&self) -> bool {
+        matches!(self, Step::Publish { .. } | Step::ForceDeployment { .. })
+    }
+}
+
+/// What a run decides about the number of mount targets: exactly one of these a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Add a mount target in this subnet.
+    Create(NewTarget),
+    /// More are wanted, but one is still creating: wait for it first.
+    WaitForCreating { id: String, az: String },
+    /// More are wanted, but this run already created one.
+    OneARun,
+    /// The files grew while a target was draining: it serves again.
+    CancelDrain { id: String },
+    /// A draining target's shard still has files: they move home first.
+    MoveDrained {
+        id: String,
+        az: String,
+        root: String,
+        files: u64,
+    },
+    /// A target is draining, but clients that refresh the list themselves may not have read
+    /// the list that marks it draining yet: nothing moves or goes for `left` seconds.
+    WaitForRefresh { id: String, left: u64 },
+    /// A draining target's shard is empty: the target goes.
+    DeleteDrained { id: String },
+    /// Within the scale-in band for long enough: this target starts draining.
+    StartDrain { id: String, held: u64 },
+    /// Within the scale-in band, but no target goes yet.
+    Hold(Hold),
+    /// More are needed than can exist.
+    AtCapacity(Bound),
+    /// Nothing to add or remove (`fewer_would_do`: above the scale-in band, so all stay).
+    Keep { fewer_would_do: bool },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// None may go: `/`, targets this function did not create, protected AZs.
+    NoCandidate,
+    /// The band has held for `held` of the `cooldown` seconds it must.
+    Settling { held: u64, cooldown: u64 },
+    /// The last scale-out was `ago` seconds ago, less than the cool-down.
+    RecentScaleOut { ago: u64, cooldown: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bound {
+    /// A One Zone file system (in this AZ) takes one mount target.
+    OneZone {
+        az: String,
+    },
+    MaxMountTargets(usize),
+    /// No AZ without a target has an eligible subnet; `excluded` were refused by AWS.
+    Azs {
+        usable: usize,
+        excluded: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -110,6 +181,7 @@ pub struct Plan {
     pub desired: usize,
     /// Needed more than the AZs (or MAX_MOUNT_TARGETS) allow.
     pub at_capacity: bool,
+    pub decision: Decision,
     /// The list clients should see once the steps have run.
     pub list: MountTargetList,
     pub steps: Vec<Step>,
@@ -122,37 +194,159 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Excluded {
+    #[serde(rename = "subnet_or_az")]
+    pub key: String,
+    pub until: u64,
+    pub reason: String,
+}
+
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let published = obs.parameter.as_ref().map(|p| &p.list);
     let shards = shard::assign(&obs.mount_targets, published, |root| {
         obs.files.contains_key(root)
     });
     let mut warnings = Vec::new();
+    let counts = Counts::of(obs, &shards, &mut warnings);
+    let room = Room::of(obs, policy, &mut warnings);
+    let rollouts_failed = rollouts_failed(obs, &mut warnings);
+    let current = shards.iter().filter(|s| s.target.state.is_active()).count();
+    let size = Size::of(counts.file_count, current, room.az_capacity, policy);
 
-    // Files: each distinct root once (the original layout lists `/` for every target).
-    let files_of = |root: &str| obs.files.get(root).copied().unwrap_or(0);
-    let mut roots: BTreeSet<&str> = shards.iter().map(|s| s.root.as_str()).collect();
-    roots.insert("/");
-    let file_count: u64 = roots.iter().map(|r| files_of(r)).sum();
-    let files_per_shard = shards
+    let mut list = rebuild_list(published, &shards);
+    let draining = shards.iter().find(|s| {
+        list.mount_targets
+            .iter()
+            .any(|t| t.id == s.target.id && t.draining)
+    });
+    let serving = current - usize::from(draining.is_some());
+    let band = Band::of(policy, serving, counts.file_count);
+    let candidate = scale_in_candidate(obs, &list, &counts);
+    let creating: Vec<&Shard> = shards
         .iter()
-        .map(|s| (s.target.id.clone(), files_of(&s.root)))
+        .filter(|s| s.target.state == LifeCycle::Creating)
         .collect();
-    let orphaned: Vec<&String> = obs
-        .files
-        .keys()
-        .filter(|r| !roots.contains(r.as_str()))
-        .collect();
-    for root in orphaned {
-        if files_of(root) > 0 {
-            warnings.push(format!(
-                "{} files under {root} belong to no mount target and are not counted",
-                files_of(root)
-            ));
+    let bound = room.bound(obs, policy);
+    let situation = Situation {
+        size: &size,
+        serving,
+        draining: draining.map(|d| (d, counts.files_of(&d.root))),
+        creating: creating.first().copied(),
+        allow_create: policy.allow_create,
+        refresh_left: refresh_left(obs, policy),
+        next_target: room.eligible.first().map(|subnet| NewTarget {
+            subnet_id: subnet.id.clone(),
+            az: subnet.az.clone(),
+            az_id: subnet.az_id.clone(),
+            root: shard::root_for_az(&subnet.az_id),
+            security_groups: match (
+                &policy.security_group_ids,
+                shards.iter().find(|s| s.target.state.is_active()),
+            ) {
+                (Some(ids), _) => SecurityGroups::Given(ids.clone()),
+                (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
+                (None, None) => SecurityGroups::VpcDefault,
+            },
+        }),
+        bound: &bound,
+        in_band: band.holds,
+        candidate,
+        below_since: obs.scale_state.below_since,
+        last_scale_out: obs.scale_state.last_scale_out,
+        cooldown: policy.scale_in_cooldown_secs,
+        now: obs.now,
+    };
+    let decision = decide(&situation);
+    let reason = reason(&decision, &size, &band, policy, serving);
+
+    // The decision's own steps, and what it does to the list and the scale-in timer.
+    let mut steps = Vec::new();
+    let mut state = obs.scale_state.clone();
+    state.below_since = match &decision {
+        // The band holds: its clock runs from when it began.
+        Decision::Hold(_) => Some(obs.scale_state.below_since.unwrap_or(obs.now)),
+        Decision::StartDrain { .. } | Decision::Keep { .. } => None,
+        _ => obs.scale_state.below_since,
+    };
+    match &decision {
+        Decision::Create(new) => {
+            if !obs.files.contains_key(&new.root) {
+                steps.push(Step::CreateShardDir {
+                    root: new.root.clone(),
+                });
+            }
+            // The scale-in timers and `created_azs` change only once AWS accepts the create
+            // (apply records them): a refused or conflicting create is not a scale-out.
+            steps.push(Step::CreateMountTarget(new.clone()));
         }
+        Decision::CancelDrain { id } => set_draining(&mut list, id, false),
+        Decision::StartDrain { id, .. } => set_draining(&mut list, id, true),
+        Decision::MoveDrained { root, .. } => steps.push(Step::MoveFiles {
+            root: root.clone(),
+            list: list.clone(),
+        }),
+        Decision::DeleteDrained { id } => steps.push(Step::DeleteMountTarget {
+            mount_target_id: id.clone(),
+        }),
+        _ => {}
     }
-    for s in &shards {
-        if !s.target.state.is_active() {
+    if state != obs.scale_state {
+        steps.insert(0, Step::SaveState(state));
+    }
+    housekeeping(
+        obs, policy, &shards, &creating, published, &list, &mut steps,
+    );
+
+    Plan {
+        shards,
+        file_count: counts.file_count,
+        files_per_shard: counts.files_per_shard,
+        current,
+        needed: size.needed,
+        az_capacity: room.az_capacity,
+        desired: size.desired,
+        at_capacity: size.at_capacity,
+        decision,
+        list,
+        steps,
+        excluded: room.excluded,
+        rollouts_failed,
+        reason,
+        warnings,
+    }
+}
+
+/// Files per shard: each distinct root once (the original layout lists `/` for every target).
+struct Counts<'a> {
+    by_root: &'a BTreeMap<String, u64>,
+    file_count: u64,
+    files_per_shard: BTreeMap<String, u64>,
+}
+
+impl<'a> Counts<'a> {
+    fn of(obs: &'a Observed, shards: &[Shard], warnings: &mut Vec<String>) -> Counts<'a> {
+        let mut counts = Counts {
+            by_root: &obs.files,
+            file_count: 0,
+            files_per_shard: BTreeMap::new(),
+        };
+        let mut roots: BTreeSet<&str> = shards.iter().map(|s| s.root.as_str()).collect();
+        roots.insert("/");
+        counts.file_count = roots.iter().map(|r| counts.files_of(r)).sum();
+        counts.files_per_shard = shards
+            .iter()
+            .map(|s| (s.target.id.clone(), counts.files_of(&s.root)))
+            .collect();
+        for (root, files) in &obs.files {
+            if *files > 0 && !roots.contains(root.as_str()) {
+                warnings.push(format!(
+                    "{files} files under {root} belong to no mount target and are not counted"
+                ));
+            }
+        }
+        for s in shards.iter().filter(|s| !s.target.state.is_active()) {
             warnings.push(format!(
                 "mount target {} in {} is {}; it holds its AZ but serves no shard",
                 s.target.id,
@@ -160,74 +354,182 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 s.target.state.as_str()
             ));
         }
+        counts
     }
 
-    let current = shards.iter().filter(|s| s.target.state.is_active()).count();
-    let vpc = obs
-        .vpc_id
-        .clone()
-        .or_else(|| obs.subnets.first().map(|s| s.vpc_id.clone()));
-    let used_azs: BTreeSet<&str> = obs
-        .mount_targets
-        .iter()
-        .filter(|t| t.occupies_az())
-        .map(|t| t.az_id.as_str())
-        .collect();
-    let mut eligible: Vec<&Subnet> = obs
-        .subnets
-        .iter()
-        .filter(|s| vpc.as_deref() == Some(s.vpc_id.as_str()))
-        .filter(|s| {
-            policy
-                .subnet_ids
-                .as_ref()
-                .is_none_or(|ids| ids.contains(&s.id))
-        })
-        .filter(|s| !used_azs.contains(s.az_id.as_str()))
-        .filter(|s| obs.file_system.allows_az(&s.az, &s.az_id))
-        .filter(|s| {
-            obs.scale_state
-                .exclusion(&s.id, &s.az_id, obs.now)
-                .is_none()
-        })
-        .collect();
-    eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
-    for s in obs
-        .subnets
-        .iter()
-        .filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str()))
-    {
-        warnings.push(format!(
-            "subnet {} is in {}, not the file system's VPC {}; ignored",
-            s.id,
-            s.vpc_id,
-            vpc.as_deref().unwrap_or("?")
-        ));
+    fn files_of(&self, root: &str) -> u64 {
+        self.by_root.get(root).copied().unwrap_or(0)
     }
-    // Refused subnets still left out: said on every run, so the reason for a capacity
-    // shortfall is in each response.
-    let mut excluded: Vec<Excluded> = obs
-        .scale_state
-        .excluded
-        .iter()
-        .filter(|(_, e)| e.until > obs.now)
-        .map(|(key, e)| Excluded {
-            key: key.clone(),
-            until: e.until,
-            reason: e.reason.clone(),
-        })
-        .collect();
-    excluded.sort_by(|a, b| a.key.cmp(&b.key));
-    for e in &excluded {
-        warnings.push(format!(
-            "{} is left out of scale-out until {} (Unix time): {}",
-            e.key, e.until, e.reason
-        ));
+}
+
+/// Where a new mount target may go.
+struct Room<'a> {
+    /// Subnets in the file system's VPC (and `SUBNET_IDS`), in AZs without a target, that the
+    /// file system's type allows and AWS has not refused: lowest AZ id first.
+    eligible: Vec<&'a Subnet>,
+    az_capacity: usize,
+    excluded: Vec<Excluded>,
+}
+
+impl<'a> Room<'a> {
+    fn of(obs: &'a Observed, policy: &Policy, warnings: &mut Vec<String>) -> Room<'a> {
+        let vpc = obs
+            .vpc_id
+            .clone()
+            .or_else(|| obs.subnets.first().map(|s| s.vpc_id.clone()));
+        let used_azs: BTreeSet<&str> = obs
+            .mount_targets
+            .iter()
+            .filter(|t| t.occupies_az())
+            .map(|t| t.az_id.as_str())
+            .collect();
+        let mut eligible: Vec<&Subnet> = obs
+            .subnets
+            .iter()
+            .filter(|s| vpc.as_deref() == Some(s.vpc_id.as_str()))
+            .filter(|s| {
+                policy
+                    .subnet_ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.contains(&s.id))
+            })
+            .filter(|s| !used_azs.contains(s.az_id.as_str()))
+            .filter(|s| obs.file_system.allows_az(&s.az, &s.az_id))
+            .filter(|s| {
+                obs.scale_state
+                    .exclusion(&s.id, &s.az_id, obs.now)
+                    .is_none()
+            })
+            .collect();
+        eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
+        for s in obs
+            .subnets
+            .iter()
+            .filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str()))
+        {
+            warnings.push(format!(
+                "subnet {} is in {}, not the file system's VPC {}; ignored",
+                s.id,
+                s.vpc_id,
+                vpc.as_deref().unwrap_or("?")
+            ));
+        }
+        // Refused subnets still left out: said on every run, so the reason for a capacity
+        // shortfall is in each response.
+        let excluded: Vec<Excluded> = obs
+            .scale_state
+            .excluded
+            .iter()
+            .filter(|(_, e)| e.until > obs.now)
+            .map(|(key, e)| Excluded {
+                key: key.clone(),
+                until: e.until,
+                reason: e.reason.clone(),
+            })
+            .collect();
+        for e in &excluded {
+            warnings.push(format!(
+                "{} is left out of scale-out until {} (Unix time): {}",
+                e.key, e.until, e.reason
+            ));
+        }
+        let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
+        Room {
+            az_capacity: used_azs.len() + free_azs.len(),
+            eligible,
+            excluded,
+        }
     }
-    let mut rollouts_failed = Vec::new();
+
+    /// What bounds the number of mount targets.
+    fn bound(&self, obs: &Observed, policy: &Policy) -> Bound {
+        let fs = &obs.file_system;
+        if fs.is_one_zone() {
+            return Bound::OneZone {
+                az: fs
+                    .one_zone_az
+                    .clone()
+                    .or_else(|| fs.one_zone_az_id.clone())
+                    .unwrap_or_default(),
+            };
+        }
+        match policy.max_mount_targets {
+            Some(m) if m < self.az_capacity => Bound::MaxMountTargets(m),
+            _ => Bound::Azs {
+                usable: self.az_capacity,
+                excluded: self.excluded.len(),
+            },
+        }
+    }
+}
+
+/// How many mount targets: needed by the files, possible, wanted.
+struct Size {
+    file_count: u64,
+    current: usize,
+    needed: usize,
+    desired: usize,
+    at_capacity: bool,
+}
+
+impl Size {
+    fn of(file_count: u64, current: usize, az_capacity: usize, policy: &Policy) -> Size {
+        let limit = az_capacity
+            .min(policy.max_mount_targets.unwrap_or(usize::MAX))
+            .max(1);
+        let needed = usize::try_from(file_count.div_ceil(policy.file_threshold))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        Size {
+            file_count,
+            current,
+            needed,
+            desired: needed.min(limit),
+            at_capacity: needed > limit,
+        }
+    }
+}
+
+/// Hysteresis: a target may go only well below the scale-out line (no flapping at it).
+struct Band {
+    files: f64,
+    holds: bool,
+}
+
+impl Band {
+    fn of(policy: &Policy, serving: usize, file_count: u64) -> Band {
+        let files =
+            policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
+        Band {
+            files,
+            holds: serving > 1 && file_count as f64 <= files,
+        }
+    }
+}
+
+/// The target a scale-in would drain: only one this function created (never the first shard,
+/// never one that was there before), never one in a protected AZ; the one with the fewest
+/// files, the newest on a tie.
+fn scale_in_candidate(obs: &Observed, list: &MountTargetList, counts: &Counts) -> Option<String> {
+    let created = |az: &Option<String>| {
+        az.as_ref()
+            .is_some_and(|az| obs.scale_state.created_azs.contains(az))
+    };
+    let protected =
+        |az: &Option<String>| az.as_ref().is_some_and(|az| obs.protected_azs.contains(az));
+    list.mount_targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.root != "/" && created(&t.az_id) && !protected(&t.az_id))
+        .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
+        .map(|(_, t)| t.id.clone())
+}
+
+fn rollouts_failed(obs: &Observed, warnings: &mut Vec<String>) -> Vec<String> {
+    let mut failed = Vec::new();
     for d in &obs.deployments {
         if let Some(why) = &d.rollout_failed {
-            rollouts_failed.push(d.service.clone());
+            failed.push(d.service.clone());
             warnings.push(format!(
                 "the rollout of service {}'s newest deployment failed ({why}); its tasks still \
                  run the previous deployment and the list it had",
@@ -235,164 +537,187 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             ));
         }
     }
-    let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
-    let az_capacity = used_azs.len() + free_azs.len();
-    let limit = az_capacity
-        .min(policy.max_mount_targets.unwrap_or(usize::MAX))
-        .max(1);
-    let needed = usize::try_from(file_count.div_ceil(policy.file_threshold))
-        .unwrap_or(usize::MAX)
-        .max(1);
-    let desired = needed.min(limit);
-    let at_capacity = needed > limit;
+    failed
+}
 
-    let bounds = Bounds {
-        max_mount_targets: policy.max_mount_targets,
-        one_zone: obs.file_system.is_one_zone().then(|| {
-            obs.file_system
-                .one_zone_az
-                .clone()
-                .or(obs.file_system.one_zone_az_id.clone())
-                .unwrap_or_default()
-        }),
-        excluded: excluded.len(),
-    };
-    let mut steps = Vec::new();
-    let mut list = rebuild_list(published, &shards);
-    let mut state = obs.scale_state.clone();
-    let now = obs.now;
-    let draining = shards.iter().find(|s| {
-        list.mount_targets
-            .iter()
-            .any(|t| t.id == s.target.id && t.draining)
-    });
-    let serving = current - usize::from(draining.is_some());
-    let need_text = format!(
-        "{file_count} files need {needed} mount target{} at {} per target",
-        if needed == 1 { "" } else { "s" },
+/// Everything [`decide`] looks at, as plain values.
+struct Situation<'a> {
+    size: &'a Size,
+    serving: usize,
+    /// The draining shard and its files.
+    draining: Option<(&'a Shard, u64)>,
+    creating: Option<&'a Shard>,
+    allow_create: bool,
+    /// Seconds until every refreshing client has read the published list.
+    refresh_left: u64,
+    /// Where a new target would go, if anywhere.
+    next_target: Option<NewTarget>,
+    bound: &'a Bound,
+    in_band: bool,
+    candidate: Option<String>,
+    below_since: Option<u64>,
+    last_scale_out: Option<u64>,
+    cooldown: u64,
+    now: u64,
+}
+
+/// The one decision of a run, in order of precedence: a drain under way is finished (or
+/// cancelled by growth) first; then growth; then capacity; then scale-in.
+fn decide(s: &Situation) -> Decision {
+    if let Some((d, files)) = s.draining {
+        let id = d.target.id.clone();
+        return if s.size.needed > s.serving {
+            Decision::CancelDrain { id }
+        } else if s.refresh_left > 0 {
+            Decision::WaitForRefresh {
+                id,
+                left: s.refresh_left,
+            }
+        } else if files > 0 {
+            Decision::MoveDrained {
+                id,
+                az: d.target.az.clone(),
+                root: d.root.clone(),
+                files,
+            }
+        } else {
+            Decision::DeleteDrained { id }
+        };
+    }
+    if s.size.desired > s.size.current {
+        return if let Some(c) = s.creating {
+            Decision::WaitForCreating {
+                id: c.target.id.clone(),
+                az: c.target.az.clone(),
+            }
+        } else if !s.allow_create {
+            Decision::OneARun
+        } else if let Some(new) = &s.next_target {
+            Decision::Create(new.clone())
+        } else {
+            Decision::AtCapacity(s.bound.clone())
+        };
+    }
+    if s.size.at_capacity {
+        return Decision::AtCapacity(s.bound.clone());
+    }
+    if s.in_band {
+        let held = s.now.saturating_sub(s.below_since.unwrap_or(s.now));
+        let after_scale_out = s.last_scale_out.map(|t| s.now.saturating_sub(t));
+        return match &s.candidate {
+            None => Decision::Hold(Hold::NoCandidate),
+            Some(_) if held < s.cooldown => Decision::Hold(Hold::Settling {
+                held,
+                cooldown: s.cooldown,
+            }),
+            Some(_) if after_scale_out.is_some_and(|t| t < s.cooldown) => {
+                Decision::Hold(Hold::RecentScaleOut {
+                    ago: after_scale_out.unwrap_or_default(),
+                    cooldown: s.cooldown,
+                })
+            }
+            Some(id) => Decision::StartDrain {
+                id: id.clone(),
+                held,
+            },
+        };
+    }
+    Decision::Keep {
+        fewer_would_do: s.size.desired < s.size.current,
+    }
+}
+
+/// The decision in words, for the response and the log.
+fn reason(
+    decision: &Decision,
+    size: &Size,
+    band: &Band,
+    policy: &Policy,
+    serving: usize,
+) -> String {
+    let need = format!(
+        "{} files need {} mount target{} at {} per target",
+        size.file_count,
+        size.needed,
+        if size.needed == 1 { "" } else { "s" },
         policy.file_threshold
     );
-    // Hysteresis: a target may go only well below the scale-out line (no flapping at it).
-    let band =
-        policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
-    let in_band = serving > 1 && file_count as f64 <= band;
-    let creating: Vec<&Shard> = shards
-        .iter()
-        .filter(|s| s.target.state == LifeCycle::Creating)
-        .collect();
-    let reason = if let Some(d) = draining {
-        let id = &d.target.id;
-        if needed > serving {
-            set_draining(&mut list, id, false);
-            format!("{need_text}; {serving} serving: the growth cancels the drain of {id}")
-        } else if files_of(&d.root) > 0 {
-            steps.push(Step::MoveFiles {
-                root: d.root.clone(),
-                list: list.clone(),
-            });
-            format!(
-                "{need_text}; draining {id} ({}): its {} files move to their homes first",
-                d.target.az,
-                files_of(&d.root)
-            )
-        } else {
-            steps.push(Step::DeleteMountTarget {
-                mount_target_id: id.clone(),
-            });
-            format!("{need_text}; {id} is drained (its directory is empty): deleting it")
+    let current = size.current;
+    let in_band = format!(
+        "{need}; {serving} serving, within the scale-in band (<= {:.0} files)",
+        band.files
+    );
+    match decision {
+        Decision::Create(n) => format!(
+            "{need}; had {current}; adding one in {} ({}, {})",
+            n.az, n.az_id, n.subnet_id
+        ),
+        Decision::WaitForCreating { id, az } => {
+            format!("{need}; have {current}; waiting for {id} in {az} before adding another")
         }
-    } else if desired > current {
-        if let Some(c) = creating.first() {
-            format!(
-                "{need_text}; have {current}; waiting for {} in {} before adding another",
-                c.target.id, c.target.az
-            )
-        } else if !policy.allow_create {
-            format!("{need_text}; have {current}; one new mount target a run")
-        } else if let Some(subnet) = eligible.first() {
-            let root = shard::root_for_az(&subnet.az_id);
-            if !obs.files.contains_key(&root) {
-                steps.push(Step::CreateShardDir { root: root.clone() });
+        Decision::OneARun => format!("{need}; have {current}; one new mount target a run"),
+        Decision::CancelDrain { id } => {
+            format!("{need}; {serving} serving: the growth cancels the drain of {id}")
+        }
+        Decision::MoveDrained { id, az, files, .. } => {
+            format!("{need}; draining {id} ({az}): its {files} files move to their homes first")
+        }
+        Decision::DeleteDrained { id } => {
+            format!("{need}; {id} is drained (its directory is empty): deleting it")
+        }
+        Decision::WaitForRefresh { id, left } => format!(
+            "{need}; draining {id}: its files move (and it goes) once clients that refresh the \
+             list have read it ({left} s more, CLIENT_REFRESH_SECONDS)"
+        ),
+        Decision::StartDrain { id, held } => {
+            format!("{in_band} for {held} s: draining {id} before removing it")
+        }
+        Decision::Hold(Hold::NoCandidate) => format!(
+            "{in_band}, but none may go: the first shard `/`, targets this function did not \
+             create and targets in protected AZs stay"
+        ),
+        Decision::Hold(Hold::Settling { held, cooldown }) => {
+            format!("{in_band} for {held} s of {cooldown} s")
+        }
+        Decision::Hold(Hold::RecentScaleOut { ago, cooldown }) => {
+            format!("{in_band}, but the last scale-out was {ago} s ago (cool-down {cooldown} s)")
+        }
+        Decision::AtCapacity(Bound::OneZone { az }) => format!(
+            "{need}; have {current}; a One Zone file system (in {az}) takes exactly one mount \
+             target, in its own AZ: at capacity"
+        ),
+        Decision::AtCapacity(Bound::MaxMountTargets(m)) => {
+            format!("{need}; have {current}; MAX_MOUNT_TARGETS is {m}: at capacity")
+        }
+        Decision::AtCapacity(Bound::Azs { usable, excluded }) => format!(
+            "{need}; have {current}; no AZ without a mount target has an eligible subnet \
+             ({usable} AZ{} usable{}): at capacity",
+            if *usable == 1 { "" } else { "s" },
+            match excluded {
+                0 => String::new(),
+                n => format!("; {n} subnet(s) or AZ(s) left out after AWS refused them"),
             }
-            let security_groups = match (
-                &policy.security_group_ids,
-                shards.iter().find(|s| s.target.state.is_active()),
-            ) {
-                (Some(ids), _) => SecurityGroups::Given(ids.clone()),
-                (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
-                (None, None) => SecurityGroups::VpcDefault,
-            };
-            // The scale-in timers and `created_azs` change only once AWS accepts the create
-            // (apply records them): a refused or conflicting create is not a scale-out.
-            steps.push(Step::CreateMountTarget(NewTarget {
-                subnet_id: subnet.id.clone(),
-                az: subnet.az.clone(),
-                az_id: subnet.az_id.clone(),
-                root,
-                security_groups,
-            }));
-            format!(
-                "{need_text}; had {current}; adding one in {} ({}, {})",
-                subnet.az, subnet.az_id, subnet.id
-            )
-        } else {
-            bound_text(&need_text, current, az_capacity, &bounds)
-        }
-    } else if at_capacity {
-        bound_text(&need_text, current, az_capacity, &bounds)
-    } else if in_band {
-        let since = *state.below_since.get_or_insert(now);
-        let held = now.saturating_sub(since);
-        let after_scale_out = state.last_scale_out.map(|t| now.saturating_sub(t));
-        let cooldown = policy.scale_in_cooldown_secs;
-        // Only a target this function created may go (never the first shard, never one that
-        // was there before), and never one in a protected AZ; the one with the fewest files,
-        // the newest on a tie.
-        let created =
-            |az: &Option<String>| az.as_ref().is_some_and(|az| state.created_azs.contains(az));
-        let candidate = list
-            .mount_targets
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.root != "/" && created(&t.az_id))
-            .filter(|(_, t)| {
-                !t.az_id
-                    .as_ref()
-                    .is_some_and(|az| obs.protected_azs.contains(az))
-            })
-            .min_by_key(|(i, t)| (files_of(&t.root), std::cmp::Reverse(*i)))
-            .map(|(_, t)| t.id.clone());
-        let band_text = format!(
-            "{need_text}; {serving} serving, within the scale-in band (<= {band:.0} files)"
-        );
-        match candidate {
-            None => format!(
-                "{band_text}, but none may go: the first shard `/`, targets this function did not \
-                 create and targets in protected AZs stay"
-            ),
-            Some(_) if held < cooldown => format!("{band_text} for {held} s of {cooldown} s"),
-            Some(_) if after_scale_out.is_some_and(|t| t < cooldown) => format!(
-                "{band_text}, but the last scale-out was {} s ago (cool-down {cooldown} s)",
-                after_scale_out.unwrap_or_default()
-            ),
-            Some(id) => {
-                set_draining(&mut list, &id, true);
-                state.below_since = None;
-                format!("{band_text} for {held} s: draining {id} before removing it")
-            }
-        }
-    } else {
-        state.below_since = None;
-        if desired < current {
-            format!("{need_text}; have {current}: above the scale-in band, keeping them")
-        } else {
-            format!("{need_text}; have {current}: nothing to add")
-        }
-    };
-    if state != obs.scale_state {
-        steps.insert(0, Step::SaveState(state));
+        ),
+        Decision::Keep {
+            fewer_would_do: true,
+        } => format!("{need}; have {current}: above the scale-in band, keeping them"),
+        Decision::Keep {
+            fewer_would_do: false,
+        } => format!("{need}; have {current}: nothing to add"),
     }
+}
 
+/// What every run does whatever it decided: make missing shard directories, wait for
+/// targets still creating, publish a changed list, redeploy services older than the list.
+fn housekeeping(
+    obs: &Observed,
+    policy: &Policy,
+    shards: &[Shard],
+    creating: &[&Shard],
+    published: Option<&MountTargetList>,
+    list: &MountTargetList,
+    steps: &mut Vec<Step>,
+) {
     for s in shards.iter().filter(|s| s.target.state.is_active()) {
         if !obs.files.contains_key(&s.root) {
             steps.push(Step::CreateShardDir {
@@ -400,13 +725,12 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             });
         }
     }
-    for s in &creating {
+    for s in creating {
         steps.push(Step::Wait {
             mount_target_id: s.target.id.clone(),
         });
     }
-
-    let publish = published != Some(&list);
+    let publish = published != Some(list);
     if publish {
         steps.push(Step::Publish { list: list.clone() });
     }
@@ -424,68 +748,24 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             });
         }
     }
+}
 
-    Plan {
-        shards,
-        file_count,
-        files_per_shard,
-        current,
-        needed,
-        az_capacity,
-        desired,
-        at_capacity,
-        list,
-        steps,
-        excluded,
-        rollouts_failed,
-        reason,
-        warnings,
-    }
+/// Seconds left before clients that re-read the list every `CLIENT_REFRESH_SECONDS` have all
+/// read the one published last (0 when they have, or when no client refreshes by itself).
+pub fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
+    let published = obs
+        .parameter
+        .as_ref()
+        .and_then(|p| p.last_modified)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    (published + policy.client_refresh_secs).saturating_sub(obs.now)
 }
 
 fn set_draining(list: &mut MountTargetList, id: &str, draining: bool) {
     for t in list.mount_targets.iter_mut().filter(|t| t.id == id) {
         t.draining = draining;
     }
-}
-
-/// What bounds the number of mount targets, for the reason.
-struct Bounds {
-    max_mount_targets: Option<usize>,
-    /// The AZ of a One Zone file system.
-    one_zone: Option<String>,
-    /// Subnets or AZs left out after AWS refused them.
-    excluded: usize,
-}
-
-fn bound_text(need_text: &str, current: usize, az_capacity: usize, bounds: &Bounds) -> String {
-    match (&bounds.one_zone, bounds.max_mount_targets) {
-        (Some(az), _) => format!(
-            "{need_text}; have {current}; a One Zone file system (in {az}) takes exactly one \
-             mount target, in its own AZ: at capacity"
-        ),
-        (None, Some(m)) if m < az_capacity => {
-            format!("{need_text}; have {current}; MAX_MOUNT_TARGETS is {m}: at capacity")
-        }
-        _ => format!(
-            "{need_text}; have {current}; no AZ without a mount target has an eligible subnet \
-             ({az_capacity} AZ{} usable{}): at capacity",
-            if az_capacity == 1 { "" } else { "s" },
-            match bounds.excluded {
-                0 => String::new(),
-                n => format!("; {n} subnet(s) or AZ(s) left out after AWS refused them"),
-            }
-        ),
-    }
-}
-
-/// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Excluded {
-    #[serde(rename = "subnet_or_az")]
-    pub key: String,
-    pub until: u64,
-    pub reason: String,
 }
 
 /// The list clients should see: the published order kept (modulo routing depends on it),
@@ -606,6 +886,7 @@ mod tests {
             scale_in_ratio: 0.6,
             scale_in_cooldown_secs: 1800,
             allow_create: true,
+            client_refresh_secs: 0,
         }
     }
 
@@ -662,7 +943,11 @@ mod tests {
         );
         assert_eq!(new.root, "/shards/use1-az2");
         assert_eq!(new.security_groups, SecurityGroups::SameAs("fsmt-a".into()));
-        assert!(p.reason.contains("61234 files need 2"), "{}", p.reason);
+        assert!(
+            matches!(p.decision, Decision::Create(_)),
+            "{:?}",
+            p.decision
+        );
     }
 
     #[test]
@@ -683,7 +968,13 @@ mod tests {
         assert_eq!((p.needed, p.desired, p.az_capacity), (4, 3, 3));
         assert!(p.at_capacity);
         assert!(created(&p).is_none());
-        assert!(p.reason.contains("at capacity"), "{}", p.reason);
+        assert_eq!(
+            p.decision,
+            Decision::AtCapacity(Bound::Azs {
+                usable: 3,
+                excluded: 0
+            })
+        );
     }
 
     #[test]
@@ -699,7 +990,11 @@ mod tests {
         }));
         // Not published while creating.
         assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
-        assert!(p.reason.contains("waiting for fsmt-b"), "{}", p.reason);
+        assert!(
+            matches!(&p.decision, Decision::WaitForCreating { id, .. } if id == "fsmt-b"),
+            "{:?}",
+            p.decision
+        );
     }
 
     #[test]
@@ -716,7 +1011,7 @@ mod tests {
         assert_eq!((p.needed, p.desired), (10, 2));
         assert!(p.at_capacity);
         assert!(created(&p).is_none());
-        assert!(p.reason.contains("MAX_MOUNT_TARGETS is 2"), "{}", p.reason);
+        assert_eq!(p.decision, Decision::AtCapacity(Bound::MaxMountTargets(2)));
     }
 
     #[test]
@@ -1009,7 +1304,12 @@ mod tests {
         assert_eq!(created(&p), None, "{:?}", p.steps);
         assert!(p.at_capacity);
         assert_eq!((p.az_capacity, p.desired), (1, 1));
-        assert!(p.reason.contains("One Zone"), "{}", p.reason);
+        assert_eq!(
+            p.decision,
+            Decision::AtCapacity(Bound::OneZone {
+                az: "us-east-1a".into()
+            })
+        );
     }
 
     #[test]
@@ -1042,15 +1342,17 @@ mod tests {
         let mut o = world(20_000);
         add_shard(&mut o, "fsmt-b", 'b', 10_000);
         let p = plan(&o, &policy());
-        assert!(
-            p.reason.contains("within the scale-in band"),
-            "{}",
-            p.reason
-        );
+        assert!(matches!(p.decision, Decision::Hold(_)), "{:?}", p.decision);
         // Just above the band (30,001) and far below the scale-out line: keep both, quietly.
         let mut o = world(20_000);
         add_shard(&mut o, "fsmt-b", 'b', 10_001);
         let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::Keep {
+                fewer_would_do: true
+            }
+        );
         assert!(p.steps.is_empty(), "{:?}", p.steps);
         assert_eq!(draining_id(&p), None);
         // After a scale-in to 1, the same 30,000 files do not make it grow again.
@@ -1075,7 +1377,13 @@ mod tests {
         o.scale_state.below_since = Some(NOW - 1799);
         let p = plan(&o, &policy());
         assert!(p.steps.is_empty(), "{:?}", p.steps);
-        assert!(p.reason.contains("for 1799 s of 1800 s"), "{}", p.reason);
+        assert_eq!(
+            p.decision,
+            Decision::Hold(Hold::Settling {
+                held: 1799,
+                cooldown: 1800
+            })
+        );
         // Held long enough: the shard with the fewest files drains; list published, redeployed.
         o.scale_state.below_since = Some(NOW - 1800);
         let p = plan(&o, &policy());
@@ -1096,10 +1404,12 @@ mod tests {
         o.scale_state.last_scale_out = Some(NOW - 600);
         let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), None);
-        assert!(
-            p.reason.contains("last scale-out was 600 s ago"),
-            "{}",
-            p.reason
+        assert_eq!(
+            p.decision,
+            Decision::Hold(Hold::RecentScaleOut {
+                ago: 600,
+                cooldown: 1800
+            })
         );
         let p = plan(
             &o,
@@ -1123,7 +1433,7 @@ mod tests {
         o.protected_azs.insert("use1-az2".into()); // b
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
-        assert!(p.reason.contains("none may go"), "{}", p.reason);
+        assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
         // The original list: every target is rooted at `/`, so none is this function's to remove.
         let mut o = world(10);
         o.mount_targets
@@ -1137,7 +1447,7 @@ mod tests {
         });
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
-        assert!(p.reason.contains("none may go"), "{}", p.reason);
+        assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
     }
 
     #[test]
@@ -1150,7 +1460,7 @@ mod tests {
         };
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
-        assert!(p.reason.contains("did not create"), "{}", p.reason);
+        assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
         o.scale_state.created_azs.insert("use1-az2".into());
         assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));
     }
@@ -1208,10 +1518,11 @@ mod tests {
         let p = plan(&draining_c(60_000, 30_000, 20_000), &policy());
         assert_eq!(draining_id(&p), None);
         assert_eq!(names(&p), ["publish", "force_deployment"]);
-        assert!(
-            p.reason.contains("cancels the drain of fsmt-c"),
-            "{}",
-            p.reason
+        assert_eq!(
+            p.decision,
+            Decision::CancelDrain {
+                id: "fsmt-c".into()
+            }
         );
         // Growth that two serving shards can hold does not cancel it.
         let p = plan(&draining_c(60_000, 30_000, 10), &policy());
@@ -1229,5 +1540,117 @@ mod tests {
         let new = created(&p).unwrap();
         assert_eq!(new.subnet_id, "subnet-a");
         assert_eq!(new.security_groups, SecurityGroups::VpcDefault);
+    }
+
+    /// The decision's name, for the table below.
+    fn kind(d: &Decision) -> &'static str {
+        match d {
+            Decision::Create(_) => "create",
+            Decision::WaitForCreating { .. } => "wait for creating",
+            Decision::OneARun => "one a run",
+            Decision::CancelDrain { .. } => "cancel drain",
+            Decision::MoveDrained { .. } => "move drained files",
+            Decision::DeleteDrained { .. } => "delete drained",
+            Decision::WaitForRefresh { .. } => "wait for refresh",
+            Decision::StartDrain { .. } => "start drain",
+            Decision::Hold(_) => "hold",
+            Decision::AtCapacity(_) => "at capacity",
+            Decision::Keep { .. } => "keep",
+        }
+    }
+
+    #[test]
+    fn each_situation_has_its_decision() {
+        let default = policy();
+        let no_cooldown = Policy {
+            scale_in_cooldown_secs: 0,
+            ..policy()
+        };
+        let second_pass = Policy {
+            allow_create: false,
+            ..policy()
+        };
+        let refreshing = Policy {
+            client_refresh_secs: NOW,
+            ..policy()
+        };
+        let one_max = Policy {
+            max_mount_targets: Some(1),
+            ..policy()
+        };
+        let creating_b = {
+            let mut o = world(200_000);
+            o.mount_targets
+                .push(target("fsmt-b", 'b', LifeCycle::Creating));
+            o
+        };
+        let table: Vec<(&str, Observed, &Policy, &str)> = vec![
+            ("files cross the line", world(61_234), &default, "create"),
+            (
+                "a target was created this run",
+                world(61_234),
+                &second_pass,
+                "one a run",
+            ),
+            (
+                "a target is still creating",
+                creating_b,
+                &default,
+                "wait for creating",
+            ),
+            (
+                "a draining shard with files",
+                draining_c(100, 10, 5),
+                &default,
+                "move drained files",
+            ),
+            (
+                "clients have not refreshed yet",
+                draining_c(100, 10, 5),
+                &refreshing,
+                "wait for refresh",
+            ),
+            (
+                "nor for an empty shard",
+                draining_c(100, 10, 0),
+                &refreshing,
+                "wait for refresh",
+            ),
+            (
+                "a drained, empty shard",
+                draining_c(100, 10, 0),
+                &default,
+                "delete drained",
+            ),
+            (
+                "growth during a drain",
+                draining_c(150_000, 10, 5),
+                &default,
+                "cancel drain",
+            ),
+            (
+                "the band held long enough",
+                three_shards(100, 10, 5),
+                &no_cooldown,
+                "start drain",
+            ),
+            (
+                "the band just began",
+                three_shards(100, 10, 5),
+                &default,
+                "hold",
+            ),
+            (
+                "more needed than allowed",
+                world(200_000),
+                &one_max,
+                "at capacity",
+            ),
+            ("few files, one target", world(10), &default, "keep"),
+        ];
+        for (case, o, policy, want) in table {
+            let p = plan(&o, policy);
+            assert_eq!(kind(&p.decision), want, "{case}: {:?}", p.decision);
+        }
     }
 }

@@ -8,7 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
-use crate::plan::{plan, Plan, Policy, Step};
+use crate::plan::{self, plan, Plan, Policy, Step};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -31,6 +31,7 @@ pub fn policy(config: &Config) -> Policy {
         scale_in_ratio: config.scale_in_ratio,
         scale_in_cooldown_secs: config.scale_in_cooldown.as_secs(),
         allow_create: true,
+        client_refresh_secs: config.client_refresh.as_secs(),
     }
 }
 
@@ -59,8 +60,16 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
-            // The list clients use now: every shard is walked, files go where they route.
-            if let Some(parameter) = &observed.parameter {
+            // The list clients use now: every shard is walked, files go where they route;
+            // not before every client that refreshes the list itself has read it.
+            let refresh_left = plan::refresh_left(&observed, &policy);
+            if refresh_left > 0 {
+                let why = format!(
+                    "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read                      the one published last: no file moves for {refresh_left} s more"
+                );
+                warn!(refresh_left, "{why}");
+                applied.warnings.push(why);
+            } else if let Some(parameter) = &observed.parameter {
                 let roots: Vec<String> = parameter
                     .list
                     .mount_targets
@@ -110,9 +119,9 @@ pub async fn run(
     Ok(response)
 }
 
-/// Applies a plan; after a step that changes what is observed (a target created, available or
-/// deleted, files moved) observes and plans again, so that what is published is what is there.
-/// Stops when a round makes no such progress, or after `MAX_ROUNDS`.
+/// Applies a plan; after a step that changes what is observed (a target created, available
+/// or deleted, files moved, a subnet refused) observes and plans again, so that what is
+/// published is what is there. At most `MAX_ROUNDS` rounds; the last only announces.
 async fn converge(
     clients: &Clients,
     config: &Config,
@@ -121,49 +130,35 @@ async fn converge(
     wait_until: Instant,
     applied: &mut Applied,
 ) -> Result<Plan, Error> {
-    let mut round = 1;
-    loop {
-        let changing = current.steps.iter().any(Step::changes_state);
-        if changing && round < MAX_ROUNDS {
-            let head: Vec<Step> = current
-                .steps
-                .iter()
-                .filter(|s| !matches!(s, Step::Publish { .. } | Step::ForceDeployment { .. }))
-                .cloned()
-                .collect();
-            applied.progressed = false;
-            apply(clients, config, &head, wait_until, applied).await?;
-            if applied.progressed {
-                let (again, _) = observe(clients, config).await?;
-                // One new mount target a run; after a refused subnet, the next one is tried.
-                current = plan(
-                    &again,
-                    &Policy {
-                        allow_create: applied.created.is_none(),
-                        ..policy.clone()
-                    },
-                );
-                round += 1;
-                continue;
-            }
-            let tail: Vec<Step> = current
-                .steps
-                .iter()
-                .filter(|s| matches!(s, Step::Publish { .. } | Step::ForceDeployment { .. }))
-                .cloned()
-                .collect();
-            apply(clients, config, &tail, wait_until, applied).await?;
-        } else {
-            let rest: Vec<Step> = current
-                .steps
-                .iter()
-                .filter(|s| !s.changes_state())
-                .cloned()
-                .collect();
+    for round in 1..=MAX_ROUNDS {
+        let changing = round < MAX_ROUNDS && current.steps.iter().any(Step::changes_state);
+        if !changing {
+            let rest = only(&current.steps, |s| !s.changes_state());
             apply(clients, config, &rest, wait_until, applied).await?;
+            break;
         }
-        return Ok(current);
+        let head = only(&current.steps, |s| !s.is_announcement());
+        if apply(clients, config, &head, wait_until, applied).await? {
+            let (again, _) = observe(clients, config).await?;
+            // One new mount target a run; after a refused subnet, the next one is tried.
+            current = plan(
+                &again,
+                &Policy {
+                    allow_create: applied.created.is_none(),
+                    ..policy.clone()
+                },
+            );
+            continue;
+        }
+        let tail = only(&current.steps, Step::is_announcement);
+        apply(clients, config, &tail, wait_until, applied).await?;
+        break;
     }
+    Ok(current)
+}
+
+fn only(steps: &[Step], keep: impl Fn(&Step) -> bool) -> Vec<Step> {
+    steps.iter().filter(|s| keep(s)).cloned().collect()
 }
 
 /// The run's metrics as Embedded Metric Format lines on stdout: CloudWatch Logs makes them

@@ -478,6 +478,7 @@ fn the_environment_is_exactly_the_contract() {
         ("SUBNET_EXCLUSION_SECONDS", "86400"),
         ("API_ATTEMPT_TIMEOUT_SECONDS", "10"),
         ("API_CALL_TIMEOUT_SECONDS", "30"),
+        ("CLIENT_REFRESH_SECONDS", "0"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -500,6 +501,7 @@ fn the_environment_is_exactly_the_contract() {
         ("SubnetExclusionSeconds", "3600"),
         ("ApiAttemptTimeoutSeconds", "5"),
         ("ApiCallTimeoutSeconds", "20"),
+        ("ClientRefreshSeconds", "120"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -517,6 +519,7 @@ fn the_environment_is_exactly_the_contract() {
         ("SUBNET_EXCLUSION_SECONDS", "3600"),
         ("API_ATTEMPT_TIMEOUT_SECONDS", "5"),
         ("API_CALL_TIMEOUT_SECONDS", "20"),
+        ("CLIENT_REFRESH_SECONDS", "120"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }

@@ -25,7 +25,7 @@ use crate::config::ApiTimeouts;
 use crate::error::Error;
 use aws_config::timeout::TimeoutConfig;
 use aws_runtime::retries::classifiers::THROTTLING_ERRORS;
-use aws_sdk_efs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_efs::error::{ProvideErrorMetadata, SdkError};
 use std::time::{Duration, SystemTime};
 
 /// The service clients, built once per process from one SDK configuration.
@@ -69,7 +69,7 @@ where
     R: std::fmt::Debug + Send + Sync + 'static,
 {
     let code = err.code().unwrap_or_default().to_owned();
-    let message = DisplayErrorContext(&err).to_string();
+    let message = err.message().unwrap_or_default().to_owned();
     if matches!(err, SdkError::TimeoutError(_)) {
         Error::TimedOut {
             operation,
@@ -78,7 +78,7 @@ where
     } else if code.starts_with("AccessDenied") || code == "UnauthorizedOperation" {
         Error::Refused {
             operation,
-            message: err.message().unwrap_or_default().to_owned(),
+            message,
             code,
             fix: "allow it in the function's IAM role (docs/operations.md, IAM)".into(),
             source: Box::new(err),
@@ -91,6 +91,7 @@ where
     } else {
         Error::Aws {
             operation,
+            code,
             message,
             source: Box::new(err),
         }
