@@ -43,9 +43,11 @@ template-test:
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml --region us-east-1
 
 ## Run the function against moto_server on a generated directory of 60,000 files.
+## One cargo invocation builds the binary and the example together, so the AWS SDK is
+## compiled once, with the features the tests use too (`make test` after it reuses it).
 demo:
 	scripts/ensure-tools.sh moto
-	$(CARGO) build --bin efs-mount-autoscaler
+	$(CARGO) build --bin efs-mount-autoscaler --example demo
 	$(CARGO) run --example demo
 
 ## The Lambda package: bootstrap for arm64, with cargo-lambda (zig).
