@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use support::{event, has_action, strings, Invocation, Testbed, World};
+use support::{event, has_action, strings, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: usize = 500;
@@ -36,16 +36,6 @@ fn scale_state(tb: &Testbed) -> Value {
         Ok(bytes) => serde_json::from_slice(&bytes).expect("state.json is JSON"),
         Err(_) => json!({}),
     }
-}
-
-fn assert_nothing_changed(tb: &Testbed, inv: &Invocation) {
-    let mutating = tb.proxy.mutating_calls();
-    assert!(
-        mutating.is_empty(),
-        "expected no mutating call, got {mutating:?} (all calls: {:?})\n{}",
-        tb.proxy.counts(),
-        inv.describe()
-    );
 }
 
 /// The subnet ids the response says are left out.
@@ -178,7 +168,7 @@ async fn a_one_zone_file_system_is_at_capacity_with_one_target_and_never_asked_f
     );
     assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
     assert_eq!(tb.proxy.count("DescribeFileSystems"), 1, "read once a run");
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -200,7 +190,7 @@ async fn a_stalled_call_ends_the_run_in_bounded_time_naming_it_with_nothing_chan
     // The function answered by itself, long before Lambda would have killed it.
     assert!(inv.within_deadline(), "{}", inv.describe());
     assert!(tb.proxy.count("DescribeMountTargets") >= 1);
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
 }
@@ -224,7 +214,7 @@ async fn a_code_deploy_service_is_an_error_naming_it_and_no_service_is_updated()
         inv.describe()
     );
     assert_eq!(tb.proxy.count("UpdateService"), 0, "{}", inv.describe());
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
 }
 
@@ -269,7 +259,7 @@ async fn a_service_that_does_not_exist_is_an_error_naming_it() {
         "{message}\n{}",
         inv.describe()
     );
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -292,7 +282,7 @@ async fn a_deleted_service_is_an_error_naming_it() {
         "{message}\n{}",
         inv.describe()
     );
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -324,7 +314,7 @@ async fn a_failed_rollout_is_a_warning_and_a_metric() {
         "{}",
         inv.describe()
     );
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -340,5 +330,5 @@ async fn a_file_system_that_is_not_available_is_an_error_naming_it() {
         "{message}\n{}",
         inv.describe()
     );
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
 }

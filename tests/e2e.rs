@@ -53,17 +53,6 @@ fn assert_response_shape(inv: &Invocation) {
     );
 }
 
-/// No create, delete, put or update of any kind went through the proxy.
-fn assert_nothing_changed(tb: &Testbed, inv: &Invocation) {
-    let mutating = tb.proxy.mutating_calls();
-    assert!(
-        mutating.is_empty(),
-        "expected no mutating call, got {mutating:?} (all calls: {:?})\n{}",
-        tb.proxy.counts(),
-        inv.describe()
-    );
-}
-
 /// The published entries (`mount_targets` of the parameter's JSON).
 fn entries(published: &Value) -> Vec<Value> {
     published["mount_targets"]
@@ -184,7 +173,7 @@ async fn below_threshold_changes_nothing() {
             inv.describe()
         );
     }
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter, "parameter rewritten");
     assert_eq!(
         tb.world.deployment_ids().await,
@@ -298,7 +287,7 @@ async fn an_immediate_second_run_does_nothing() {
     assert_eq!(r["desired"], json!(2), "{}", inv.describe());
     assert_eq!(r["total"], json!(2), "{}", inv.describe());
     assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.deployment_ids().await, deployments);
     assert_eq!(tb.world.mount_targets().await.len(), 2);
@@ -336,7 +325,7 @@ async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says
         inv.describe()
     );
     assert!(!has_action(r, "create_mount_target"), "{}", inv.describe());
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 3);
     assert_eq!(tb.world.published().await, parameter);
 }
@@ -360,7 +349,7 @@ async fn assert_unreadable_parameter_is_kept(text: &str) {
     let after = tb.world.published().await;
     assert_eq!(after.value, text, "the parameter was overwritten");
     assert_eq!(after, before);
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(
         tb.world.mount_targets().await.len(),
         1,
@@ -595,7 +584,7 @@ async fn a_run_that_died_after_publishing_is_finished_by_the_next_one() {
         "{}",
         inv2.describe()
     );
-    assert_nothing_changed(&tb, &inv2);
+    tb.assert_nothing_changed(&inv2);
     assert_eq!(tb.world.deployment_ids().await, redeployed);
 }
 
@@ -747,7 +736,7 @@ async fn the_plan_event_plans_a_scale_out_and_changes_nothing() {
     let r = inv.response();
     assert_eq!(r["desired"], json!(2), "{}", inv.describe());
     assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.deployment_ids().await, deployments);
@@ -772,7 +761,7 @@ async fn an_unknown_event_is_an_error_listing_what_is_accepted() {
             inv.describe()
         );
     }
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     assert_eq!(tb.world.published().await, parameter);
     assert!(!tb.mount.has_shards());
@@ -826,7 +815,7 @@ async fn max_mount_targets_caps_the_scale_out() {
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     assert_eq!(inv.response()["desired"], json!(1), "{}", inv.describe());
-    assert_nothing_changed(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
 }
 

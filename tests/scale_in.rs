@@ -296,16 +296,6 @@ fn rebalance(max_moves: u64) -> Value {
 
 // ----------------------------------------------------------------------------- scale-in
 
-/// The run made no call that changes AWS state (create, delete, publish, redeploy).
-fn assert_no_mutating_call(tb: &Testbed, inv: &Invocation) {
-    assert!(
-        tb.proxy.mutating_calls().is_empty(),
-        "{:?}\n{}",
-        tb.proxy.counts(),
-        inv.describe()
-    );
-}
-
 /// What one reconcile run did to the world, checked against what it says: every list it
 /// leaves is valid, files are intact, at most one target goes, only one that was draining
 /// and is empty, never the first, and a changed list is followed by a redeploy.
@@ -468,7 +458,7 @@ async fn three_targets_with_few_files_scale_in_to_the_first_one_by_one_files_int
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     checked_list(&tb, &inv).await;
-    assert_no_mutating_call(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_files_intact(&files, &tb.mount, &inv);
 }
 
@@ -606,7 +596,7 @@ async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
         for a in ["move_files", "delete_mount_target", "publish"] {
             assert!(!has_action(r, a), "run {run}: {a}\n{}", inv.describe());
         }
-        assert_no_mutating_call(&tb, &inv);
+        tb.assert_nothing_changed(&inv);
         assert_eq!(tb.world.published().await, param, "run {run}");
         assert_eq!(tb.world.deployment_ids().await, deployments, "run {run}");
         assert_eq!(tb.world.mount_targets().await.len(), 3, "run {run}");
@@ -703,7 +693,7 @@ async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
         let list = checked_list(&tb, &inv).await;
         assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
         assert_eq!(list.mount_targets.len(), 2, "{}", inv.describe());
-        assert_no_mutating_call(&tb, &inv);
+        tb.assert_nothing_changed(&inv);
         assert!(
             r["reason"]
                 .as_str()
@@ -812,7 +802,7 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
     let inv = tb.invoke(&event("reconcile")).await;
     let list = checked_list(&tb, &inv).await;
     assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
-    assert_no_mutating_call(&tb, &inv);
+    tb.assert_nothing_changed(&inv);
     assert_files_intact(&files, &tb.mount, &inv);
 }
 

@@ -68,4 +68,15 @@ impl Testbed {
     pub async fn invoke_with_deadline(&self, event: &Value, timeout: Duration) -> Invocation {
         self.function.invoke(event, timeout).await
     }
+
+    /// No create, delete, put or update of any kind went through the proxy.
+    pub fn assert_nothing_changed(&self, inv: &Invocation) {
+        let mutating = self.proxy.mutating_calls();
+        assert!(
+            mutating.is_empty(),
+            "expected no mutating call, got {mutating:?} (all calls: {:?})\n{}",
+            self.proxy.counts(),
+            inv.describe()
+        );
+    }
 }
