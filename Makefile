@@ -64,3 +64,22 @@ bench-count:
 
 bench-routing:
 	$(CARGO) run --release -p efs-router --example routing_bench
+
+.PHONY: netfs netfs-tools bench-netfs
+
+## fusermount3 for the FUSE test bed (netfs/), from Debian's fuse3 when missing. The tests need
+## it only when not root: as root they mount without it, and they skip where FUSE cannot mount.
+netfs-tools:
+	command -v fusermount3 >/dev/null || (apt-get update && apt-get install -y fuse3)
+
+## The network file system test bed on a directory, for manual use; Ctrl-C unmounts.
+##   make netfs BACKING=dir MOUNT=dir [RTT_MS=1]; counters: a line `stats` (or `reset`) on the
+##   unix socket MOUNT.control.sock answers them as JSON (netfs/src/bin/netfs-sim.rs).
+RTT_MS ?= 1
+netfs: netfs-tools
+	@test -n "$(BACKING)" -a -n "$(MOUNT)" || { echo "usage: make netfs BACKING=dir MOUNT=dir [RTT_MS=1]" >&2; exit 2; }
+	$(CARGO) run --release -q -p netfs --bin netfs-sim -- --backing $(BACKING) --mount $(MOUNT) --rtt-ms $(RTT_MS) --control $(MOUNT).control.sock
+
+## Costs over a network file system at 1 ms a round trip (docs/benchmarks.md): about 10 minutes.
+bench-netfs: netfs-tools
+	RTT_MS=$(RTT_MS) scripts/bench-netfs.sh

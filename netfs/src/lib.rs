@@ -32,7 +32,13 @@
 //!
 //! The FUSE protocol is spoken directly over `/dev/fuse` (about the size of a passthrough on a
 //! FUSE crate): the `fuser` crate cannot answer a directory entry without a type. Mounting goes
-//! through `fusermount3` when it is installed, or `mount(2)` when running as root without it.
+//! through `fusermount3` when it is installed (or the one `NETFS_FUSERMOUNT` names; `none`: never),
+//! or `mount(2)` when running as root without it.
+//!
+//! A process that serves the mount itself (tests, the benchmark) and is killed while its own
+//! requests are in flight can hang as a zombie with the mount left behind: abort the
+//! connection (`echo 1 > /sys/fs/fuse/connections/<n>/abort`, with `fusectl` mounted there) and
+//! `fusermount3 -u -z <mount>`. `netfs-sim`, a process of its own, unmounts on SIGINT/SIGTERM.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CString, OsStr, OsString};
@@ -374,7 +380,11 @@ impl TestBed {
     }
 }
 
+/// `fusermount3` from `NETFS_FUSERMOUNT` (`none`: do not use it), else from `PATH`.
 fn find_fusermount() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NETFS_FUSERMOUNT") {
+        return (p != "none").then(|| PathBuf::from(p));
+    }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/bin")])
@@ -718,9 +728,10 @@ impl Server {
                 nlookup: 0,
             });
             node.nlookup += 1;
-            if !node.paths.contains(&path) {
-                node.paths.push(path);
-            }
+            // The name just seen goes first: an older one may have been renamed or removed
+            // behind the server's back (in the backing directory).
+            node.paths.retain(|p| *p != path);
+            node.paths.insert(0, path);
         }
         let (entry_ttl, attr_ttl) = self.ttl(md.is_dir());
         let mut out = Vec::with_capacity(128);
@@ -757,15 +768,24 @@ impl Server {
         }
     }
 
-    /// `path` is no longer a name of whatever node held it.
-    fn forget_path(&self, path: &Path) {
+    /// `path` is no longer a name of node `ino`'s.
+    fn forget_path(&self, ino: u64, path: &Path) {
         let mut nodes = self.nodes.lock().unwrap();
-        for node in nodes.values_mut() {
+        if let Some(node) = nodes.get_mut(&self.nodeid(ino)) {
             node.paths.retain(|p| p != path);
         }
     }
 
-    /// `from` is now `to`, and so is everything under it.
+    /// The file `ino` named `from` is now named `to`.
+    fn renamed(&self, ino: u64, from: &Path, to: &Path) {
+        let mut nodes = self.nodes.lock().unwrap();
+        if let Some(node) = nodes.get_mut(&self.nodeid(ino)) {
+            node.paths.retain(|p| p != from && p != to);
+            node.paths.insert(0, to.to_path_buf());
+        }
+    }
+
+    /// The directory `from` is now `to`, and so is everything under it.
     fn moved(&self, from: &Path, to: &Path) {
         let mut nodes = self.nodes.lock().unwrap();
         for node in nodes.values_mut() {
@@ -923,13 +943,14 @@ impl Server {
     fn remove(&self, req: &Request, dir: bool) -> Reply {
         let mut a = req.args();
         let path = self.child(req.nodeid, a.cstr())?;
+        let md = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
         if dir {
             fs::remove_dir(&path)
         } else {
             fs::remove_file(&path)
         }
         .map_err(|e| errno(&e))?;
-        self.forget_path(&path);
+        self.forget_path(md.ino(), &path);
         Ok(Vec::new())
     }
 
@@ -946,9 +967,17 @@ impl Server {
         }
         let from = self.child(req.nodeid, a.cstr())?;
         let to = self.child(newdir, a.cstr())?;
+        let moving = fs::symlink_metadata(&from).map_err(|e| errno(&e))?;
+        let replaced = fs::symlink_metadata(&to).ok();
         fs::rename(&from, &to).map_err(|e| errno(&e))?;
-        self.forget_path(&to);
-        self.moved(&from, &to);
+        if let Some(r) = replaced {
+            self.forget_path(r.ino(), &to);
+        }
+        if moving.is_dir() {
+            self.moved(&from, &to);
+        } else {
+            self.renamed(moving.ino(), &from, &to);
+        }
         Ok(Vec::new())
     }
 
