@@ -4,10 +4,14 @@
 //! - `write` lands atomically: the bytes go to a temporary name in the home directory, are
 //!   synced, then renamed over the final name, so a reader sees the old file, the new one, or
 //!   none, never half of one.
-//! - `read_with_fallback` reads the home; on a miss it looks in the other shards, and a file
-//!   found elsewhere is moved home within the file system by [`relocate`] (a link, then an
-//!   unlink: never a copy, never onto itself, never over a file already at home). Another
-//!   client moving the same file first is not an error.
+//! - `read_with_fallback` reads the home; on a miss it looks in every other shard at once, reads
+//!   the newest copy (by modification time; a tie goes to the shard earlier in the list) and
+//!   moves it home within the file system by [`crate::relocate`] (never a copy, never onto itself; a
+//!   newer file already at home wins). Another client moving the same file first is not an
+//!   error.
+//! - Copies are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with `fstat` to be regular
+//!   files: a symbolic link, FIFO, device or directory is not data. At home it is an error
+//!   ([`Error::NotRegular`]); elsewhere it is skipped as if absent.
 //! - `exists` looks at home, then elsewhere; it moves nothing.
 //!
 //! Shards that share a root (the original list, where every entry is rooted at `/`) are the
@@ -16,16 +20,15 @@
 
 use crate::layout::{relative_to, Layout, LayoutError};
 use crate::list::{MountTargetList, Target};
+use crate::names::{new_private_name, Private};
 use crate::path::LogicalPath;
-use crate::relocation::{relocate, Relocation};
+use crate::relocation::{relocate_known, Relocation, Stamp};
 use crate::shard::{index_of, RouteError};
-use std::collections::hash_map::RandomState;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 use std::fs;
-use std::hash::{BuildHasher, Hasher};
-use std::io::{self, Write};
+use std::io::{self, Read as _, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What went wrong with a file operation.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +43,9 @@ pub enum Error {
     InsideAnotherShard { path: String, root: String },
     #[error("{path:?}: no such file in any shard")]
     NotFound { path: String },
+    /// The home copy is a symbolic link, FIFO, device, socket or directory: not data.
+    #[error("{}: a {what}, not a regular file: not data, not read", path.display())]
+    NotRegular { path: PathBuf, what: &'static str },
     #[error("{op} {}: {source}", path.display())]
     Io {
         op: &'static str,
@@ -92,12 +98,12 @@ pub struct Location {
 pub enum Place {
     /// Read at home.
     Home,
-    /// Found in shard `from` and renamed home by this read.
+    /// Found in shard `from` and moved home by this read.
     MovedHome { from: usize },
     /// Found in shard `from`, but another client moved (or removed) it before this read could.
     MovedByAnother { from: usize },
     /// Found in shard `index` and left there, for `reason` (no mount sees both shards, or the
-    /// rename failed); the read still succeeds.
+    /// move failed); the read still succeeds.
     LeftElsewhere { index: usize, reason: String },
 }
 
@@ -268,14 +274,16 @@ impl Router {
         result.map(|()| home.real)
     }
 
-    /// Reads `path` from its home; on a miss, from the first other shard (in list order) that
-    /// has it, the others being tried at once, and moves it home. Fails with
-    /// [`Error::NotFound`] when no shard has it.
+    /// Reads `path` from its home (one open: no look before it). On a miss, opens it in every
+    /// other shard at once, reads the newest copy (modification time; a tie goes to the shard
+    /// earlier in the list) and moves it home by [`crate::relocate`]. Fails with
+    /// [`Error::NotFound`] when no shard has it, and [`Error::NotRegular`] when the home copy
+    /// is not a regular file (elsewhere such a thing is skipped).
     pub fn read_with_fallback(&self, path: &str) -> Result<Read, Error> {
         let home = self.resolve(path)?;
-        if let Some(data) = read_if_present(&home.real)? {
+        if let Some(copy) = open_copy(&home.real)? {
             return Ok(Read {
-                data,
+                data: copy.read(&home.real)?,
                 place: Place::Home,
             });
         }
@@ -288,45 +296,52 @@ impl Router {
                 path: path.to_owned(),
             });
         }
-        for ((j, _), read) in others.iter().zip(probe(&others, read_if_present)) {
-            let j = *j;
-            let Some(data) = read? else {
+        let mut newest: Option<(usize, &Path, Opened)> = None;
+        for ((j, real), found) in others.iter().zip(probe(&others, open_candidate)) {
+            let Some(copy) = found? else {
                 continue;
             };
-            match self.move_home(j, &home)? {
-                Move::Done(place) => return Ok(Read { data, place }),
-                Move::HomeTaken => {
-                    // Home gained a file (a write) since our miss: home is the truth.
-                    if let Some(data) = read_if_present(&home.real)? {
-                        return Ok(Read {
-                            data,
-                            place: Place::Home,
-                        });
-                    }
-                    return Ok(Read {
-                        data,
-                        place: Place::LeftElsewhere {
-                            index: j,
-                            reason: "home changed while moving".to_owned(),
-                        },
-                    });
-                }
+            if newest
+                .as_ref()
+                .is_none_or(|(_, _, best)| copy.stamp.mtime() > best.stamp.mtime())
+            {
+                newest = Some((*j, real, copy));
             }
         }
-        // A concurrent read may have moved it home while we looked elsewhere.
-        if let Some(data) = read_if_present(&home.real)? {
-            return Ok(Read {
-                data,
-                place: Place::Home,
+        let Some((j, real, copy)) = newest else {
+            // A concurrent read may have moved it home while we looked elsewhere.
+            if let Some(copy) = open_copy(&home.real)? {
+                return Ok(Read {
+                    data: copy.read(&home.real)?,
+                    place: Place::Home,
+                });
+            }
+            return Err(Error::NotFound {
+                path: path.to_owned(),
             });
+        };
+        let stamp = copy.stamp;
+        let data = copy.read(real)?;
+        match self.move_home(j, &home, stamp)? {
+            Move::Done(place) => Ok(Read { data, place }),
+            Move::HomeNewer => {
+                // Home gained a file as new or newer (a write) since our miss: home is the truth.
+                if let Some(copy) = open_copy(&home.real)? {
+                    return Ok(Read {
+                        data: copy.read(&home.real)?,
+                        place: Place::Home,
+                    });
+                }
+                Ok(Read {
+                    data,
+                    place: Place::MovedByAnother { from: j },
+                })
+            }
         }
-        Err(Error::NotFound {
-            path: path.to_owned(),
-        })
     }
 
-    /// Moves `home.logical` from shard `from` to its home by one rename.
-    fn move_home(&self, from: usize, home: &Resolved) -> Result<Move, Error> {
+    /// Moves `home.logical` from shard `from` to its home; `stamp` is the copy that was read.
+    fn move_home(&self, from: usize, home: &Resolved, stamp: Stamp) -> Result<Move, Error> {
         let Some((src, dst)) =
             self.layout
                 .move_paths(self.targets(), from, home.index, &home.logical)
@@ -337,16 +352,15 @@ impl Router {
             }));
         };
         if src == dst {
-            // Unreachable for distinct roots; never rename a file onto itself.
+            // Unreachable for distinct roots; never move a file onto itself.
             return Ok(Move::Done(Place::LeftElsewhere {
                 index: from,
                 reason: "source and home are the same path".to_owned(),
             }));
         }
-        // Never replace a file at home: it is newer than the misplaced copy. `relocate`
-        // refuses atomically (link, then unlink), so no check-then-rename window. The home
-        // directory is made only if the link finds it missing (a round trip saved per move).
-        let mut moved = relocate(&src, &dst);
+        // The newer of the copy and whatever is at home now ends at home. The home directory
+        // is made only if the link finds it missing (a round trip saved per move).
+        let mut moved = relocate_known(&src, &dst, Some(stamp));
         if matches!(&moved, Err(e) if e.kind() == io::ErrorKind::NotFound) {
             if let Some(dir) = dst.parent() {
                 if let Err(e) = fs::create_dir_all(dir) {
@@ -356,12 +370,14 @@ impl Router {
                     }));
                 }
             }
-            moved = relocate(&src, &dst);
+            moved = relocate_known(&src, &dst, Some(stamp));
         }
         match moved {
-            Ok(Relocation::Moved) => Ok(Move::Done(Place::MovedHome { from })),
+            Ok(Relocation::Moved | Relocation::ReplacedOlder) => {
+                Ok(Move::Done(Place::MovedHome { from }))
+            }
             Ok(Relocation::SourceGone) => Ok(Move::Done(Place::MovedByAnother { from })),
-            Ok(Relocation::DestinationTaken) => Ok(Move::HomeTaken),
+            Ok(Relocation::DroppedOlder) => Ok(Move::HomeNewer),
             Err(e) => Ok(Move::Done(Place::LeftElsewhere {
                 index: from,
                 reason: format!("move {} to {}: {e}", src.display(), dst.display()),
@@ -373,8 +389,8 @@ impl Router {
 /// The outcome of [`Router::move_home`].
 enum Move {
     Done(Place),
-    /// Home already has a file of that name, and the misplaced copy is still there.
-    HomeTaken,
+    /// Home has a file as new or newer; the copy read was older and is gone.
+    HomeNewer,
 }
 
 /// Whether something is at `path` (following symlinks, like `os.path.exists`); errors other
@@ -391,7 +407,7 @@ fn present(path: &Path) -> Result<bool, Error> {
 fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), (PathBuf, io::Error)> {
     let mut attempt = 0;
     loop {
-        let tmp = dir.join(temporary_name());
+        let tmp = dir.join(new_private_name(Private::Temporary));
         match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -428,28 +444,61 @@ fn probe<T: Send>(
     })
 }
 
-fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    match fs::read(path) {
-        Ok(data) => Ok(Some(data)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err("read", path)(e)),
+/// A copy opened for reading: a regular file, and what `fstat` said of it.
+struct Opened {
+    file: fs::File,
+    stamp: Stamp,
+    len: u64,
+}
+
+impl Opened {
+    fn read(mut self, path: &Path) -> Result<Vec<u8>, Error> {
+        let mut data = Vec::with_capacity(usize::try_from(self.len).unwrap_or(0));
+        self.file
+            .read_to_end(&mut data)
+            .map_err(io_err("read", path))?;
+        Ok(data)
     }
 }
 
-/// `.efs-router-<16 hex digits>.tmp`: random (many tasks share the file system, and every
-/// container's process may be pid 1), and of fixed length whatever the final name's length.
-fn temporary_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // RandomState is seeded from the OS; hashing a counter, the pid and the clock with it
-    // gives an unpredictable name without a random-number crate.
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u32(std::process::id());
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    format!(".efs-router-{:016x}.tmp", h.finish())
+/// Opens `path` as data: `O_NOFOLLOW` (a symbolic link is not followed), `O_NONBLOCK` (a FIFO
+/// does not wait for a writer), `O_NOCTTY`, then `fstat`: a regular file, or
+/// [`Error::NotRegular`]. `None` when nothing is there. One open: no look before it.
+fn open_copy(path: &Path) -> Result<Option<Opened>, Error> {
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(Errno::LOOP) => return Err(not_regular(path, "symbolic link")),
+        // A socket, or a device without a driver.
+        Err(Errno::NXIO) => return Err(not_regular(path, "special file")),
+        Err(e) => return Err(io_err("open", path)(e.into())),
+    };
+    let file = fs::File::from(fd);
+    let meta = file.metadata().map_err(io_err("stat", path))?;
+    let stamp = Stamp::of(&meta);
+    if let Some(what) = stamp.what() {
+        return Err(not_regular(path, what));
+    }
+    Ok(Some(Opened {
+        file,
+        stamp,
+        len: meta.len(),
+    }))
+}
+
+/// [`open_copy`] of a copy in another shard: anything but a regular file counts as absent.
+fn open_candidate(path: &Path) -> Result<Option<Opened>, Error> {
+    match open_copy(path) {
+        Err(Error::NotRegular { .. }) => Ok(None),
+        other => other,
+    }
+}
+
+fn not_regular(path: &Path, what: &'static str) -> Error {
+    Error::NotRegular {
+        path: path.to_path_buf(),
+        what,
+    }
 }

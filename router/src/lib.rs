@@ -5,8 +5,11 @@
 //! - [`path`]: logical paths, checked and normalised.
 //! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
 //! - [`layout`]: where a shard's files are on this host (one mount, or one per target).
-//! - [`dir`]: reading a directory without a stat per entry (counting, listing names).
-//! - [`relocation`]: moving a file without ever replacing one (link, then unlink).
+//! - [`dir`]: reading directories without a stat per entry (counting, listing names, walking
+//!   a tree), opening a directory beneath a mount without following links, cleaning up.
+//! - [`names`]: the router's own temporary names, never counted, moved or routed.
+//! - [`relocation`]: moving a file home: the newest version wins, nothing a writer uses is
+//!   unlinked.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
@@ -15,6 +18,7 @@ pub mod dir;
 pub mod fs;
 pub mod layout;
 pub mod list;
+pub mod names;
 pub mod path;
 pub mod relocation;
 pub mod shard;
@@ -23,5 +27,5 @@ pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
 pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};
 pub use path::{LogicalPath, PathError};
-pub use relocation::{relocate, Relocation};
+pub use relocation::{relocate, NotARegularFile, Relocation};
 pub use shard::{modulo_sha256, rendezvous_score, shard_index, RouteError};

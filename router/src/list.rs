@@ -5,7 +5,9 @@
 //! - the original two-field form: `{"mount_targets":[{"id","ip"}]}`, read as every entry rooted
 //!   at `/` with strategy `modulo-sha256`, which is how that system routed.
 
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -74,17 +76,53 @@ struct RawList {
     strategy: Option<Strategy>,
 }
 
-/// Why a published list was refused. The message says what is wrong; the caller names the source.
+/// Why a published list was refused. The message says what is wrong and names the offending
+/// key, id or root; the caller names the source.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ListError {
     #[error("not a mount target list: {0}")]
     Json(String),
+    #[error("not a mount target list: the key {key:?} appears twice in one object")]
+    DuplicateKey { key: String },
     #[error("mount target {index} has an empty id")]
     EmptyId { index: usize },
     #[error("mount target {id} is listed twice")]
     DuplicateId { id: String },
     #[error("mount target {id} has root {root:?}: a root must be absolute, without '..', '.', empty parts or NUL")]
     BadRoot { id: String, root: String },
+    #[error("mount target {id} has root {root:?}: a component starting with '.' is reserved (the function keeps its state in /.efs-mount-autoscaler)")]
+    ReservedRoot { id: String, root: String },
+    #[error("mount targets {first} and {second} both have root {root}: one directory cannot be two shards (only the original form repeats /)")]
+    DuplicateRoot {
+        root: String,
+        first: String,
+        second: String,
+    },
+    #[error("mount target {inner_id} has root {inner_root}, inside root {outer_root} of mount target {outer_id}: shard directories must not nest (only /shards/<name> may lie under /)")]
+    NestedRoot {
+        inner_id: String,
+        inner_root: String,
+        outer_id: String,
+        outer_root: String,
+    },
+}
+
+impl ListError {
+    /// The short name of the rule that refused the list, as `tests/vectors/lists.json` spells
+    /// it: `not-a-list`, `duplicate-key`, `empty-id`, `duplicate-id`, `bad-root`,
+    /// `reserved-root`, `duplicate-root` or `nested-root`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ListError::Json(_) => "not-a-list",
+            ListError::DuplicateKey { .. } => "duplicate-key",
+            ListError::EmptyId { .. } => "empty-id",
+            ListError::DuplicateId { .. } => "duplicate-id",
+            ListError::BadRoot { .. } => "bad-root",
+            ListError::ReservedRoot { .. } => "reserved-root",
+            ListError::DuplicateRoot { .. } => "duplicate-root",
+            ListError::NestedRoot { .. } => "nested-root",
+        }
+    }
 }
 
 impl MountTargetList {
@@ -95,16 +133,29 @@ impl MountTargetList {
         }
     }
 
-    /// Parses and checks either form. Unknown top-level keys are refused, so that a
-    /// hand-edited parameter of another shape is never mistaken for a list and overwritten.
+    /// Parses and checks either form ([`MountTargetList::validate`]). Unknown top-level keys
+    /// and a key repeated in any object of the document are refused, so that a hand-edited
+    /// parameter of another shape is never mistaken for a list and overwritten, and no reader
+    /// picks a different one of two values than another.
     pub fn from_json(text: &str) -> Result<Self, ListError> {
+        let repeated = RefCell::new(None);
+        let mut de = serde_json::Deserializer::from_str(text);
+        if let Err(e) = NoRepeatedKeys(&repeated)
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+        {
+            return Err(match repeated.take() {
+                Some(key) => ListError::DuplicateKey { key },
+                None => ListError::Json(e.to_string()),
+            });
+        }
         let raw: RawList =
             serde_json::from_str(text).map_err(|e| ListError::Json(e.to_string()))?;
         let list = MountTargetList {
             mount_targets: raw.mount_targets,
             strategy: raw.strategy.unwrap_or(Strategy::ModuloSha256),
         };
-        list.check()?;
+        list.validate()?;
         Ok(list)
     }
 
@@ -112,7 +163,14 @@ impl MountTargetList {
         serde_json::to_string(self).expect("a list of strings always serialises")
     }
 
-    fn check(&self) -> Result<(), ListError> {
+    /// The rules every list obeys, in this order (router/README.md, "The published list"):
+    /// each entry in list order has a non-empty id not seen before, a clean absolute root, and
+    /// no root component starting with `.`; then, for each pair of entries (the later one in
+    /// list order, then the earlier), their roots are not the same (except `/` when every root
+    /// is `/`, or in a `modulo-sha256` list: the original form, before and after the function
+    /// appended shards to it) and neither lies inside the other (except `/shards/<name>…`
+    /// inside `/`).
+    pub fn validate(&self) -> Result<(), ListError> {
         let mut seen = HashSet::new();
         for (index, t) in self.mount_targets.iter().enumerate() {
             if t.id.is_empty() {
@@ -127,6 +185,118 @@ impl MountTargetList {
                     root: t.root.clone(),
                 });
             }
+            if t.root.split('/').any(|part| part.starts_with('.')) {
+                return Err(ListError::ReservedRoot {
+                    id: t.id.clone(),
+                    root: t.root.clone(),
+                });
+            }
+        }
+        let t = &self.mount_targets;
+        let slash_may_repeat =
+            self.strategy == Strategy::ModuloSha256 || t.iter().all(|t| t.root == "/");
+        for (j, later) in t.iter().enumerate() {
+            for earlier in &t[..j] {
+                if earlier.root == later.root {
+                    if earlier.root == "/" && slash_may_repeat {
+                        continue;
+                    }
+                    return Err(ListError::DuplicateRoot {
+                        root: later.root.clone(),
+                        first: earlier.id.clone(),
+                        second: later.id.clone(),
+                    });
+                }
+                let (outer, inner) = if lies_inside(&later.root, &earlier.root) {
+                    (earlier, later)
+                } else if lies_inside(&earlier.root, &later.root) {
+                    (later, earlier)
+                } else {
+                    continue;
+                };
+                if outer.root == "/" && inner.root.starts_with("/shards/") {
+                    continue;
+                }
+                return Err(ListError::NestedRoot {
+                    inner_id: inner.id.clone(),
+                    inner_root: inner.root.clone(),
+                    outer_id: outer.id.clone(),
+                    outer_root: outer.root.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the clean root `inner` lies strictly inside the clean root `outer`.
+fn lies_inside(inner: &str, outer: &str) -> bool {
+    if outer == "/" {
+        return inner != "/";
+    }
+    inner
+        .strip_prefix(outer)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Reads any JSON value, refusing a key repeated in one object (serde_json keeps the last
+/// one in a map and ignores keys it does not know); the repeated key is left in the cell.
+struct NoRepeatedKeys<'a>(&'a RefCell<Option<String>>);
+
+impl<'de> DeserializeSeed<'de> for NoRepeatedKeys<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NoRepeatedKeys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoRepeatedKeys(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                let message = format!("the key {key:?} appears twice in one object");
+                *self.0.borrow_mut() = Some(key);
+                return Err(A::Error::custom(message));
+            }
+            map.next_value_seed(NoRepeatedKeys(self.0))?;
+            keys.insert(key);
         }
         Ok(())
     }

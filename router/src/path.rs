@@ -12,11 +12,15 @@
 //! - an empty component (`a//b`, `a/`, `//a`) is refused ([`PathError::EmptyComponent`]);
 //! - a NUL byte anywhere is refused ([`PathError::Nul`]);
 //! - a path that normalises to nothing (``, `/`, `.`, `a/..`) names the root, not a file, and
-//!   is refused ([`PathError::Empty`]).
+//!   is refused ([`PathError::Empty`]);
+//! - a path with a component, once normalised, that is one of the router's own names
+//!   (`.efs-router-<16 hex>.tmp` or `.moving`, [`crate::names`]) is refused
+//!   ([`PathError::Reserved`]): those are writes and moves in progress, never files.
 //!
 //! The result is the components joined by single `/`, with no leading or trailing `/`.
 //! Normalisation is lexical, like Python's `posixpath.normpath`: it does not follow symlinks.
 
+use crate::names::private_kind;
 use std::fmt;
 
 /// Why a logical path was refused.
@@ -30,17 +34,20 @@ pub enum PathError {
     EmptyComponent { path: String },
     #[error("path {path:?} leaves its root through '..'")]
     EscapesRoot { path: String },
+    #[error("path {path:?} has the component {name:?}, a name the router keeps for its own temporary files (.efs-router-<16 hex digits>.tmp or .moving)")]
+    Reserved { path: String, name: String },
 }
 
 impl PathError {
     /// The short name of the rule that refused the path, as the test vectors spell it:
-    /// `empty`, `nul`, `empty-component` or `escapes-root`.
+    /// `empty`, `nul`, `empty-component`, `escapes-root` or `reserved-name`.
     pub fn kind(&self) -> &'static str {
         match self {
             PathError::Empty { .. } => "empty",
             PathError::Nul { .. } => "nul",
             PathError::EmptyComponent { .. } => "empty-component",
             PathError::EscapesRoot { .. } => "escapes-root",
+            PathError::Reserved { .. } => "reserved-name",
         }
     }
 }
@@ -79,7 +86,7 @@ impl LogicalPath {
             }
         }
         if simple {
-            return Ok(LogicalPath(rest.to_owned()));
+            return LogicalPath::unreserved(path, rest.to_owned());
         }
         let mut parts: Vec<&str> = Vec::new();
         for part in rest.split('/') {
@@ -100,7 +107,21 @@ impl LogicalPath {
                 path: path.to_owned(),
             });
         }
-        Ok(LogicalPath(parts.join("/")))
+        LogicalPath::unreserved(path, parts.join("/"))
+    }
+
+    /// `normalised` as a logical path, unless one of its components is a router-private name.
+    fn unreserved(path: &str, normalised: String) -> Result<LogicalPath, PathError> {
+        if let Some(name) = normalised
+            .split('/')
+            .find(|part| private_kind(part.as_bytes()).is_some())
+        {
+            return Err(PathError::Reserved {
+                path: path.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+        Ok(LogicalPath(normalised))
     }
 
     pub fn as_str(&self) -> &str {
@@ -180,6 +201,22 @@ mod tests {
         assert_eq!(err("/../etc/passwd"), "escapes-root");
         assert_eq!(err("a/../../b"), "escapes-root");
         assert_eq!(err("a\0b"), "nul");
+        assert_eq!(err(".efs-router-0123456789abcdef.tmp"), "reserved-name");
+        assert_eq!(
+            err("data/.efs-router-0123456789abcdef.moving"),
+            "reserved-name"
+        );
+        assert_eq!(err("a/.efs-router-0123456789abcdef.tmp/b"), "reserved-name");
+        assert_eq!(
+            err("/./data/x/../.efs-router-ffffffffffffffff.tmp"),
+            "reserved-name"
+        );
+        // Near misses are ordinary names; a reserved component normalised away is gone.
+        assert_eq!(
+            ok("data/.efs-router-0123456789ABCDEF.tmp"),
+            "data/.efs-router-0123456789ABCDEF.tmp"
+        );
+        assert_eq!(ok("data/.efs-router-0123456789abcdef.tmp/.."), "data");
     }
 
     #[test]

@@ -1,17 +1,32 @@
-//! Moving one file to another directory of the same file system without ever replacing a
-//! file that is already there.
+//! Moving one file to another directory of the same file system: the latest version wins,
+//! and what a move removes is always the file it looked at.
 //!
-//! `rename(2)` replaces its destination, and checking first leaves a window in which another
-//! client's file would be lost. `link(2)` fails with `EEXIST` instead, atomically, on NFS as
-//! on local disks; the source name is removed once the new name exists. A move cut short
-//! between the two leaves one file under two names, which the next attempt recognises (same
-//! inode) and finishes. Never a copy: the bytes do not move.
+//! "Newer" is the modification time, to the nanosecond; the destination (home) wins a tie.
+//! The protocol (router/README.md, "Moving a file home"), in short:
+//!
+//! - the source is looked at first (`lstat`): gone is [`Relocation::SourceGone`]; anything but
+//!   a regular file is an error ([`NotARegularFile`]), never moved;
+//! - `link(src, dst)`; if that makes the name, the source is retired;
+//! - if `dst` exists and is the same file, a move was cut short: the source is retired; if it is
+//!   another, as new or newer, the source is an older copy and is retired
+//!   ([`Relocation::DroppedOlder`]); if it is older, the source replaces it: linked to a private
+//!   name beside `dst`, `dst` looked at once more, the private name renamed over `dst`
+//!   ([`Relocation::ReplacedOlder`]), then the source retired;
+//! - **retiring** the source never unlinks a name a writer uses: the source is renamed to a
+//!   private name (`.efs-router-<16 hex>.moving`) in its directory, then looked at; the file
+//!   expected (the one linked or compared) is unlinked; anything else is a version a writer
+//!   renamed over the source meanwhile, which ends at `dst` if it is newer than what `dst` holds
+//!   then, and is dropped otherwise.
+//!
+//! Never a copy: the bytes do not move, and the inode and its modification time stay.
 
+use crate::names::{new_private_name, Private};
 use std::collections::HashMap;
+use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -19,48 +34,431 @@ use std::time::Instant;
 const EPERM: i32 = 1;
 const EOPNOTSUPP: i32 = 95;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How many times a move looks again at a destination that other clients keep changing
+/// under it before it gives up (an error; nothing is lost, the source stays).
+const ROUNDS: usize = 8;
+
+/// What a move did. Of several clients moving the same file at once, one reports what was
+/// done and the others [`Relocation::SourceGone`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Relocation {
-    /// The file is at the destination and no longer at the source.
+    /// The file is at the destination and no longer at the source (the destination had no
+    /// file of that name, or had this very file: a move cut short, finished).
     Moved,
-    /// Another file already has the destination name; both were left as they were.
-    DestinationTaken,
+    /// The destination held an older file (by modification time); the source replaced it.
+    ReplacedOlder,
+    /// The destination held a file as new or newer; the source was an older copy and was
+    /// removed.
+    DroppedOlder,
     /// Nothing at the source (another client moved or removed it, or finished this move).
     SourceGone,
 }
 
-/// Moves `src` to `dst` (whose directory must exist), never replacing an existing `dst`.
-pub fn relocate(src: &Path, dst: &Path) -> io::Result<Relocation> {
-    if src == dst {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is both source and destination", src.display()),
-        ));
+impl Relocation {
+    /// `moved`, `replaced-older`, `dropped-older` or `source-gone`, as the Python client names them.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relocation::Moved => "moved",
+            Relocation::ReplacedOlder => "replaced-older",
+            Relocation::DroppedOlder => "dropped-older",
+            Relocation::SourceGone => "source-gone",
+        }
     }
-    match fs::hard_link(src, dst) {
-        Ok(()) => remove_source(src),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match same_file(src, dst)? {
-            Some(true) => remove_source(src),
-            Some(false) => Ok(Relocation::DestinationTaken),
-            None => Ok(Relocation::SourceGone),
+}
+
+/// The error (inside an [`io::Error`] of kind `InvalidData`; see [`NotARegularFile::of`]) of a
+/// move whose source or destination is a symbolic link, directory, FIFO, device or socket:
+/// not data, left alone.
+#[derive(Debug)]
+pub struct NotARegularFile {
+    pub path: PathBuf,
+    /// `symbolic link`, `directory`, `FIFO`, `character device`, `block device` or `socket`.
+    pub what: &'static str,
+}
+
+impl NotARegularFile {
+    /// The [`NotARegularFile`] inside `e`, if that is what `e` is.
+    pub fn of(e: &io::Error) -> Option<&NotARegularFile> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl fmt::Display for NotARegularFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is a {}, not a regular file: not data, left alone",
+            self.path.display(),
+            self.what
+        )
+    }
+}
+
+impl std::error::Error for NotARegularFile {}
+
+/// Whether `a` is newer than `b`: a later modification time, to the nanosecond. Equal times
+/// are not newer (the copy already in place wins a tie).
+pub fn newer(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    Stamp::of(a).newer_than(&Stamp::of(b))
+}
+
+/// What a move needs to know of a file: which one it is, how new, what type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    what: Option<&'static str>,
+}
+
+impl Stamp {
+    pub(crate) fn of(m: &fs::Metadata) -> Stamp {
+        let t = m.file_type();
+        let what = if t.is_file() {
+            None
+        } else if t.is_symlink() {
+            Some("symbolic link")
+        } else if t.is_dir() {
+            Some("directory")
+        } else if t.is_fifo() {
+            Some("FIFO")
+        } else if t.is_char_device() {
+            Some("character device")
+        } else if t.is_block_device() {
+            Some("block device")
+        } else if t.is_socket() {
+            Some("socket")
+        } else {
+            Some("special file")
+        };
+        Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            what,
+        }
+    }
+
+    pub(crate) fn mtime(&self) -> (i64, i64) {
+        self.mtime
+    }
+
+    /// `None` for a regular file; otherwise what it is (`symbolic link`, `FIFO`, …).
+    pub(crate) fn what(&self) -> Option<&'static str> {
+        self.what
+    }
+
+    fn same_file(&self, other: &Stamp) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+
+    fn newer_than(&self, other: &Stamp) -> bool {
+        self.mtime > other.mtime
+    }
+
+    /// An error naming `path` unless this is a regular file.
+    fn regular(&self, path: &Path) -> io::Result<()> {
+        match self.what {
+            None => Ok(()),
+            Some(what) => Err(not_regular(path, what)),
+        }
+    }
+}
+
+fn not_regular(path: &Path, what: &'static str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        NotARegularFile {
+            path: path.to_path_buf(),
+            what,
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => {
+    )
+}
+
+/// Moves `src` to `dst` (whose directory must exist), within one file system: the newer of
+/// the two versions ends at `dst` (`dst` wins a tie), and the source name is gone. See the
+/// module's documentation and router/README.md for every case.
+///
+/// Errors: `src` or `dst` not a regular file ([`NotARegularFile`], kind `InvalidData`);
+/// `src` and `dst` one directory entry however spelled (`./a` and `a`, `d/../d/f` and `d/f`:
+/// same parent directory by device and inode, same name), kind `InvalidInput`; the file
+/// system's own errors (`dst`'s directory missing: `NotFound`; two mounts: `EXDEV`).
+pub fn relocate(src: &Path, dst: &Path) -> io::Result<Relocation> {
+    relocate_known(src, dst, None)
+}
+
+/// [`relocate`], the source already looked at (`fstat` of the copy a read opened).
+pub(crate) fn relocate_known(
+    src: &Path,
+    dst: &Path,
+    known: Option<Stamp>,
+) -> io::Result<Relocation> {
+    if src == dst {
+        return Err(same_entry_error(src, dst));
+    }
+    let s = match known {
+        Some(s) => s,
+        None => match look(src)? {
+            Some(s) => s,
+            None => return Ok(Relocation::SourceGone),
+        },
+    };
+    s.regular(src)?;
+    match fs::hard_link(src, dst) {
+        Ok(()) => retire(src, dst, &s, Relocation::Moved),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => settle(src, dst, s),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
             Ok(Relocation::SourceGone)
         }
-        // File systems without hard links: check, then rename (a small window, documented).
-        Err(e) if matches!(e.raw_os_error(), Some(EPERM | EOPNOTSUPP)) => {
-            if exists(dst)? {
-                return Ok(Relocation::DestinationTaken);
-            }
-            match fs::rename(src, dst) {
-                Ok(()) => Ok(Relocation::Moved),
-                Err(e) if e.kind() == io::ErrorKind::NotFound && !exists(src)? => {
-                    Ok(Relocation::SourceGone)
+        Err(e) if no_hard_links(&e) => without_links(src, dst, &s),
+        Err(e) => Err(e),
+    }
+}
+
+/// `dst` exists: the same file (a move cut short), an older one, or a newer one.
+fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Relocation> {
+    for _ in 0..ROUNDS {
+        let Some(d) = look(dst)? else {
+            // Removed since the link found it: link again.
+            match fs::hard_link(src, dst) {
+                Ok(()) => return retire(src, dst, &s, Relocation::Moved),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+                    return Ok(Relocation::SourceGone)
                 }
-                Err(e) => Err(e),
+                Err(e) => return Err(e),
+            }
+        };
+        if d.same_file(&s) {
+            // Two names of one file: a move cut short (finish it), unless they are one name.
+            if same_entry(src, dst)? {
+                return Err(same_entry_error(src, dst));
+            }
+            return retire(src, dst, &s, Relocation::Moved);
+        }
+        d.regular(dst)?;
+        if s.newer_than(&d) {
+            return replace(src, dst, &s);
+        }
+        return retire(src, dst, &s, Relocation::DroppedOlder);
+    }
+    Err(changing(dst))
+}
+
+/// The source is newer than `dst`: link it to a private name beside `dst`, look at `dst` once
+/// more, rename the private name over it, then retire the source.
+fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
+    let q = private_beside(dst);
+    match fs::hard_link(src, &q) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+            return Ok(Relocation::SourceGone)
+        }
+        Err(e) if no_hard_links(&e) => return without_links(src, dst, s),
+        Err(e) => return Err(e),
+    }
+    let result = (|| {
+        // What was linked: a writer may have put a new version at the source since.
+        let Some(linked) = look(&q)? else {
+            return Err(io::Error::other(format!(
+                "{}: removed by another client while moving {} there",
+                q.display(),
+                src.display()
+            )));
+        };
+        linked.regular(src)?;
+        // The last look before the rename: between it and the rename, a write landing at
+        // `dst` would be replaced (router/README.md, "What is left to chance").
+        let (go, outcome) = match look(dst)? {
+            None => (true, Relocation::Moved),
+            Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
+            Some(now) => {
+                now.regular(dst)?;
+                (linked.newer_than(&now), Relocation::ReplacedOlder)
+            }
+        };
+        if go {
+            fs::rename(&q, dst)?;
+            // When `dst` was already this very file (another mover placed it meanwhile), rename
+            // does nothing and the private name stays: remove it.
+            remove_private(&q)?;
+            return Ok((linked, outcome));
+        }
+        remove_private(&q)?;
+        let outcome = if outcome == Relocation::Moved {
+            Relocation::Moved
+        } else {
+            Relocation::DroppedOlder
+        };
+        Ok((linked, outcome))
+    })();
+    match result {
+        Ok((linked, outcome)) => retire(src, dst, &linked, outcome),
+        Err(e) => {
+            let _ = fs::remove_file(&q);
+            Err(e)
+        }
+    }
+}
+
+/// Removes the source by a name no writer uses: renames it to a private name in its
+/// directory, then unlinks that if it is `expected`; a newer version found there instead ends
+/// at `dst` if it is newer than what `dst` holds, and is dropped if not. The mover whose
+/// rename succeeds reports `outcome`; one that finds the source gone reports
+/// [`Relocation::SourceGone`], so racing movers count a move once.
+fn retire(src: &Path, dst: &Path, expected: &Stamp, outcome: Relocation) -> io::Result<Relocation> {
+    let p = private_beside(src);
+    match fs::rename(src, &p) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Relocation::SourceGone),
+        Err(e) => return Err(e),
+    }
+    let Some(taken) = look(&p)? else {
+        return Ok(outcome);
+    };
+    if taken.same_file(expected) {
+        remove_private(&p)?;
+        return Ok(outcome);
+    }
+    // A writer renamed a new version over the source after it was looked at.
+    if let Err(e) = taken.regular(src) {
+        // Not data, and not ours: give the name back if it is still free.
+        if fs::hard_link(&p, src).is_ok() {
+            let _ = fs::remove_file(&p);
+        }
+        return Err(e);
+    }
+    let placed = place(&p, &taken, dst)?;
+    Ok(match outcome {
+        Relocation::DroppedOlder if placed => Relocation::ReplacedOlder,
+        other => other,
+    })
+}
+
+/// The private file `p` holds the version `taken`: it ends at `dst` if `dst` has no file or
+/// an older one; otherwise it is removed. True when it was placed.
+fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
+    for _ in 0..ROUNDS {
+        match look(dst)? {
+            None => match fs::hard_link(p, dst) {
+                Ok(()) => {
+                    remove_private(p)?;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) if no_hard_links(&e) => {
+                    fs::rename(p, dst)?;
+                    return Ok(true);
+                }
+                Err(e) => return Err(e),
+            },
+            Some(d) if d.same_file(taken) => {
+                remove_private(p)?;
+                return Ok(true);
+            }
+            Some(d) => {
+                d.regular(dst)?;
+                if taken.newer_than(&d) {
+                    fs::rename(p, dst)?;
+                    remove_private(p)?; // left by rename if `dst` became this file meanwhile
+                    return Ok(true);
+                }
+                remove_private(p)?;
+                return Ok(false);
             }
         }
+    }
+    Err(changing(dst))
+}
+
+/// File systems without hard links: look at `dst`, then rename (a window between the two,
+/// documented); an older source is retired as usual.
+fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
+    let (outcome, replace) = match look(dst)? {
+        None => (Relocation::Moved, true),
+        Some(d) if d.same_file(s) => {
+            if same_entry(src, dst)? {
+                return Err(same_entry_error(src, dst));
+            }
+            return retire(src, dst, s, Relocation::Moved);
+        }
+        Some(d) => {
+            d.regular(dst)?;
+            (Relocation::ReplacedOlder, s.newer_than(&d))
+        }
+    };
+    if !replace {
+        return retire(src, dst, s, Relocation::DroppedOlder);
+    }
+    match fs::rename(src, dst) {
+        Ok(()) => Ok(outcome),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+            Ok(Relocation::SourceGone)
+        }
         Err(e) => Err(e),
+    }
+}
+
+fn no_hard_links(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(EPERM | EOPNOTSUPP))
+}
+
+/// `lstat`: `None` when nothing is there.
+fn look(path: &Path) -> io::Result<Option<Stamp>> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(Stamp::of(&m))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `a` and `b` are one directory entry: the same name in the same directory (by
+/// device and inode, so `d/../d/f` is `d/f`).
+fn same_entry(a: &Path, b: &Path) -> io::Result<bool> {
+    let (Some(name_a), Some(name_b)) = (a.file_name(), b.file_name()) else {
+        return Ok(true);
+    };
+    if name_a != name_b {
+        return Ok(false);
+    }
+    let (da, db) = (fs::metadata(parent(a))?, fs::metadata(parent(b))?);
+    Ok(da.dev() == db.dev() && da.ino() == db.ino())
+}
+
+fn same_entry_error(src: &Path, dst: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} and {} are one file: a move onto itself would remove its only name",
+            src.display(),
+            dst.display()
+        ),
+    )
+}
+
+fn changing(dst: &Path) -> io::Error {
+    io::Error::other(format!(
+        "{}: changed {ROUNDS} times while a move looked at it; the source was left as it was",
+        dst.display()
+    ))
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A fresh `.efs-router-<16 hex>.moving` in `path`'s directory.
+fn private_beside(path: &Path) -> PathBuf {
+    parent(path).join(new_private_name(Private::Moving))
+}
+
+fn remove_private(p: &Path) -> io::Result<()> {
+    match fs::remove_file(p) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -136,59 +534,94 @@ fn by_source_directory_in_turn<P: AsRef<Path>>(pairs: &[(P, P)]) -> Vec<usize> {
     order
 }
 
-fn remove_source(src: &Path) -> io::Result<Relocation> {
-    match fs::remove_file(src) {
-        Ok(()) => Ok(Relocation::Moved),
-        // Another mover finished the same move first (the file is at the destination): the
-        // one whose unlink succeeds reports the move, so racing movers count it once.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Relocation::SourceGone),
-        Err(e) => Err(e),
-    }
-}
-
-/// `None` when `src` is gone.
-fn same_file(src: &Path, dst: &Path) -> io::Result<Option<bool>> {
-    let s = match fs::symlink_metadata(src) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let d = fs::symlink_metadata(dst)?;
-    Ok(Some(s.dev() == d.dev() && s.ino() == d.ino()))
-}
-
-fn exists(path: &Path) -> io::Result<bool> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+    use std::time::{Duration, SystemTime};
+
+    /// `path` holds `data` and was last modified `secs` seconds after an arbitrary epoch.
+    fn put(path: &Path, data: &[u8], secs: u64) {
+        fs::write(path, data).unwrap();
+        set_mtime(path, secs);
+    }
+
+    fn set_mtime(path: &Path, secs: u64) {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+
+    fn ino(path: &Path) -> u64 {
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    /// The names in `dir`, sorted: no private name may be left behind.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
 
     #[test]
     fn moves_and_keeps_the_bytes() {
         let d = tempfile::tempdir().unwrap();
         let (src, dst) = (d.path().join("a"), d.path().join("b"));
         fs::write(&src, b"reading").unwrap();
+        let before = ino(&src);
         assert_eq!(relocate(&src, &dst).unwrap(), Relocation::Moved);
         assert!(!src.exists());
         assert_eq!(fs::read(&dst).unwrap(), b"reading");
+        let m = fs::metadata(&dst).unwrap();
+        assert_eq!((m.ino(), m.nlink()), (before, 1));
+        assert_eq!(names(d.path()), ["b"]);
     }
 
     #[test]
-    fn never_replaces_the_destination() {
+    fn an_older_source_is_dropped_and_a_tie_goes_home() {
         let d = tempfile::tempdir().unwrap();
         let (src, dst) = (d.path().join("a"), d.path().join("b"));
-        fs::write(&src, b"old").unwrap();
-        fs::write(&dst, b"new").unwrap();
-        assert_eq!(relocate(&src, &dst).unwrap(), Relocation::DestinationTaken);
-        assert_eq!(fs::read(&src).unwrap(), b"old");
+        for (src_secs, dst_secs) in [(10, 20), (30, 30)] {
+            put(&src, b"old", src_secs);
+            put(&dst, b"new", dst_secs);
+            assert_eq!(relocate(&src, &dst).unwrap(), Relocation::DroppedOlder);
+            assert!(!src.exists());
+            assert_eq!(fs::read(&dst).unwrap(), b"new");
+            assert_eq!(names(d.path()), ["b"]);
+        }
+    }
+
+    #[test]
+    fn a_newer_source_replaces_the_destination() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("a"), d.path().join("b"));
+        put(&src, b"new", 20);
+        put(&dst, b"old", 10);
+        let newer = ino(&src);
+        assert_eq!(relocate(&src, &dst).unwrap(), Relocation::ReplacedOlder);
+        assert!(!src.exists());
         assert_eq!(fs::read(&dst).unwrap(), b"new");
+        let m = fs::metadata(&dst).unwrap();
+        assert_eq!((m.ino(), m.nlink()), (newer, 1));
+        assert_eq!(names(d.path()), ["b"]);
+        // Nanoseconds count.
+        put(&src, b"newer by a nanosecond", 0);
+        let t = SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 1);
+        fs::File::options()
+            .write(true)
+            .open(&src)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        put(&dst, b"older", 0);
+        assert_eq!(relocate(&src, &dst).unwrap(), Relocation::ReplacedOlder);
+        assert_eq!(fs::read(&dst).unwrap(), b"newer by a nanosecond");
     }
 
     #[test]
@@ -215,6 +648,136 @@ mod tests {
         assert_eq!(relocate(&src, &dst).unwrap(), Relocation::Moved);
         assert!(!src.exists());
         assert_eq!(fs::read(&dst).unwrap(), b"x");
+        assert_eq!(fs::metadata(&dst).unwrap().nlink(), 1);
+    }
+
+    #[test]
+    fn one_file_however_spelled_is_refused_and_kept() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(".", d.path().join("here")).unwrap();
+        let f = d.path().join("f");
+        fs::write(&f, b"only copy").unwrap();
+        for other in [
+            d.path().join("./f"),
+            d.path().join("sub/../f"),
+            d.path().join("here/f"),
+            d.path().join("here/sub/../here/f"),
+        ] {
+            for (src, dst) in [(&f, &other), (&other, &f)] {
+                let e = relocate(src, dst).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{}", dst.display());
+                assert_eq!(fs::read(&f).unwrap(), b"only copy");
+            }
+        }
+        assert_eq!(names(d.path()), ["f", "here", "sub"]);
+    }
+
+    #[test]
+    fn links_fifos_and_directories_are_not_data() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("file");
+        put(&file, b"x", 10);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink("file", &link).unwrap();
+        let fifo = d.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let dir = d.path().join("dir");
+        fs::create_dir(&dir).unwrap();
+        for (src, dst, bad, what) in [
+            (&link, d.path().join("moved-link"), &link, "symbolic link"),
+            (&fifo, d.path().join("moved-fifo"), &fifo, "FIFO"),
+            (&dir, d.path().join("moved-dir"), &dir, "directory"),
+            (&file, dir.clone(), &dir, "directory"),
+            (&file, link.clone(), &link, "symbolic link"),
+        ] {
+            let e = relocate(src, &dst).unwrap_err();
+            let n = NotARegularFile::of(&e).unwrap_or_else(|| panic!("{e}"));
+            assert_eq!((n.path.as_path(), n.what), (bad.as_path(), what));
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        }
+        assert_eq!(names(d.path()), ["dir", "fifo", "file", "link"]);
+        assert_eq!(fs::read(&file).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_version_written_over_the_source_during_the_move_is_kept() {
+        // The state after `link(src, dst)` when a writer then renames a new version over src:
+        // retiring the source must find the new version in its private name and place it.
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("a"), d.path().join("b"));
+        put(&src, b"linked", 10);
+        let linked = look(&src).unwrap().unwrap();
+        fs::hard_link(&src, &dst).unwrap();
+        let tmp = d.path().join("writer.tmp");
+        put(&tmp, b"written after", 20);
+        fs::rename(&tmp, &src).unwrap();
+        assert_eq!(
+            retire(&src, &dst, &linked, Relocation::Moved).unwrap(),
+            Relocation::Moved
+        );
+        assert_eq!(fs::read(&dst).unwrap(), b"written after");
+        assert_eq!(names(d.path()), ["b"]);
+
+        // The new version is older than what home holds by then (a write at home): dropped.
+        put(&src, b"linked", 10);
+        let linked = look(&src).unwrap().unwrap();
+        fs::remove_file(&dst).unwrap();
+        fs::hard_link(&src, &dst).unwrap();
+        put(&tmp, b"stale", 15);
+        fs::rename(&tmp, &src).unwrap();
+        let home = d.path().join("home.tmp");
+        put(&home, b"home write", 30);
+        fs::rename(&home, &dst).unwrap();
+        assert_eq!(
+            retire(&src, &dst, &linked, Relocation::Moved).unwrap(),
+            Relocation::Moved
+        );
+        assert_eq!(fs::read(&dst).unwrap(), b"home write");
+        assert_eq!(names(d.path()), ["b"]);
+
+        // Dropping an older source, a newer version written over it meanwhile replaces home.
+        put(&src, b"old", 10);
+        let compared = look(&src).unwrap().unwrap();
+        put(&dst, b"home", 20);
+        put(&tmp, b"newest", 30);
+        fs::rename(&tmp, &src).unwrap();
+        assert_eq!(
+            retire(&src, &dst, &compared, Relocation::DroppedOlder).unwrap(),
+            Relocation::ReplacedOlder
+        );
+        assert_eq!(fs::read(&dst).unwrap(), b"newest");
+        assert_eq!(names(d.path()), ["b"]);
+    }
+
+    #[test]
+    fn without_hard_links_it_looks_then_renames() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("a"), d.path().join("b"));
+        put(&src, b"x", 10);
+        let s = look(&src).unwrap().unwrap();
+        assert_eq!(without_links(&src, &dst, &s).unwrap(), Relocation::Moved);
+        put(&src, b"older", 5);
+        let s = look(&src).unwrap().unwrap();
+        assert_eq!(
+            without_links(&src, &dst, &s).unwrap(),
+            Relocation::DroppedOlder
+        );
+        put(&src, b"newer", 20);
+        let s = look(&src).unwrap().unwrap();
+        assert_eq!(
+            without_links(&src, &dst, &s).unwrap(),
+            Relocation::ReplacedOlder
+        );
+        assert_eq!(fs::read(&dst).unwrap(), b"newer");
+        assert_eq!(names(d.path()), ["b"]);
     }
 
     #[test]
@@ -230,10 +793,11 @@ mod tests {
         let mut pairs = Vec::new();
         for i in 0..300 {
             let src = dirs[i % 2].join(format!("f{i}"));
-            fs::write(&src, i.to_string()).unwrap();
+            put(&src, i.to_string().as_bytes(), 10);
             pairs.push((src, dirs[2].join(format!("f{i}"))));
         }
-        fs::write(dirs[2].join("f7"), b"already home").unwrap();
+        put(&dirs[2].join("f7"), b"already home, newer", 20);
+        put(&dirs[2].join("f8"), b"already home, older", 5);
         pairs.push((dirs[0].join("absent"), dirs[2].join("absent")));
         for concurrency in [0, 1, 8] {
             let outcomes = relocate_many(&pairs, concurrency, None);
@@ -241,8 +805,9 @@ mod tests {
             for (i, o) in outcomes.into_iter().enumerate() {
                 let o = o.expect("every pair tried").unwrap();
                 let want = match (concurrency, i) {
-                    (_, 7) => Relocation::DestinationTaken,
                     (_, 300) => Relocation::SourceGone,
+                    (0, 7) => Relocation::DroppedOlder,
+                    (0, 8) => Relocation::ReplacedOlder,
                     (0, _) => Relocation::Moved,
                     _ => Relocation::SourceGone, // moved by the first round
                 };
@@ -255,7 +820,12 @@ mod tests {
                 i.to_string()
             );
         }
-        assert_eq!(fs::read(dirs[1].join("f7")).unwrap(), b"7");
+        assert_eq!(
+            fs::read(dirs[2].join("f7")).unwrap(),
+            b"already home, newer"
+        );
+        assert!(names(&dirs[0]).is_empty() && names(&dirs[1]).is_empty());
+        assert_eq!(names(&dirs[2]).len(), 300);
     }
 
     #[test]
@@ -280,26 +850,43 @@ mod tests {
     #[test]
     fn racing_movers_leave_exactly_one_copy() {
         let d = tempfile::tempdir().unwrap();
-        for round in 0..50 {
+        const MOVERS: usize = 6;
+        for round in 0..99 {
             let (src, dst) = (
                 d.path().join(format!("s{round}")),
                 d.path().join(format!("d{round}")),
             );
             fs::write(&src, round.to_string()).unwrap();
+            // Every third round home holds an older copy, which the movers replace.
+            let older = round % 3 == 0;
+            if older {
+                set_mtime(&src, 20);
+                put(&dst, b"older", 10);
+            }
+            let barrier = std::sync::Barrier::new(MOVERS);
             let outcomes: Vec<Relocation> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..4)
-                    .map(|_| s.spawn(|| relocate(&src, &dst).unwrap()))
+                let handles: Vec<_> = (0..MOVERS)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            relocate(&src, &dst).unwrap()
+                        })
+                    })
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
-            assert!(
-                !outcomes.contains(&Relocation::DestinationTaken),
-                "{outcomes:?}"
-            );
-            let moved = outcomes.iter().filter(|o| **o == Relocation::Moved).count();
-            assert_eq!(moved, 1, "{outcomes:?}");
+            let reporting: Vec<_> = outcomes
+                .iter()
+                .filter(|o| **o != Relocation::SourceGone)
+                .collect();
+            assert_eq!(reporting.len(), 1, "{outcomes:?}");
+            if !older {
+                assert_eq!(*reporting[0], Relocation::Moved, "{outcomes:?}");
+            }
             assert!(!src.exists());
             assert_eq!(fs::read_to_string(&dst).unwrap(), round.to_string());
+            assert_eq!(fs::metadata(&dst).unwrap().nlink(), 1);
         }
+        assert_eq!(names(d.path()).len(), 99);
     }
 }

@@ -404,3 +404,166 @@ fn the_original_list_is_one_directory_and_nothing_moves_onto_itself() {
     assert!(homes.iter().all(|&h| h > 0), "{homes:?}");
     assert_eq!(files_under(dir.path()).len(), 90);
 }
+
+/// `path` holds `data`, last modified `secs` seconds after an arbitrary epoch.
+fn put_at(path: &Path, data: &[u8], secs: u64) {
+    put(path, data);
+    let t =
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+#[test]
+fn the_newest_copy_is_read_and_moved_home_a_tie_going_to_the_earlier_shard() {
+    let (_dir, router) = single(THREE, Strategy::Rendezvous);
+    let targets = router.list().mount_targets.clone();
+    let (p, home, in_0) = misplaced(&router, 1, 0, "newest");
+    let logical = router.resolve(&p).unwrap().logical;
+    let in_2 = router.layout().real_path(&targets, 2, &logical);
+    // The later shard has the newer copy: it wins though shard 0 comes first.
+    put_at(&in_0, b"older", 10);
+    put_at(&in_2, b"newer", 20);
+    let read = router.read_with_fallback(&p).unwrap();
+    assert_eq!(
+        (read.data.as_slice(), read.place),
+        (&b"newer"[..], Place::MovedHome { from: 2 })
+    );
+    assert_eq!(fs::read(&home).unwrap(), b"newer");
+    assert!(!in_2.exists());
+    // The older copy is left where it is (home wins every later read; rebalancing drops it).
+    assert_eq!(fs::read(&in_0).unwrap(), b"older");
+
+    // Equal times: the shard earlier in the list.
+    let (p, home, in_0) = misplaced(&router, 1, 0, "tie");
+    let logical = router.resolve(&p).unwrap().logical;
+    let in_2 = router.layout().real_path(&targets, 2, &logical);
+    put_at(&in_0, b"first", 10);
+    put_at(&in_2, b"second", 10);
+    let read = router.read_with_fallback(&p).unwrap();
+    assert_eq!(
+        (read.data.as_slice(), read.place),
+        (&b"first"[..], Place::MovedHome { from: 0 })
+    );
+    assert_eq!(fs::read(&home).unwrap(), b"first");
+}
+
+/// Runs `f` on another thread and fails if it takes more than 10 s (a read that blocks on a
+/// FIFO never returns).
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked: a FIFO was opened without O_NONBLOCK")
+}
+
+fn mkfifo(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+#[test]
+fn links_and_fifos_are_not_data_skipped_elsewhere_refused_at_home() {
+    let (dir, router) = single(THREE, Strategy::Rendezvous);
+    let router = Arc::new(router);
+    let secret = dir.path().join("secret");
+    fs::write(&secret, b"outside the shards").unwrap();
+
+    // Elsewhere: a symbolic link and a FIFO are skipped; the regular copy in the third shard
+    // is the one read, even though it is older.
+    let (p, home, in_0) = misplaced(&router, 1, 0, "skip");
+    let logical = router.resolve(&p).unwrap().logical;
+    let in_2 = router
+        .layout()
+        .real_path(&router.list().mount_targets, 2, &logical);
+    fs::create_dir_all(in_0.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&secret, &in_0).unwrap();
+    put_at(&in_2, b"real", 1);
+    let r = router.clone();
+    let read = within_10s(move || r.read_with_fallback(&p).unwrap());
+    assert_eq!(
+        (read.data.as_slice(), read.place),
+        (&b"real"[..], Place::MovedHome { from: 2 })
+    );
+    assert_eq!(fs::read(&home).unwrap(), b"real");
+    assert!(fs::symlink_metadata(&in_0)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // Only a FIFO elsewhere: as if absent.
+    let (p, _, in_2) = misplaced(&router, 1, 2, "fifo");
+    mkfifo(&in_2);
+    let r = router.clone();
+    let q = p.clone();
+    assert!(matches!(
+        within_10s(move || r.read_with_fallback(&q)),
+        Err(Error::NotFound { .. })
+    ));
+
+    // At home: an error naming the path, for a link and for a FIFO; nothing is followed.
+    for (tag, make) in [("link", true), ("fifo", false)] {
+        let (p, home, _) = misplaced(&router, 1, 2, tag);
+        if make {
+            fs::create_dir_all(home.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&secret, &home).unwrap();
+        } else {
+            mkfifo(&home);
+        }
+        let r = router.clone();
+        match within_10s(move || r.read_with_fallback(&p)) {
+            Err(Error::NotRegular { path, what }) => {
+                assert_eq!(path, home);
+                assert_eq!(what, if make { "symbolic link" } else { "FIFO" });
+            }
+            other => panic!("{tag}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_misplaced_copy_older_than_home_is_dropped_by_a_move() {
+    // What a drain or a rebalance does with a stale copy (a read never looks: home answers).
+    let (_dir, router) = single(THREE, Strategy::Rendezvous);
+    let (p, home, elsewhere) = misplaced(&router, 1, 2, "stale");
+    put_at(&elsewhere, b"old", 10);
+    put_at(&home, b"new", 20);
+    assert_eq!(router.read_with_fallback(&p).unwrap().data, b"new");
+    assert_eq!(
+        efs_router::relocate(&elsewhere, &home).unwrap(),
+        efs_router::Relocation::DroppedOlder
+    );
+    assert!(!elsewhere.exists());
+    assert_eq!(fs::read(&home).unwrap(), b"new");
+}
+
+#[test]
+fn router_names_are_never_routed_and_writes_leave_none() {
+    let (dir, router) = single(THREE, Strategy::Rendezvous);
+    for p in [
+        "data/analysis/.efs-router-0123456789abcdef.tmp",
+        "data/.efs-router-0123456789abcdef.moving/x.json",
+    ] {
+        match router.write(p, b"x") {
+            Err(Error::Route(e)) => assert_eq!(e.kind(), "reserved-name", "{p}"),
+            other => panic!("{p}: {other:?}"),
+        }
+    }
+    let real = router.write("data/analysis/a.json", b"x").unwrap();
+    assert_eq!(
+        efs_router::dir::count_files(real.parent().unwrap()).unwrap(),
+        Some(1)
+    );
+    assert_eq!(files_under(dir.path()).len(), 1);
+}

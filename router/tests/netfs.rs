@@ -100,14 +100,17 @@ fn counting_rounds_up_per_reply_and_shard_sizes_do_not_change_lookups() {
     }
 }
 
-/// The floor of a move on the test bed, which the kernel decides: LINK and UNLINK, and the
-/// LOOKUPs the kernel makes for them: the source's name for the link, the destination's
-/// (found absent) before linking, the source's again before unlinking. No GETATTR, no stat of
-/// relocate's own.
-const MOVE_ROUND_TRIPS: u64 = 5;
+/// The floor of a move on the test bed: the source looked at (`lstat`, a LOOKUP), LINK,
+/// RENAME of the source to a private name, that name looked at (a LOOKUP), UNLINK of it, and
+/// the LOOKUPs the kernel makes for them (names are never cached on the test bed): the
+/// source's and the destination's (found absent) for the link, the source's and the private
+/// name's (absent) for the rename, the private name's for the unlink. No GETATTR. (The move
+/// of before this protocol, link then unlink, cost 5: it could unlink a version a writer had
+/// just renamed over the source.)
+const MOVE_ROUND_TRIPS: u64 = 10;
 
 #[test]
-fn a_move_is_one_link_one_unlink_and_the_kernels_lookups() {
+fn a_move_is_one_link_one_rename_one_unlink_and_the_kernels_lookups() {
     let Some(bed) = TestBed::new("move") else {
         return;
     };
@@ -121,32 +124,82 @@ fn a_move_is_one_link_one_unlink_and_the_kernels_lookups() {
     assert_eq!(relocate(&src, &dst).unwrap(), Relocation::Moved);
     let c = bed.fs.counts();
     println!("relocate, moved: {}", c.summary());
-    assert_eq!(c.get("LINK"), 1, "{c:?}");
-    assert_eq!(c.get("UNLINK"), 1, "{c:?}");
-    assert!(c.get("LOOKUP") <= 3, "{c:?}");
+    assert_eq!(
+        (c.get("LINK"), c.get("RENAME"), c.get("UNLINK")),
+        (1, 1, 1),
+        "{c:?}"
+    );
+    assert!(c.get("LOOKUP") <= 7, "{c:?}");
     assert_eq!(c.get("GETATTR"), 0, "{c:?}");
     assert!(c.round_trips() <= MOVE_ROUND_TRIPS, "{c:?}");
-    assert_only(&c, &["LINK", "UNLINK", "LOOKUP"]);
+    assert_only(&c, &["LINK", "RENAME", "UNLINK", "LOOKUP"]);
     assert_eq!(fs::read(bed.backing.path().join("home/f")).unwrap(), b"x");
     assert!(!bed.backing.path().join("from/f").exists());
 
-    // The destination taken: refused, both kept; no link is even sent.
+    // The destination newer: the source is the older copy, removed; no link is even sent.
     fs::write(bed.backing.path().join("from/g"), b"old").unwrap();
+    set_mtime(&bed.backing.path().join("from/g"), 10);
     fs::write(bed.backing.path().join("home/g"), b"new").unwrap();
+    set_mtime(&bed.backing.path().join("home/g"), 20);
     bed.fs.reset();
     assert_eq!(
         relocate(&bed.path().join("from/g"), &bed.path().join("home/g")).unwrap(),
-        Relocation::DestinationTaken
+        Relocation::DroppedOlder
     );
     let c = bed.fs.counts();
-    println!("relocate, destination taken: {}", c.summary());
+    println!("relocate, destination newer: {}", c.summary());
     assert_eq!(
-        c.get("LINK") + c.get("UNLINK") + c.get("RENAME"),
-        0,
+        (c.get("LINK"), c.get("RENAME"), c.get("UNLINK")),
+        (0, 1, 1),
         "{c:?}"
     );
-    assert_eq!(fs::read(bed.backing.path().join("from/g")).unwrap(), b"old");
+    assert!(c.round_trips() <= MOVE_ROUND_TRIPS, "{c:?}");
+    assert_only(&c, &["RENAME", "UNLINK", "LOOKUP"]);
+    assert!(!bed.backing.path().join("from/g").exists());
     assert_eq!(fs::read(bed.backing.path().join("home/g")).unwrap(), b"new");
+
+    // The source newer: it replaces the destination.
+    fs::write(bed.backing.path().join("from/h"), b"new").unwrap();
+    set_mtime(&bed.backing.path().join("from/h"), 20);
+    fs::write(bed.backing.path().join("home/h"), b"old").unwrap();
+    set_mtime(&bed.backing.path().join("home/h"), 10);
+    bed.fs.reset();
+    assert_eq!(
+        relocate(&bed.path().join("from/h"), &bed.path().join("home/h")).unwrap(),
+        Relocation::ReplacedOlder
+    );
+    let c = bed.fs.counts();
+    println!("relocate, source newer: {}", c.summary());
+    // The link to a private name beside home, the rename over home, then the source retired.
+    assert_eq!(
+        (c.get("LINK"), c.get("RENAME"), c.get("UNLINK")),
+        (1, 2, 1),
+        "{c:?}"
+    );
+    assert_only(&c, &["LINK", "RENAME", "UNLINK", "LOOKUP"]);
+    assert!(!bed.backing.path().join("from/h").exists());
+    assert_eq!(fs::read(bed.backing.path().join("home/h")).unwrap(), b"new");
+    assert_eq!(
+        count_files(&bed.backing.path().join("home")).unwrap(),
+        Some(3)
+    );
+    assert_eq!(
+        fs::read_dir(bed.backing.path().join("from"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+fn set_mtime(path: &Path, secs: u64) {
+    let t =
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
 }
 
 #[test]
@@ -177,9 +230,10 @@ fn moves_at_once_cost_what_moves_one_by_one_cost() {
     let c = bed.fs.counts();
     println!("relocate_many, {n} moves at 16: {}", c.summary());
     assert_eq!(c.get("LINK"), n as u64, "{c:?}");
+    assert_eq!(c.get("RENAME"), n as u64, "{c:?}");
     assert_eq!(c.get("UNLINK"), n as u64, "{c:?}");
     assert!(c.round_trips() <= MOVE_ROUND_TRIPS * n as u64, "{c:?}");
-    assert_only(&c, &["LINK", "UNLINK", "LOOKUP"]);
+    assert_only(&c, &["LINK", "RENAME", "UNLINK", "LOOKUP"]);
     for (i, home) in (0..n).map(|i| (i, homes[i % 3])) {
         let moved = bed.backing.path().join(format!("{home}/f{i}"));
         assert_eq!(fs::read_to_string(moved).unwrap(), i.to_string());
@@ -324,10 +378,15 @@ fn reads_and_writes_cost_their_floor() {
     let c = bed.fs.counts();
     println!("read, fallback hit (moved home): {}", c.summary());
     assert_eq!((c.get("OPEN"), c.get("READ")), (1, 1), "{c:?}");
-    assert_eq!((c.get("LINK"), c.get("UNLINK")), (1, 1), "{c:?}");
+    assert_eq!(
+        (c.get("LINK"), c.get("RENAME"), c.get("UNLINK")),
+        (1, 1, 1),
+        "{c:?}"
+    );
     assert_eq!(c.get("MKDIR") + c.get("GETATTR"), 0, "{c:?}");
-    // home, the two others, then the move's three.
-    assert_eq!(c.get("LOOKUP"), 1 + 2 + 3, "{c:?}");
+    // home, the two others, then the move's six (the read's fstat stands for the move's first
+    // look at the source).
+    assert_eq!(c.get("LOOKUP"), 1 + 2 + 6, "{c:?}");
 
     let missing = path_homed_at(&router, 0, "missing");
     bed.fs.reset();
@@ -361,4 +420,63 @@ fn reads_and_writes_cost_their_floor() {
     bed.fs.reset();
     let real = router.write(deeper, b"y").unwrap();
     assert_eq!(fs::read(real).unwrap(), b"y");
+}
+
+#[test]
+fn walking_reads_names_only_and_enters_an_unknown_entry_only_when_asked() {
+    use efs_router::dir::{walk, Flow, Kind};
+    let Some(bed) = TestBed::new("walk") else {
+        return;
+    };
+    let dir = bed.backing.path().join("data/analysis");
+    fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+    for i in 0..2000 {
+        fs::write(dir.join(format!("device-{i:05}.json")), b"").unwrap();
+    }
+    fs::write(dir.join("sub/deeper/nested.json"), b"").unwrap();
+    fs::write(dir.join(".efs-router-0123456789abcdef.tmp"), b"").unwrap();
+    let through = bed.path().join("data/analysis");
+    fs::metadata(&through).unwrap();
+
+    // Every entry comes without a type: reported as unknown (the private name apart), never
+    // stat'ed, and nothing below is entered unless the caller asks.
+    bed.fs.reset();
+    let (mut unknown, mut private, mut other) = (0, 0, 0);
+    assert!(walk(&through, |e| {
+        match e.kind {
+            Kind::Unknown => unknown += 1,
+            Kind::Private(_) => private += 1,
+            _ => other += 1,
+        }
+        Flow::Continue
+    })
+    .unwrap());
+    assert_eq!((unknown, private, other), (2001, 1, 0));
+    let c = bed.fs.counts();
+    println!("walk of 2,002 entries: {}", c.summary());
+    let floor = 2004u64.div_ceil(NAMES_PER_READDIR);
+    assert!(c.get("READDIR") <= floor + 1, "{c:?}");
+    assert!(c.get("LOOKUP") <= 1 && c.get("GETATTR") <= 1, "{c:?}");
+    assert_only(&c, &["READDIR", "LOOKUP", "GETATTR"]);
+
+    // The caller looks at a candidate (one lstat) and answers Enter for a directory.
+    let mut files = Vec::new();
+    walk(&through, |e| match e.kind {
+        Kind::Unknown if fs::symlink_metadata(through.join(e.path)).unwrap().is_dir() => {
+            Flow::Enter
+        }
+        Kind::Unknown => {
+            files.push(e.path.to_path_buf());
+            Flow::Continue
+        }
+        _ => Flow::Continue,
+    })
+    .unwrap();
+    assert_eq!(files.len(), 2001);
+    assert!(files.contains(&PathBuf::from("sub/deeper/nested.json")));
+
+    // Counting skips the router's names too, still by names only.
+    bed.fs.reset();
+    assert_eq!(count_files(&through).unwrap(), Some(2001));
+    assert_only(&bed.fs.counts(), &["READDIR", "LOOKUP", "GETATTR"]);
 }

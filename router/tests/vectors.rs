@@ -1,7 +1,7 @@
 //! `shard_index` and path normalisation against `tests/vectors/routing.json` (shared with the
 //! Python client), and `modulo-sha256` against the original Python expression run by CPython.
 
-use efs_router::{modulo_sha256, shard_index, LogicalPath, Strategy, Target};
+use efs_router::{modulo_sha256, shard_index, LogicalPath, MountTargetList, Strategy, Target};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
@@ -174,4 +174,51 @@ json.dump([[int(hashlib.sha256(file_path.encode()).hexdigest(), 16) % n for n in
         }
     }
     assert!(routed > 8000, "too few valid random paths: {routed}");
+}
+
+fn list_vectors() -> Value {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/lists.json");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    serde_json::from_str(&text).expect("lists.json is JSON")
+}
+
+#[test]
+fn list_vectors_valid() {
+    let v = list_vectors();
+    let cases = v["valid"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let list = MountTargetList::from_json(case["json"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
+        let roots: Vec<&str> = list.mount_targets.iter().map(|t| t.root.as_str()).collect();
+        let want: Vec<&str> = case["roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert_eq!(roots, want, "{}", case["name"]);
+        assert_eq!(list.strategy.as_str(), case["strategy"], "{}", case["name"]);
+        // What the function publishes is read back the same.
+        assert_eq!(MountTargetList::from_json(&list.to_json()), Ok(list));
+    }
+}
+
+#[test]
+fn list_vectors_invalid() {
+    let v = list_vectors();
+    let cases = v["invalid"].as_array().unwrap();
+    assert!(cases.len() >= 30);
+    for case in cases {
+        let name = &case["name"];
+        let e = match MountTargetList::from_json(case["json"].as_str().unwrap()) {
+            Ok(l) => panic!("{name}: accepted as {l:?}"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind(), case["error"], "{name}: {e}");
+        let message = e.to_string();
+        for m in case["mentions"].as_array().unwrap() {
+            assert!(message.contains(m.as_str().unwrap()), "{name}: {message}");
+        }
+    }
 }

@@ -93,6 +93,11 @@ PATHS = [
     ("x" * 200 + "/" + "y" * 200 + ".json", "x" * 200 + "/" + "y" * 200 + ".json"),
     ("..a/b..", "..a/b.."),
     (".hidden/.x", ".hidden/.x"),
+    # Near misses of the router's own names (.efs-router-<16 lowercase hex>.tmp / .moving): files.
+    ("data/.efs-router-0123456789ABCDEF.tmp", "data/.efs-router-0123456789ABCDEF.tmp"),
+    ("data/.efs-router-0123456789abcdef.tmpx", "data/.efs-router-0123456789abcdef.tmpx"),
+    ("x.efs-router-0123456789abcdef.moving", "x.efs-router-0123456789abcdef.moving"),
+    ("data/.efs-router-0123456789abcdef.tmp/..", "data"),
 ]
 
 # Normalisation cases beyond PATHS: refused paths, with the rule that refuses them.
@@ -102,6 +107,10 @@ REFUSED = [
     ("//a", "empty-component"), ("a/b/", "empty-component"), ("..", "escapes-root"),
     ("/../etc/passwd", "escapes-root"), ("a/../../b", "escapes-root"), ("./..", "escapes-root"),
     ("a\0b", "nul"), ("\0", "nul"), ("a/\0/b", "nul"),
+    (".efs-router-0123456789abcdef.tmp", "reserved-name"),
+    ("data/analysis/.efs-router-0123456789abcdef.tmp", "reserved-name"),
+    ("data/.efs-router-ffffffffffffffff.moving/x.json", "reserved-name"),
+    ("/./data/x/../.efs-router-0000000000000000.moving", "reserved-name"),
 ]
 
 

@@ -19,14 +19,16 @@ from unittest import mock
 
 import efs_router
 from efs_router import (
-    DESTINATION_TAKEN,
+    DROPPED_OLDER,
     HOME,
     MOVED,
+    REPLACED_OLDER,
     SOURCE_GONE,
     InsideAnotherShard,
     Layout,
     ListError,
     MountTargetList,
+    NotARegularFile,
     NotFound,
     PathError,
     Place,
@@ -41,6 +43,7 @@ from efs_router import (
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.environ.get("EFS_ROUTER_VECTORS") or os.path.join(HERE, "..", "..", "..", "tests", "vectors",
                                                                 "routing.json")
+LIST_VECTORS = os.path.join(os.path.dirname(VECTORS), "lists.json")
 THREE = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 
 
@@ -109,6 +112,34 @@ class Vectors(unittest.TestCase):
         for name, targets in self.v["lists"].items():
             doc = json.dumps({"mount_targets": targets, "strategy": "rendezvous"})
             self.assertEqual(len(MountTargetList.from_json(doc).mount_targets), len(targets), name)
+
+
+class ListVectors(unittest.TestCase):
+    v: ClassVar[Dict[str, Any]]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        with open(LIST_VECTORS, encoding="utf-8") as f:
+            cls.v = json.load(f)
+
+    def test_valid(self) -> None:
+        self.assertGreaterEqual(len(self.v["valid"]), 10)
+        for case in self.v["valid"]:
+            with self.subTest(case=case["name"]):
+                ml = MountTargetList.from_json(case["json"])
+                self.assertEqual([t.root for t in ml.mount_targets], case["roots"])
+                self.assertEqual(ml.strategy, case["strategy"])
+                self.assertEqual(MountTargetList.from_json(ml.to_json()), ml)  # what is published reads back
+
+    def test_invalid(self) -> None:
+        self.assertGreaterEqual(len(self.v["invalid"]), 30)
+        for case in self.v["invalid"]:
+            with self.subTest(case=case["name"]):
+                with self.assertRaises(ListError) as cm:
+                    MountTargetList.from_json(case["json"])
+                self.assertEqual(cm.exception.kind, case["error"], str(cm.exception))
+                for m in case["mentions"]:
+                    self.assertIn(m, str(cm.exception))
 
 
 class Modulo(unittest.TestCase):
@@ -360,6 +391,22 @@ def read(path: str) -> bytes:
         return f.read()
 
 
+def put_at(path: str, data: bytes, secs: int, nanos: int = 0) -> None:
+    """``path`` holds ``data``, last modified ``secs`` seconds (and ``nanos``) after an arbitrary epoch."""
+    put(path, data)
+    set_mtime(path, secs, nanos)
+
+
+def set_mtime(path: str, secs: int, nanos: int = 0) -> None:
+    ns = (1_700_000_000 + secs) * 1_000_000_000 + nanos
+    os.utime(path, ns=(ns, ns))
+
+
+def names(d: str) -> List[str]:
+    """The names in ``d``, sorted: no private name may be left behind."""
+    return sorted(os.listdir(d))
+
+
 class Relocate(unittest.TestCase):
     def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
@@ -377,16 +424,32 @@ class Relocate(unittest.TestCase):
         self.assertEqual(read(self.dst), b"reading")
         st = os.stat(self.dst)
         self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))  # the same file, one name: never a copy
+        self.assertEqual(names(self.d), ["b"])
 
-    def test_never_replaces_the_destination(self) -> None:
-        put(self.src, b"old")
-        put(self.dst, b"new")
-        self.assertEqual(relocate(self.src, self.dst), DESTINATION_TAKEN)
-        self.assertEqual(read(self.src), b"old")
+    def test_an_older_source_is_dropped_and_a_tie_goes_home(self) -> None:
+        for src_secs, dst_secs in ((10, 20), (30, 30)):
+            with self.subTest(src=src_secs, dst=dst_secs):
+                put_at(self.src, b"old", src_secs)
+                put_at(self.dst, b"new", dst_secs)
+                self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+                self.assertFalse(os.path.lexists(self.src))
+                self.assertEqual(read(self.dst), b"new")
+                self.assertEqual(names(self.d), ["b"])
+
+    def test_a_newer_source_replaces_the_destination(self) -> None:
+        put_at(self.src, b"new", 20)
+        put_at(self.dst, b"old", 10)
+        ino = os.stat(self.src).st_ino
+        self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertFalse(os.path.lexists(self.src))
         self.assertEqual(read(self.dst), b"new")
-        os.mkdir(os.path.join(self.d, "c"))  # a directory at the destination is taken too
-        self.assertEqual(relocate(self.src, os.path.join(self.d, "c")), DESTINATION_TAKEN)
-        self.assertEqual(read(self.src), b"old")
+        st = os.stat(self.dst)
+        self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))
+        self.assertEqual(names(self.d), ["b"])
+        put_at(self.src, b"newer by a nanosecond", 0, 1)  # nanoseconds count
+        put_at(self.dst, b"older", 0)
+        self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(read(self.dst), b"newer by a nanosecond")
 
     def test_a_missing_source_is_gone_not_an_error(self) -> None:
         self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
@@ -402,13 +465,131 @@ class Relocate(unittest.TestCase):
         self.assertEqual(read(self.dst), b"x")
         self.assertEqual(os.stat(self.dst).st_nlink, 1)
 
-    def test_refuses_one_path_as_both(self) -> None:
-        put(self.src, b"x")
-        for dst in (self.src, self.d + "//a", os.path.join(self.d, ".", "a")):
-            with self.subTest(dst=dst), self.assertRaises(OSError) as cm:
-                relocate(self.src, dst)
+    def test_one_file_however_spelled_is_refused_and_kept(self) -> None:
+        os.mkdir(os.path.join(self.d, "sub"))
+        os.symlink(".", os.path.join(self.d, "here"))
+        put(self.src, b"only copy")
+        for other in (self.src, self.d + "//a", os.path.join(self.d, ".", "a"), os.path.join(self.d, "sub", "..", "a"),
+                      os.path.join(self.d, "here", "a"), os.path.join(self.d, "here", "sub", "..", "here", "a")):
+            for src, dst in ((self.src, other), (other, self.src)):
+                with self.subTest(src=src, dst=dst), self.assertRaises(OSError) as cm:
+                    relocate(src, dst)
+                self.assertEqual(cm.exception.errno, errno.EINVAL)
+                self.assertEqual(read(self.src), b"only copy")
+        cwd = os.getcwd()
+        os.chdir(self.d)
+        try:
+            with self.assertRaises(OSError) as cm:
+                relocate("./a", "a")
             self.assertEqual(cm.exception.errno, errno.EINVAL)
+        finally:
+            os.chdir(cwd)
+        self.assertEqual(names(self.d), ["a", "here", "sub"])
+
+    def test_links_fifos_and_directories_are_not_data(self) -> None:
+        put_at(self.src, b"x", 10)
+        link, fifo, directory = (os.path.join(self.d, n) for n in ("link", "fifo", "dir"))
+        os.symlink("a", link)
+        os.mkfifo(fifo)
+        os.mkdir(directory)
+        for src, dst, bad, what in ((link, "moved-link", link, "symbolic link"), (fifo, "moved-fifo", fifo, "FIFO"),
+                                    (directory, "moved-dir", directory, "directory"),
+                                    (self.src, directory, directory, "directory"),
+                                    (self.src, link, link, "symbolic link")):
+            with self.subTest(src=src, dst=dst), self.assertRaises(NotARegularFile) as cm:
+                relocate(src, os.path.join(self.d, dst))
+            self.assertEqual((cm.exception.path, cm.exception.what), (bad, what))
+            self.assertIsInstance(cm.exception, OSError)
+        self.assertEqual(names(self.d), ["a", "dir", "fifo", "link"])
         self.assertEqual(read(self.src), b"x")
+
+    def writer_renames_over_the_source(self, data: bytes, secs: int,
+                                       also: Optional[Callable[[], None]] = None) -> "mock._patch[mock.MagicMock]":
+        """os.rename patched: before the move's first rename of the source to its private name, a writer renames
+        a new version over the source (and ``also`` runs)."""
+        real_rename = os.rename
+        done = [False]
+
+        def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
+            if not done[0] and a == self.src and efs_router.is_private_name(os.path.basename(b)):
+                done[0] = True
+                tmp = os.path.join(self.d, "writer.tmp")
+                put_at(tmp, data, secs)
+                real_rename(tmp, self.src)
+                if also is not None:
+                    also()
+            real_rename(a, b, *args, **kw)
+
+        return mock.patch.object(os, "rename", side_effect=rename)
+
+    def test_a_version_written_over_the_source_during_the_move_is_kept(self) -> None:
+        # Between link(src, dst) and the rename of src to its private name, a writer puts a newer version at
+        # src: it must end at dst, never be unlinked.
+        put_at(self.src, b"linked", 10)
+        with self.writer_renames_over_the_source(b"written after", 20):
+            self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertEqual(read(self.dst), b"written after")
+        self.assertEqual(names(self.d), ["b"])
+
+        # The version written is older than what home holds by then (a write at home): dropped.
+        os.unlink(self.dst)
+        put_at(self.src, b"linked", 10)
+
+        def home_write() -> None:
+            home = os.path.join(self.d, "home.tmp")
+            put_at(home, b"home write", 30)
+            os.replace(home, self.dst)
+
+        with self.writer_renames_over_the_source(b"stale", 15, home_write):
+            self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertEqual(read(self.dst), b"home write")
+        self.assertEqual(names(self.d), ["b"])
+
+        # Dropping an older source, a newer version written over it meanwhile replaces home.
+        put_at(self.src, b"old", 10)
+        put_at(self.dst, b"home", 20)
+        with self.writer_renames_over_the_source(b"newest", 30):
+            self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(read(self.dst), b"newest")
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_home_rewritten_during_a_replacement_is_looked_at_again(self) -> None:
+        # The source is newer than home; while it is linked beside home, home is written again (newer still):
+        # the last look before the rename sees it, and the source is dropped as older.
+        put_at(self.src, b"newer than home", 20)
+        put_at(self.dst, b"home", 10)
+        real_link = os.link
+
+        def link(a: Any, b: Any, **kw: Any) -> None:
+            real_link(a, b, **kw)
+            if efs_router.is_private_name(os.path.basename(b)):
+                tmp = os.path.join(self.d, "home.tmp")
+                put_at(tmp, b"home, newest", 30)
+                os.replace(tmp, self.dst)
+
+        with mock.patch.object(os, "link", side_effect=link):
+            self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+        self.assertEqual(read(self.dst), b"home, newest")
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_a_replacement_another_mover_already_placed_leaves_no_private_name(self) -> None:
+        # rename(2) of two names of one file does nothing: if another mover put this very file at home
+        # between the last look and the rename, the private name would stay behind.
+        put_at(self.src, b"newer", 20)
+        put_at(self.dst, b"older", 10)
+        real_rename = os.rename
+
+        def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
+            if efs_router.is_private_name(os.path.basename(a)) and b == self.dst:
+                tmp = os.path.join(self.d, "other-mover")
+                os.link(self.src, tmp)
+                real_rename(tmp, self.dst)
+            real_rename(a, b, *args, **kw)
+
+        with mock.patch.object(os, "rename", side_effect=rename):
+            self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(names(self.d), ["b"])
+        self.assertEqual((read(self.dst), os.stat(self.dst).st_nlink), (b"newer", 1))
 
     def test_other_failures_raise(self) -> None:
         put(self.src, b"x")
@@ -423,18 +604,21 @@ class Relocate(unittest.TestCase):
             raise OSError(code, os.strerror(code), src, None, dst)
         return mock.patch.object(os, "link", side_effect=link)
 
-    def test_without_hard_links_it_checks_then_renames(self) -> None:
+    def test_without_hard_links_it_looks_then_renames(self) -> None:
         for code in (errno.EPERM, errno.EOPNOTSUPP):
             with self.subTest(errno=code), self.no_hard_links(code):
-                put(self.src, b"x")
+                put_at(self.src, b"x", 10)
                 self.assertEqual(relocate(self.src, self.dst), MOVED)
                 self.assertFalse(os.path.lexists(self.src))
                 self.assertEqual(read(self.dst), b"x")
-                put(self.src, b"y")
-                self.assertEqual(relocate(self.src, self.dst), DESTINATION_TAKEN)
-                self.assertEqual((read(self.src), read(self.dst)), (b"y", b"x"))
-                os.unlink(self.src)
+                put_at(self.src, b"older", 5)
+                self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+                self.assertEqual(read(self.dst), b"x")
+                put_at(self.src, b"newer", 20)
+                self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+                self.assertEqual(read(self.dst), b"newer")
                 self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+                self.assertEqual(names(self.d), ["b"])
                 os.unlink(self.dst)
         with mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")):
             put(self.src, b"x")
@@ -447,6 +631,10 @@ class Relocate(unittest.TestCase):
         for rnd in range(50):
             src, dst = os.path.join(self.d, "s%d" % rnd), os.path.join(self.d, "d%d" % rnd)
             put(src, str(rnd).encode())
+            older = rnd % 3 == 0  # every third round home holds an older copy, which the movers replace
+            if older:
+                set_mtime(src, 20)
+                put_at(dst, b"older", 10)
             barrier = threading.Barrier(4)
             outcomes: List[str] = []
 
@@ -460,12 +648,35 @@ class Relocate(unittest.TestCase):
             for t in ts:
                 t.join()
             self.assertEqual(len(outcomes), 4)
-            self.assertNotIn(DESTINATION_TAKEN, outcomes)
-            self.assertEqual(outcomes.count(MOVED), 1, outcomes)
+            reporting = [o for o in outcomes if o != SOURCE_GONE]
+            self.assertEqual(len(reporting), 1, outcomes)
+            if not older:
+                self.assertEqual(reporting, [MOVED])
             self.assertFalse(os.path.lexists(src))
             self.assertEqual(read(dst), str(rnd).encode())
             self.assertEqual(os.stat(dst).st_nlink, 1)
         self.assertEqual(sorted(os.listdir(self.d)), sorted("d%d" % i for i in range(50)))
+
+
+class PrivateNames(unittest.TestCase):
+    def test_exactly_the_router_names(self) -> None:
+        for name, want in ((".efs-router-0123456789abcdef.tmp", True), (".efs-router-0123456789abcdef.moving", True),
+                           (".efs-router-0123456789ABCDEF.tmp", False), (".efs-router-0123456789abcde.tmp", False),
+                           (".efs-router-0123456789abcdef0.tmp", False), (".efs-router-0123456789abcdef.tmpx", False),
+                           (".efs-router-0123456789abcdef", False), ("x.efs-router-0123456789abcdef.tmp", False),
+                           (".efs-router-0123456789abcdeg.moving", False), ("device-1.json", False)):
+            self.assertEqual(efs_router.is_private_name(name), want, name)
+            self.assertEqual(efs_router.is_private_name(name.encode()), want, name)
+
+    def test_never_routed(self) -> None:
+        with tempfile.TemporaryDirectory() as base:
+            r = Router(make_list(THREE), Layout.single_mount(base))
+            for p in ("data/analysis/.efs-router-0123456789abcdef.tmp", "data/.efs-router-0123456789abcdef.moving/x"):
+                with self.subTest(p=p), self.assertRaises(PathError) as cm:
+                    r.write(p, b"x")
+                self.assertEqual(cm.exception.kind, "reserved-name")
+            real = r.write("data/analysis/a.json", b"x")
+            self.assertEqual(os.listdir(os.path.dirname(real)), ["a.json"])
 
 
 class MoveHome(FileSystemCase):
@@ -510,7 +721,77 @@ class MoveHome(FileSystemCase):
 
         with mock.patch.object(os, "link", side_effect=write_first):
             self.assertEqual(r.read_with_fallback(p), (b"new", HOME))
-        self.assertEqual((read(home), read(elsewhere)), (b"new", b"old"))
+        # Home is as new or newer (written after): the misplaced copy was the older one and is gone.
+        self.assertEqual(read(home), b"new")
+        self.assertFalse(os.path.lexists(elsewhere))
+        self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
+
+    def test_the_newest_copy_is_read_and_moved_home_a_tie_going_to_the_earlier_shard(self) -> None:
+        r = self.router()
+        p, home, in_0 = self.misplaced(r, 1, 0, "newest")
+        in_2 = r.layout.real_path(r.targets, 2, r.resolve(p).logical)
+        put_at(in_0, b"older", 10)
+        put_at(in_2, b"newer", 20)  # the later shard has the newer copy: it wins though shard 0 comes first
+        self.assertEqual(r.read_with_fallback(p), (b"newer", Place("moved-home", 2)))
+        self.assertEqual(read(home), b"newer")
+        self.assertFalse(os.path.lexists(in_2))
+        self.assertEqual(read(in_0), b"older")  # left; home wins every later read, rebalancing drops it
+        p, home, in_0 = self.misplaced(r, 1, 0, "tie")
+        in_2 = r.layout.real_path(r.targets, 2, r.resolve(p).logical)
+        put_at(in_0, b"first", 10)
+        put_at(in_2, b"second", 10)
+        self.assertEqual(r.read_with_fallback(p), (b"first", Place("moved-home", 0)))
+        self.assertEqual(read(home), b"first")
+
+    def within_10s(self, f: Callable[[], Any]) -> Any:
+        """``f()`` on another thread; fails if it blocks (a FIFO opened without O_NONBLOCK never returns)."""
+        out: "queue.Queue[Tuple[bool, Any]]" = queue.Queue()
+
+        def run() -> None:
+            try:
+                out.put((True, f()))
+            except Exception as e:
+                out.put((False, e))
+
+        threading.Thread(target=run, daemon=True).start()
+        try:
+            ok, value = out.get(timeout=10)
+        except queue.Empty:
+            raise AssertionError("blocked: a FIFO was opened without O_NONBLOCK") from None
+        if not ok:
+            raise value
+        return value
+
+    def test_links_and_fifos_are_not_data_skipped_elsewhere_refused_at_home(self) -> None:
+        r = self.router()
+        secret = os.path.join(self.base, "secret")
+        put(secret, b"outside the shards")
+        # Elsewhere: a symbolic link is skipped; the regular copy in the third shard is read, though older.
+        p, home, in_0 = self.misplaced(r, 1, 0, "skip")
+        in_2 = r.layout.real_path(r.targets, 2, r.resolve(p).logical)
+        os.makedirs(os.path.dirname(in_0), exist_ok=True)
+        os.symlink(secret, in_0)
+        put_at(in_2, b"real", 1)
+        self.assertEqual(self.within_10s(lambda: r.read_with_fallback(p)), (b"real", Place("moved-home", 2)))
+        self.assertEqual(read(home), b"real")
+        self.assertTrue(os.path.islink(in_0))
+        # Only a FIFO elsewhere: as if absent.
+        p, _, in_2 = self.misplaced(r, 1, 2, "fifo")
+        os.makedirs(os.path.dirname(in_2), exist_ok=True)
+        os.mkfifo(in_2)
+        with self.assertRaises(NotFound):
+            self.within_10s(lambda: r.read_with_fallback(p))
+        # At home: an error naming the path, for a link and for a FIFO; nothing is followed.
+        for tag, what in (("link", "symbolic link"), ("fifo", "FIFO")):
+            p, home, _ = self.misplaced(r, 1, 2, tag)
+            os.makedirs(os.path.dirname(home), exist_ok=True)
+            if tag == "link":
+                os.symlink(secret, home)
+            else:
+                os.mkfifo(home)
+            with self.subTest(tag=tag), self.assertRaises(NotARegularFile) as cm:
+                self.within_10s(lambda p=p: r.read_with_fallback(p))  # type: ignore[misc]
+            self.assertEqual((cm.exception.path, cm.exception.what), (home, what))
 
 
 def _race_reader(base: str, path: str, barrier: Any, results: Any) -> None:

@@ -51,19 +51,21 @@ import logging
 import math
 import os
 import secrets
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
+    "NotARegularFile",
     "Target", "MountTargetList", "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
-    "MOVED", "DESTINATION_TAKEN", "SOURCE_GONE", "relocate",
+    "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name",
 ]
 
 RENDEZVOUS = "rendezvous"
@@ -80,12 +82,18 @@ class RouterError(Exception):
 
 
 class ListError(RouterError, ValueError):
-    """The published list is not a mount target list."""
+    """The published list was refused. ``kind`` names the rule, as ``tests/vectors/lists.json`` spells it:
+    not-a-list, duplicate-key, empty-id, duplicate-id, bad-root, reserved-root, duplicate-root or nested-root."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 class PathError(RouterError, ValueError):
-    """A logical path was refused. ``kind``: empty, nul, empty-component or escapes-root (and
-    not-unicode, for a str with a lone surrogate, which Rust's strings cannot hold)."""
+    """A logical path was refused. ``kind``: empty, nul, empty-component, escapes-root or reserved-name (a
+    component that is one of the router's own names), and not-unicode, for a str with a lone surrogate,
+    which Rust's strings cannot hold."""
 
     def __init__(self, kind: str, path: str, message: str):
         super().__init__("path %r %s" % (path, message))
@@ -119,6 +127,19 @@ class NotFound(RouterError, FileNotFoundError):
     """No shard has the file."""
 
 
+class NotARegularFile(RouterError, OSError):
+    """A copy that is a symbolic link, FIFO, device, socket or directory: not data, left alone. ``path``
+    names it, ``what`` says what it is. Raised for the home copy of a read and for either side of a move."""
+
+    def __init__(self, path: str, what: str):
+        super().__init__(errno.EINVAL, "%s is a %s, not a regular file: not data, left alone" % (path, what))
+        self.path = path
+        self.what = what
+
+    def __str__(self) -> str:
+        return "%s is a %s, not a regular file: not data, left alone" % (self.path, self.what)
+
+
 # ---------------------------------------------------------------------------------------------
 # The published list
 
@@ -138,23 +159,25 @@ class Target:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], index: int = 0) -> "Target":
         if not isinstance(d, Mapping):
-            raise ListError("not a mount target list: mount target %d is not an object" % index)
+            raise ListError("not-a-list", "not a mount target list: mount target %d is not an object" % index)
 
         def text(key: str, required: bool = False, nullable: bool = True, default: Any = None) -> Any:
             if key not in d:
                 if required:
-                    raise ListError("not a mount target list: mount target %d has no %r" % (index, key))
+                    raise ListError("not-a-list", "not a mount target list: mount target %d has no %r" % (index, key))
                 return default
             v = d[key]
             if v is None and nullable:
                 return default
             if not isinstance(v, str):
-                raise ListError("not a mount target list: mount target %d: %r is not a string" % (index, key))
+                raise ListError("not-a-list",
+                                "not a mount target list: mount target %d: %r is not a string" % (index, key))
             return v
 
         draining = d.get("draining", False)
         if not isinstance(draining, bool):
-            raise ListError("not a mount target list: mount target %d: 'draining' is not true or false" % index)
+            raise ListError("not-a-list",
+                            "not a mount target list: mount target %d: 'draining' is not true or false" % index)
         return cls(
             id=text("id", required=True, nullable=False),
             ip=text("ip", required=True, nullable=False),
@@ -194,35 +217,67 @@ class MountTargetList:
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "MountTargetList":
-        try:
-            raw = json.loads(text)
-        except ValueError as e:
-            raise ListError("not a mount target list: %s" % e) from None
+        """Parses and checks either form (``validate``). Unknown top-level keys, and a key repeated in any
+        object of the document, are refused, exactly as the Rust library refuses them."""
+        raw = _load_json(text)
         if not isinstance(raw, dict) or "mount_targets" not in raw:
-            raise ListError("not a mount target list: no 'mount_targets'")
+            raise ListError("not-a-list", "not a mount target list: no 'mount_targets'")
         unknown = sorted(set(raw) - {"mount_targets", "strategy"})
         if unknown:
-            raise ListError("not a mount target list: unknown field %r" % unknown[0])
+            raise ListError("not-a-list", "not a mount target list: unknown field %r" % unknown[0])
         entries = raw["mount_targets"]
         if not isinstance(entries, list):
-            raise ListError("not a mount target list: 'mount_targets' is not an array")
+            raise ListError("not-a-list", "not a mount target list: 'mount_targets' is not an array")
         strategy = raw.get("strategy")
         if strategy is None:
             strategy = MODULO_SHA256
         if strategy not in STRATEGIES:
-            raise ListError("not a mount target list: unknown strategy %r" % (strategy,))
-        targets = [Target.from_dict(e, i) for i, e in enumerate(entries)]
+            raise ListError("not-a-list", "not a mount target list: unknown strategy %r" % (strategy,))
+        ml = cls([Target.from_dict(e, i) for i, e in enumerate(entries)], strategy)
+        ml.validate()
+        return ml
+
+    def validate(self) -> None:
+        """The rules every list obeys, in this order (router/README.md, "The published list"): each entry in
+        list order has a non-empty id not seen before, a clean absolute root, and no root component starting
+        with ``.``; then, for each pair of entries (the later one in list order, then the earlier), their roots
+        are not the same (except ``/`` when every root is ``/``, or in a ``modulo-sha256`` list) and neither
+        lies inside the other (except ``/shards/<name>...`` inside ``/``). Raises ``ListError``."""
         seen = set()
+        targets = self.mount_targets
         for i, t in enumerate(targets):
             if not t.id:
-                raise ListError("mount target %d has an empty id" % i)
+                raise ListError("empty-id", "mount target %d has an empty id" % i)
             if t.id in seen:
-                raise ListError("mount target %s is listed twice" % t.id)
+                raise ListError("duplicate-id", "mount target %s is listed twice" % t.id)
             seen.add(t.id)
             if not root_is_valid(t.root):
-                raise ListError("mount target %s has root %r: a root must be absolute, without '..', '.', "
-                                "empty parts or NUL" % (t.id, t.root))
-        return cls(targets, strategy)
+                raise ListError("bad-root", "mount target %s has root %s: a root must be absolute, without '..', "
+                                            "'.', empty parts or NUL" % (t.id, _quoted(t.root)))
+            if any(part.startswith(".") for part in t.root.split("/")):
+                raise ListError("reserved-root", "mount target %s has root %s: a component starting with '.' is "
+                                                 "reserved (the function keeps its state in /.efs-mount-autoscaler)"
+                                % (t.id, _quoted(t.root)))
+        slash_may_repeat = self.strategy == MODULO_SHA256 or all(t.root == "/" for t in targets)
+        for j, later in enumerate(targets):
+            for earlier in targets[:j]:
+                if earlier.root == later.root:
+                    if earlier.root == "/" and slash_may_repeat:
+                        continue
+                    raise ListError("duplicate-root", "mount targets %s and %s both have root %s: one directory "
+                                                      "cannot be two shards (only the original form repeats /)"
+                                    % (earlier.id, later.id, later.root))
+                if _lies_inside(later.root, earlier.root):
+                    outer, inner = earlier, later
+                elif _lies_inside(earlier.root, later.root):
+                    outer, inner = later, earlier
+                else:
+                    continue
+                if outer.root == "/" and inner.root.startswith("/shards/"):
+                    continue
+                raise ListError("nested-root", "mount target %s has root %s, inside root %s of mount target %s: "
+                                               "shard directories must not nest (only /shards/<name> may lie under /)"
+                                % (inner.id, inner.root, outer.root, outer.id))
 
     def to_json(self) -> str:
         return json.dumps({"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy},
@@ -239,8 +294,89 @@ class MountTargetList:
             client = _ssm_client()
         value = client.get_parameter(Name=name)["Parameter"]["Value"]
         if not isinstance(value, str):
-            raise ListError("not a mount target list: SSM parameter %s has no string value" % name)
+            raise ListError("not-a-list", "not a mount target list: SSM parameter %s has no string value" % name)
         return cls.from_json(value)
+
+
+def _quoted(text: str) -> str:
+    # As Rust's {:?} shows a string: in double quotes (the roots here are ASCII in every case that matters).
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _lies_inside(inner: str, outer: str) -> bool:
+    """Whether the clean root ``inner`` lies strictly inside the clean root ``outer``."""
+    if outer == "/":
+        return inner != "/"
+    return inner.startswith(outer + "/")
+
+
+# serde_json, which the Rust library parses with, refuses a document nested deeper than this.
+_MAX_NESTING = 127
+
+
+def _no_repeated_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range: %s" % text)
+    return value
+
+
+def _finite_int(text: str) -> int:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError("number out of range: %s" % text) from None
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
+
+
+def _load_json(text: Union[str, bytes]) -> Any:
+    """``json.loads``, refusing what serde_json refuses: a key repeated in one object (``duplicate-key``),
+    NaN and Infinity, numbers beyond a double, lone surrogates, nesting deeper than 127 (``not-a-list``)."""
+    try:
+        raw = json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant,
+                         parse_float=_finite, parse_int=_finite_int)
+    except _RepeatedKey as e:
+        raise ListError("duplicate-key", "not a mount target list: the key %s appears twice in one object"
+                        % _quoted(e.key)) from None
+    except (ValueError, RecursionError) as e:
+        raise ListError("not-a-list", "not a mount target list: %s" % e) from None
+    stack: List[Tuple[Any, int]] = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ListError("not-a-list", "not a mount target list: a lone surrogate in a string") from None
+        elif isinstance(value, (dict, list)):
+            if depth > _MAX_NESTING:
+                raise ListError("not-a-list", "not a mount target list: nested deeper than %d" % _MAX_NESTING)
+            items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+            for key, item in items:
+                if key is not None:
+                    stack.append((key, depth))
+                stack.append((item, depth + 1))
+    return raw
 
 
 def _ssm_client() -> Any:
@@ -254,6 +390,34 @@ def _ssm_client() -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# The router's own names (router/src/names.rs)
+
+_PRIVATE_PREFIX = ".efs-router-"
+_PRIVATE_SUFFIXES = {".tmp": "temporary", ".moving": "moving"}
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_private_name(name: Union[str, bytes]) -> bool:
+    """Whether ``name`` (one path component) is one of the router's own names: ``.efs-router-`` then 16
+    lowercase hexadecimal digits then ``.tmp`` (a write in progress) or ``.moving`` (a move in progress).
+    Such names are never counted, moved or routed."""
+    if isinstance(name, bytes):
+        try:
+            name = name.decode("ascii")
+        except UnicodeDecodeError:
+            return False
+    if not name.startswith(_PRIVATE_PREFIX):
+        return False
+    rest = name[len(_PRIVATE_PREFIX):]
+    return len(rest) > 16 and all(c in _HEX for c in rest[:16]) and rest[16:] in _PRIVATE_SUFFIXES
+
+
+def _private_name(suffix: str) -> str:
+    # Random: many tasks share the file system, and each container's process may be pid 1.
+    return _PRIVATE_PREFIX + secrets.token_hex(8) + suffix
+
+
+# ---------------------------------------------------------------------------------------------
 # Logical paths
 
 
@@ -262,8 +426,9 @@ def normalise(path: str) -> str:
 
     One leading ``/`` is dropped; ``.`` parts are dropped; ``..`` removes the part before it.
     Refused with ``PathError``: a NUL byte (``nul``), an empty part such as ``a//b`` or ``a/``
-    (``empty-component``), a ``..`` that would leave the root (``escapes-root``), and a path
-    that normalises to nothing (``empty``).
+    (``empty-component``), a ``..`` that would leave the root (``escapes-root``), a path
+    that normalises to nothing (``empty``), and one with a part, once normalised, that is one of the
+    router's own names (``reserved-name``, see ``is_private_name``).
     """
     if not isinstance(path, str):
         raise TypeError("a logical path is a str, not %s" % type(path).__name__)
@@ -291,6 +456,11 @@ def normalise(path: str) -> str:
         out.append(part)
     if not out:
         raise PathError("empty", path, "names no file (it is empty or normalises to the shard root)")
+    for part in out:
+        if is_private_name(part):
+            raise PathError("reserved-name", path, "has the component %r, a name the router keeps for its own "
+                                                   "temporary files (.efs-router-<16 hex digits>.tmp or .moving)"
+                            % part)
     return "/".join(out)
 
 
@@ -426,25 +596,31 @@ class Layout:
 
 
 # ---------------------------------------------------------------------------------------------
-# Moving a file without replacing one (router/src/relocation.rs)
+# Moving a file home (router/src/relocation.rs)
 #
-# rename(2) replaces its destination, and checking first leaves a window in which another
-# client's file would be lost. link(2) fails with EEXIST instead, atomically, on NFS as on local
-# disks; the source name is removed once the new name exists. A move cut short between the two
-# leaves one file under two names, which the next attempt recognises (same inode) and finishes.
-# Never a copy: the bytes do not move.
+# The latest version wins ("newer": the modification time, to the nanosecond; the destination wins a tie),
+# and what a move removes is always the file it looked at. link(src, dst) makes the name if it is free
+# (atomically, on NFS as on local disks); the source is then *retired*: renamed to a private name
+# (.efs-router-<16 hex>.moving) in its directory, looked at, and unlinked if it is the file expected; a
+# different file there is a version a writer renamed over the source meanwhile, which ends at dst if it is
+# newer than what dst holds. A dst that exists is compared: as new or newer, the source is an older copy
+# and is retired; older, the source replaces it (linked to a private name beside dst, dst looked at once
+# more, the private name renamed over dst). Never a copy: the bytes do not move.
 
 MOVED = "moved"  # the file is at the destination and no longer at the source
-DESTINATION_TAKEN = "destination-taken"  # another file has the destination name; both left as they were
+REPLACED_OLDER = "replaced-older"  # the destination held an older file; the source replaced it
+DROPPED_OLDER = "dropped-older"  # the destination held a file as new or newer; the source was removed
 SOURCE_GONE = "source-gone"  # nothing at the source (moved or removed by another, or this move finished by another)
 
 # What link(2) answers on a file system without hard links (ENOTSUP is EOPNOTSUPP on Linux, not everywhere).
 _NO_HARD_LINKS = frozenset(e for e in (errno.EPERM, getattr(errno, "EOPNOTSUPP", None), getattr(errno, "ENOTSUP", None))
                            if e is not None)
 
-
 # Rust's fs::hard_link does not follow a symbolic link at the source (linkat without AT_SYMLINK_FOLLOW).
 _LINK_OPTIONS = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
+
+# How many times a move looks again at a destination that other clients keep changing under it.
+_ROUNDS = 8
 
 
 def _spelling(path: str) -> Tuple[bool, List[str]]:
@@ -452,72 +628,263 @@ def _spelling(path: str) -> Tuple[bool, List[str]]:
     return path.startswith("/"), [part for part in path.split("/") if part not in ("", ".")]
 
 
+def _what(st: os.stat_result) -> Optional[str]:
+    """None for a regular file; otherwise what it is, as Rust names it."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return what
+    return "special file"
+
+
+def _regular(st: os.stat_result, path: str) -> None:
+    what = _what(st)
+    if what is not None:
+        raise NotARegularFile(path, what)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return a.st_dev == b.st_dev and a.st_ino == b.st_ino
+
+
+def _newer(a: os.stat_result, b: os.stat_result) -> bool:
+    return a.st_mtime_ns > b.st_mtime_ns
+
+
+def _look(path: str) -> Optional[os.stat_result]:
+    """lstat: None when nothing is there; errors other than "not found" are errors."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _parent(path: str) -> str:
+    return os.path.dirname(path) or "."
+
+
+def _beside(path: str) -> str:
+    """A fresh .efs-router-<16 hex>.moving in ``path``'s directory."""
+    return os.path.join(_parent(path), _private_name(".moving"))
+
+
+def _remove_private(p: str) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass
+
+
+def _same_entry(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one directory entry: the same name in the same directory (by device and
+    inode, so d/../d/f is d/f)."""
+    name_a, name_b = os.path.basename(a), os.path.basename(b)
+    if not name_a or not name_b or name_a in (".", "..") or name_b in (".", ".."):
+        return True
+    if name_a != name_b:
+        return False
+    return _same_file(os.stat(_parent(a)), os.stat(_parent(b)))
+
+
+def _same_entry_error(src: str, dst: str) -> OSError:
+    return OSError(errno.EINVAL, "%s and %s are one file: a move onto itself would remove its only name" % (src, dst))
+
+
+def _changing(dst: str) -> OSError:
+    return OSError(errno.EAGAIN, "%s: changed %d times while a move looked at it; the source was left as it was"
+                   % (dst, _ROUNDS))
+
+
 def relocate(src: Union[str, os.PathLike[str]], dst: Union[str, os.PathLike[str]]) -> str:
-    """Moves ``src`` to ``dst`` (whose directory must exist), never replacing an existing ``dst``:
-    ``link(src, dst)``, then ``unlink(src)``. Returns ``MOVED``, ``DESTINATION_TAKEN`` (``dst`` is
-    another file; nothing was touched) or ``SOURCE_GONE`` (no ``src``: another client moved or
-    removed it, or finished this very move). A move cut short between the link and the unlink
-    (``src`` and ``dst`` the same inode) is finished; of racing movers, only the one whose unlink
-    succeeds answers ``MOVED``. Where ``link`` answers EPERM or EOPNOTSUPP (no hard links), it
-    checks ``dst`` and renames (a small window). Other failures raise ``OSError``; the same path
-    as source and destination raises ``OSError(EINVAL)``."""
-    src, dst = os.fspath(src), os.fspath(dst)
+    """Moves ``src`` to ``dst`` (whose directory must exist), within one file system: the newer of the two
+    versions ends at ``dst`` (``dst`` wins a tie), and the source name is gone. Returns ``MOVED`` (``dst``
+    had no file, or this very file: a move cut short, finished), ``REPLACED_OLDER``, ``DROPPED_OLDER`` or
+    ``SOURCE_GONE`` (no ``src``: another client moved or removed it, or finished this very move). Of racing
+    movers, one reports what was done and the others ``SOURCE_GONE``.
+
+    Raises ``NotARegularFile`` when ``src`` or ``dst`` is a symbolic link, FIFO, device, socket or directory
+    (nothing is moved), ``OSError(EINVAL)`` when they are one directory entry however spelled (``./a`` and
+    ``a``, ``d/../d/f`` and ``d/f``), and the file system's own errors (``dst``'s directory missing:
+    ``FileNotFoundError``). Where ``link`` answers EPERM or EOPNOTSUPP (no hard links), it looks at ``dst``
+    and renames (a small window). The rules: router/README.md, "Moving a file home"."""
+    return _relocate(os.fspath(src), os.fspath(dst), None)
+
+
+def _relocate(src: str, dst: str, known: Optional[os.stat_result]) -> str:
     if src == dst or _spelling(src) == _spelling(dst):
-        raise OSError(errno.EINVAL, "%s is both source and destination" % src)
+        raise _same_entry_error(src, dst)
+    s = known if known is not None else _look(src)
+    if s is None:
+        return SOURCE_GONE
+    _regular(s, src)
     try:
         os.link(src, dst, **_LINK_OPTIONS)
     except FileExistsError:
-        same = _same_file(src, dst)
-        if same is None:
-            return SOURCE_GONE
-        return _remove_source(src) if same else DESTINATION_TAKEN
+        return _settle(src, dst, s)
     except FileNotFoundError:
-        if not _lexists(src):
+        if _look(src) is None:
             return SOURCE_GONE
         raise
     except OSError as e:
         if e.errno not in _NO_HARD_LINKS:
             raise
-        # File systems without hard links: check, then rename (a small window, documented).
-        if _lexists(dst):
-            return DESTINATION_TAKEN
-        try:
-            os.rename(src, dst)
-        except FileNotFoundError:
-            if not _lexists(src):
-                return SOURCE_GONE
+        return _without_links(src, dst, s)
+    return _retire(src, dst, s, MOVED)
+
+
+def _settle(src: str, dst: str, s: os.stat_result) -> str:
+    """``dst`` exists: the same file (a move cut short), an older one, or a newer one."""
+    for _ in range(_ROUNDS):
+        d = _look(dst)
+        if d is None:  # removed since the link found it: link again
+            try:
+                os.link(src, dst, **_LINK_OPTIONS)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                if _look(src) is None:
+                    return SOURCE_GONE
+                raise
+            return _retire(src, dst, s, MOVED)
+        if _same_file(d, s):  # two names of one file: a move cut short, unless they are one name
+            if _same_entry(src, dst):
+                raise _same_entry_error(src, dst)
+            return _retire(src, dst, s, MOVED)
+        _regular(d, dst)
+        if _newer(s, d):
+            return _replace(src, dst, s)
+        return _retire(src, dst, s, DROPPED_OLDER)
+    raise _changing(dst)
+
+
+def _replace(src: str, dst: str, s: os.stat_result) -> str:
+    """The source is newer than ``dst``: link it to a private name beside ``dst``, look at ``dst`` once more,
+    rename the private name over it, then retire the source."""
+    q = _beside(dst)
+    try:
+        os.link(src, q, **_LINK_OPTIONS)
+    except FileNotFoundError:
+        if _look(src) is None:
+            return SOURCE_GONE
+        raise
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
             raise
-        return MOVED
-    return _remove_source(src)
-
-
-def _remove_source(src: str) -> str:
+        return _without_links(src, dst, s)
     try:
-        os.unlink(src)
+        linked = _look(q)  # what was linked: a writer may have put a new version at the source since
+        if linked is None:
+            raise OSError(errno.ENOENT, "%s: removed by another client while moving %s there" % (q, src))
+        _regular(linked, src)
+        # The last look before the rename: between it and the rename, a write landing at dst would be
+        # replaced (router/README.md, "What is left to chance").
+        now = _look(dst)
+        if now is None:
+            go, outcome = True, MOVED
+        elif _same_file(now, linked):
+            go, outcome = False, MOVED
+        else:
+            _regular(now, dst)
+            go, outcome = _newer(linked, now), REPLACED_OLDER
+        if go:
+            os.rename(q, dst)
+            # When dst was already this very file (another mover placed it meanwhile), rename does nothing and
+            # the private name stays: remove it.
+            _remove_private(q)
+        else:
+            _remove_private(q)
+            outcome = MOVED if outcome == MOVED else DROPPED_OLDER
+    except BaseException:
+        try:
+            os.unlink(q)
+        except OSError:
+            pass
+        raise
+    return _retire(src, dst, linked, outcome)
+
+
+def _retire(src: str, dst: str, expected: os.stat_result, outcome: str) -> str:
+    """Removes the source by a name no writer uses (see the section's comment). The mover whose rename
+    succeeds reports ``outcome``; one that finds the source gone reports ``SOURCE_GONE``."""
+    p = _beside(src)
+    try:
+        os.rename(src, p)
     except FileNotFoundError:
-        # Another mover finished the same move first (the file is at the destination): the one
-        # whose unlink succeeds reports the move, so racing movers count it once.
         return SOURCE_GONE
-    return MOVED
+    taken = _look(p)
+    if taken is None:
+        return outcome
+    if _same_file(taken, expected):
+        _remove_private(p)
+        return outcome
+    # A writer renamed a new version over the source after it was looked at.
+    what = _what(taken)
+    if what is not None:  # not data, and not ours: give the name back if it is still free
+        try:
+            os.link(p, src, **_LINK_OPTIONS)
+            os.unlink(p)
+        except OSError:
+            pass
+        raise NotARegularFile(src, what)
+    placed = _place(p, taken, dst)
+    return REPLACED_OLDER if outcome == DROPPED_OLDER and placed else outcome
 
 
-def _same_file(src: str, dst: str) -> Optional[bool]:
-    """None when ``src`` is gone."""
-    try:
-        s = os.lstat(src)
-    except FileNotFoundError:
-        return None
-    d = os.lstat(dst)
-    return s.st_dev == d.st_dev and s.st_ino == d.st_ino
-
-
-def _lexists(path: str) -> bool:
-    # Like os.path.lexists, but errors other than "not found" are errors.
-    try:
-        os.lstat(path)
-        return True
-    except FileNotFoundError:
+def _place(p: str, taken: os.stat_result, dst: str) -> bool:
+    """The private file ``p`` holds the version ``taken``: it ends at ``dst`` if ``dst`` has no file or an
+    older one; otherwise it is removed. True when it was placed."""
+    for _ in range(_ROUNDS):
+        d = _look(dst)
+        if d is None:
+            try:
+                os.link(p, dst, **_LINK_OPTIONS)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                if e.errno not in _NO_HARD_LINKS:
+                    raise
+                os.rename(p, dst)
+                return True
+            _remove_private(p)
+            return True
+        if _same_file(d, taken):
+            _remove_private(p)
+            return True
+        _regular(d, dst)
+        if _newer(taken, d):
+            os.rename(p, dst)
+            _remove_private(p)  # left by rename if dst became this file meanwhile
+            return True
+        _remove_private(p)
         return False
+    raise _changing(dst)
+
+
+def _without_links(src: str, dst: str, s: os.stat_result) -> str:
+    """File systems without hard links: look at ``dst``, then rename (a window between the two, documented);
+    an older source is retired as usual."""
+    d = _look(dst)
+    if d is None:
+        outcome, replace = MOVED, True
+    elif _same_file(d, s):
+        if _same_entry(src, dst):
+            raise _same_entry_error(src, dst)
+        return _retire(src, dst, s, MOVED)
+    else:
+        _regular(d, dst)
+        outcome, replace = REPLACED_OLDER, _newer(s, d)
+    if not replace:
+        return _retire(src, dst, s, DROPPED_OLDER)
+    try:
+        os.rename(src, dst)
+    except FileNotFoundError:
+        if _look(src) is None:
+            return SOURCE_GONE
+        raise
+    return outcome
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,17 +934,81 @@ def _present(path: str) -> bool:
         return False
 
 
-def _read_if_present(path: str) -> Optional[bytes]:
+# A copy is opened as data: no link followed, no wait on a FIFO, no controlling terminal.
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+class _Opened(NamedTuple):
+    fd: int
+    st: os.stat_result
+
+
+def _open_copy(path: str) -> Optional[_Opened]:
+    """Opens ``path`` as data (O_NOFOLLOW | O_NONBLOCK), then fstat: a regular file, or ``NotARegularFile``.
+    None when nothing is there. One open: no look before it."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotARegularFile(path, "symbolic link") from None
+        if e.errno == errno.ENXIO:  # a socket, or a device without a driver
+            raise NotARegularFile(path, "special file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        _regular(st, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Opened(fd, st)
+
+
+def _open_candidate(path: str) -> Optional[_Opened]:
+    """``_open_copy`` of a copy in another shard: anything but a regular file counts as absent."""
+    try:
+        return _open_copy(path)
+    except NotARegularFile:
         return None
 
 
-def _temporary_name() -> str:
-    # Random: many tasks share the file system, and each container's process may be pid 1.
-    return ".efs-router-%s.tmp" % secrets.token_hex(8)
+def _read_opened(opened: _Opened) -> bytes:
+    with os.fdopen(opened.fd, "rb") as f:
+        return f.read()
+
+
+def _close(opened: Optional[_Opened]) -> None:
+    if opened is not None:
+        os.close(opened.fd)
+
+
+T = TypeVar("T")
+
+
+def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, BaseException]]:
+    """``check`` of each path, in their order: at once (a thread each) when there are several, since over
+    NFS each is a round trip and they do not wait on one another. An exception is returned in its place."""
+    def one(path: str) -> Union[T, BaseException]:
+        try:
+            return check(path)
+        except Exception as e:
+            return e
+
+    if len(paths) < 2:
+        return [one(p) for p in paths]
+    out: List[Union[T, BaseException]] = [RuntimeError("not probed")] * len(paths)
+
+    def run(i: int) -> None:
+        out[i] = one(paths[i])
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(paths))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 
 
 class _Snapshot:
@@ -742,7 +1173,7 @@ class Router:
         directory = os.path.dirname(home.real)
         os.makedirs(directory, exist_ok=True)
         for attempt in range(9):
-            tmp = os.path.join(directory, _temporary_name())
+            tmp = os.path.join(directory, _private_name(".tmp"))
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
                 break
@@ -764,53 +1195,74 @@ class Router:
         return home.real
 
     def read_with_fallback(self, path: str) -> ReadResult:
-        """Reads ``path`` from home; on a miss from the first other shard that has it, and moves it
-        home there by ``relocate`` (link, then unlink; never over a file at home). Raises
-        ``NotFound`` when no shard has it."""
+        """Reads ``path`` from home (one open: no look before it). On a miss, opens it in every other shard at
+        once (a thread each), reads the newest copy (modification time; a tie goes to the shard earlier in the
+        list) and moves it home by ``relocate``. Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked
+        with fstat: at home, anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped.
+        Raises ``NotFound`` when no shard has it."""
         s = self._current()
         home = self._resolve(s, path)
-        data = _read_if_present(home.real)
-        if data is not None:
-            return ReadResult(data, HOME)
-        for j in self._others(s, home.index):
-            data = _read_if_present(self.layout.real_path(s.targets, j, home.logical))
-            if data is None:
-                continue
-            place = self._move_home(s, j, home)
-            if place is None:  # home gained a file (a write) since our miss: home is the truth
-                newer = _read_if_present(home.real)
-                if newer is not None:
-                    return ReadResult(newer, HOME)
-                return ReadResult(data, Place("left-elsewhere", j, "home changed while moving"))
-            return ReadResult(data, place)
-        data = _read_if_present(home.real)  # moved home by a concurrent read while we looked elsewhere
-        if data is not None:
-            return ReadResult(data, HOME)
-        raise NotFound("%r: no such file in any shard" % path)
+        opened = _open_copy(home.real)
+        if opened is not None:
+            return ReadResult(_read_opened(opened), HOME)
+        others = list(self._others(s, home.index))
+        reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
+        found = _probe(reals, _open_candidate)
+        newest: Optional[Tuple[int, _Opened]] = None
+        failure: Optional[BaseException] = None
+        for j, got in zip(others, found):
+            if isinstance(got, BaseException):
+                failure = failure or got
+            elif got is not None and (newest is None or got.st.st_mtime_ns > newest[1].st.st_mtime_ns):
+                _close(newest[1] if newest is not None else None)
+                newest = (j, got)
+            else:
+                _close(got)
+        if failure is not None:
+            _close(newest[1] if newest is not None else None)
+            raise failure
+        if newest is None:
+            opened = _open_copy(home.real)  # moved home by a concurrent read while we looked elsewhere
+            if opened is not None:
+                return ReadResult(_read_opened(opened), HOME)
+            raise NotFound("%r: no such file in any shard" % path)
+        j, copy = newest
+        data = _read_opened(copy)
+        place = self._move_home(s, j, home, copy.st)
+        if place is None:  # home gained a file as new or newer (a write) since our miss: home is the truth
+            opened = _open_copy(home.real)
+            if opened is not None:
+                return ReadResult(_read_opened(opened), HOME)
+            return ReadResult(data, Place("moved-by-another", j))
+        return ReadResult(data, place)
 
-    def _move_home(self, s: _Snapshot, src_index: int, home: Resolved) -> Optional[Place]:
-        """Moves the file from shard ``src_index`` home by ``relocate``. None when home already has
-        a file of that name and the misplaced copy is still there."""
+    def _move_home(self, s: _Snapshot, src_index: int, home: Resolved, known: os.stat_result) -> Optional[Place]:
+        """Moves the file from shard ``src_index`` home by ``relocate`` (``known``: the copy that was read).
+        None when home has a file as new or newer and the copy was dropped."""
         paths = self.layout.move_paths(s.targets, src_index, home.index, home.logical)
         if paths is None:
             return Place("left-elsewhere", src_index, "no mount on this host sees both shards")
         src, dst = paths
         if src == dst:  # unreachable for distinct roots; never move a file onto itself
             return Place("left-elsewhere", src_index, "source and home are the same path")
-        directory = os.path.dirname(dst)
-        if directory:
-            try:
-                os.makedirs(directory, exist_ok=True)
-            except OSError as e:
-                return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
-        # Never replace a file at home: it is newer than the misplaced copy. relocate refuses
-        # atomically (link, then unlink), so no check-then-rename window.
+        # The newer of the copy and whatever is at home now ends at home. The home directory is made only
+        # if the link finds it missing (a round trip saved per move).
         try:
-            outcome = relocate(src, dst)
+            try:
+                outcome = _relocate(src, dst, known)
+            except FileNotFoundError:
+                directory = os.path.dirname(dst)
+                if not directory:
+                    raise
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                except OSError as e:
+                    return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
+                outcome = _relocate(src, dst, known)
         except OSError as e:
             return Place("left-elsewhere", src_index, "move %s to %s: %s" % (src, dst, e))
-        if outcome == MOVED:
+        if outcome in (MOVED, REPLACED_OLDER):
             return Place("moved-home", src_index)
         if outcome == SOURCE_GONE:
             return Place("moved-by-another", src_index)
-        return None  # DESTINATION_TAKEN
+        return None  # DROPPED_OLDER
