@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::migration::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step};
-use crate::scale_state;
+use crate::state::State;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -24,6 +24,8 @@ pub struct Applied {
     progressed: bool,
     /// What happened that an operator should know (a subnet AWS refused).
     pub warnings: Vec<String>,
+    /// Shard directories that could not be made.
+    pub unreadable: usize,
 }
 
 fn unix_now() -> u64 {
@@ -50,10 +52,15 @@ pub async fn apply(
         match step {
             Step::CreateShardDir { root } => {
                 let path = config.watch_path(root);
-                std::fs::create_dir_all(&path).map_err(|source| Error::CreateShardDir {
-                    path: path.clone(),
-                    source,
-                })?;
+                // One shard directory that cannot be made stops only itself: the shard is not
+                // published until it exists, and the next run tries again.
+                if let Err(source) = crate::shard::create_dir_beneath(&config.mount_path, &path) {
+                    let e = Error::CreateShardDir { path, source };
+                    warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
+                    applied.warnings.push(crate::error::chain(&e));
+                    applied.unreadable += 1;
+                    continue;
+                }
                 info!(root = %root, path = %path.display(), "shard directory ready");
             }
             Step::CreateMountTarget(new) => {
@@ -70,8 +77,11 @@ pub async fn apply(
                 wait(clients, mount_target_id, wait_until, applied).await?
             }
             Step::SaveState(state) => {
-                scale_state::save(&config.mount_path, state)?;
-                info!(below_since = ?state.below_since, last_scale_out = ?state.last_scale_out, "scale-in timers saved");
+                clients
+                    .ssm
+                    .write_state(&config.state_parameter_name, state)
+                    .await?;
+                info!(parameter = %config.state_parameter_name, state = %state.to_json(), "state saved");
             }
             Step::MoveFiles { root, list } => {
                 // A drain is bounded by the time left only: it is what stands between the
@@ -132,9 +142,10 @@ async fn create(
         Ok(target) => {
             info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
-            let mut state = scale_state::load(&config.mount_path)?;
-            state.record_created(&new.az_id, unix_now());
-            scale_state::save(&config.mount_path, &state)?;
+            update_state(clients, config, |s| {
+                s.record_created(&target.id, &new.az_id, unix_now())
+            })
+            .await?;
             Ok(Some(target))
         }
         Err(Error::SubnetRefused {
@@ -152,9 +163,10 @@ async fn create(
             );
             warn!(subnet = %new.subnet_id, az = %new.az, az_id = %new.az_id, code = %code, message = %message,
                   left_out = %key, until, "AWS refused the subnet; leaving it out and trying another");
-            let mut state = scale_state::load(&config.mount_path)?;
-            state.exclude(key, until, reason.clone(), now);
-            scale_state::save(&config.mount_path, &state)?;
+            update_state(clients, config, |s| {
+                s.exclude(key, until, reason.clone(), now)
+            })
+            .await?;
             applied.warnings.push(format!(
                 "{reason}; {key} is left out until {until} (Unix time)"
             ));
@@ -169,6 +181,19 @@ async fn create(
         }
         Err(e) => Err(e),
     }
+}
+
+/// Reads the state parameter, changes it and writes it back (one run at a time, so no other
+/// writer races it).
+async fn update_state(
+    clients: &Clients,
+    config: &Config,
+    change: impl FnOnce(&mut State),
+) -> Result<(), Error> {
+    let name = &config.state_parameter_name;
+    let mut state = clients.ssm.read_state(name).await?.unwrap_or_default();
+    change(&mut state);
+    clients.ssm.write_state(name, &state).await
 }
 
 /// Polls with backoff until the target is available or `until` comes. A target still

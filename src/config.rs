@@ -4,6 +4,7 @@
 pub const ENV_VARS: &[&str] = &[
     "EFS_FILE_SYSTEM_ID",
     "SSM_PARAMETER_NAME",
+    "STATE_PARAMETER_NAME",
     "ECS_CLUSTER_NAME",
     "ECS_SERVICE_NAME",
     "EFS_MOUNT_PATH",
@@ -31,6 +32,8 @@ use std::time::Duration;
 pub struct Config {
     pub file_system_id: String,
     pub parameter_name: String,
+    /// The function's own state (only its role may write it).
+    pub state_parameter_name: String,
     pub cluster: String,
     pub services: Vec<String>,
     pub mount_path: PathBuf,
@@ -90,6 +93,14 @@ impl Config {
         let services = id_list("ECS_SERVICE_NAME", &required("ECS_SERVICE_NAME")?)?;
         let parameter_name = value("SSM_PARAMETER_NAME")
             .unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
+        let state_parameter_name =
+            value("STATE_PARAMETER_NAME").unwrap_or_else(|| "/efs-mount-autoscaling/state".into());
+        if state_parameter_name == parameter_name {
+            return Err(ConfigError {
+                var: "STATE_PARAMETER_NAME",
+                problem: format!("{state_parameter_name} is also SSM_PARAMETER_NAME"),
+            });
+        }
 
         let mount_path =
             PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
@@ -152,6 +163,7 @@ impl Config {
         Ok(Config {
             file_system_id,
             parameter_name,
+            state_parameter_name,
             cluster,
             services,
             mount_path,
@@ -256,6 +268,7 @@ mod tests {
     fn defaults_follow_the_contract() {
         let c = config(&[]).unwrap();
         assert_eq!(c.parameter_name, "/efs-mount-autoscaling/mount-targets");
+        assert_eq!(c.state_parameter_name, "/efs-mount-autoscaling/state");
         assert_eq!(c.mount_path, PathBuf::from("/mnt/efs"));
         assert_eq!(c.watch_dir, "data/analysis");
         assert_eq!(c.file_threshold, 50_000);
@@ -325,6 +338,13 @@ mod tests {
             "EFS_MOUNT_PATH"
         );
         assert_eq!(failing_var(&[("WATCH_DIR", "../etc")]), "WATCH_DIR");
+        assert_eq!(
+            failing_var(&[(
+                "STATE_PARAMETER_NAME",
+                "/efs-mount-autoscaling/mount-targets"
+            )]),
+            "STATE_PARAMETER_NAME"
+        );
         assert_eq!(
             failing_var(&[("SUBNET_EXCLUSION_SECONDS", "1d")]),
             "SUBNET_EXCLUSION_SECONDS"

@@ -47,8 +47,8 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("state file {path}: {problem}; fix or remove it (scale-in timers start again)")]
-    StateFile { path: PathBuf, problem: String },
+    #[error("state parameter {name} (STATE_PARAMETER_NAME) is not the function's state: {problem}; only the function's role writes it: restore it from its history (aws ssm get-parameter-history) or delete it (the scale-in timers start again, and targets it created are no longer removed)")]
+    StateParameter { name: String, problem: String },
 
     #[error("{what} not found ({operation})")]
     NotFound {
@@ -136,7 +136,7 @@ impl Error {
             Error::MissingWatchDir { .. } => "MissingWatchDir",
             Error::ReadDir { .. } => "ReadDir",
             Error::CreateShardDir { .. } => "CreateShardDir",
-            Error::StateFile { .. } => "StateFile",
+            Error::StateParameter { .. } => "StateParameter",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",
             Error::MountTargetConflict { .. } => "MountTargetConflict",

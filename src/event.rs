@@ -13,6 +13,10 @@ pub enum Action {
     Rebalance { max_moves: u64 },
 }
 
+/// The most files one rebalancing run may be asked to move: anyone allowed to invoke the
+/// function could otherwise hold its one concurrent run for 15 minutes at a time.
+pub const MOST_MOVES: u64 = 100_000;
+
 /// Moves a rebalance makes when the event does not say (the original plan: about 10,000 a day).
 pub const DEFAULT_MAX_MOVES: u64 = 10_000;
 
@@ -32,9 +36,12 @@ impl Action {
                 }),
                 Some(v) => v
                     .as_u64()
+                    .filter(|n| *n <= MOST_MOVES)
                     .map(|max_moves| Action::Rebalance { max_moves })
                     .ok_or_else(|| Error::UnsupportedEvent {
-                        received: format!("max_moves {v}: a whole number of files is expected"),
+                        received: format!(
+                            "max_moves {v}: a whole number of files up to {MOST_MOVES} is expected"
+                        ),
                     }),
             },
             _ => {
@@ -98,6 +105,7 @@ mod tests {
             serde_json::json!({"action": 1}),
             serde_json::json!({"action": "rebalance", "max_moves": -1}),
             serde_json::json!({"action": "rebalance", "max_moves": "lots"}),
+            serde_json::json!({"action": "rebalance", "max_moves": MOST_MOVES + 1}),
             serde_json::json!({"detail-type": "EC2 Instance State-change Notification"}),
             serde_json::json!("reconcile"),
             serde_json::json!(null),

@@ -16,5 +16,5 @@ mod observe;
 mod observed;
 mod plan;
 mod response;
-mod scale_state;
 mod shard;
+mod state;

@@ -42,6 +42,14 @@ pub const COUNT_DURATION: &str = "CountDuration";
 /// Services whose newest deployment failed to roll out (`rolloutState` `FAILED`): their tasks
 /// still run the previous list.
 pub const ROLLOUTS_FAILED: &str = "RolloutsFailed";
+/// 1 when some service has not run the list published more than half an hour ago (files
+/// wait to move), else 0.
+pub const FLEET_NOT_CONVERGED: &str = "FleetNotConverged";
+/// Shard directories that could not be read or made this run (each skipped, the run went on).
+pub const UNREADABLE_SHARDS: &str = "UnreadableShards";
+/// 1 for each reconcile run that finished: what the "no successful run" alarm counts, so that
+/// other invocations (a rebalance) cannot hide a failing schedule.
+pub const RECONCILE_RUNS: &str = "ReconcileRuns";
 
 /// A CloudWatch unit, as the `Unit` member of an EMF metric definition spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +120,21 @@ pub const METRICS: &[MetricSpec] = &[
         unit: Unit::Count,
         dimensions: FS_DIMS,
     },
+    MetricSpec {
+        name: FLEET_NOT_CONVERGED,
+        unit: Unit::None,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: UNREADABLE_SHARDS,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: RECONCILE_RUNS,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
 ];
 
 /// What one run observed and decided, for the metrics.
@@ -125,6 +148,8 @@ pub struct RunMetrics {
     pub desired: u64,
     pub at_capacity: bool,
     pub rollouts_failed: u64,
+    pub fleet_not_converged: bool,
+    pub unreadable_shards: u64,
     pub count_duration: Duration,
 }
 
@@ -158,6 +183,12 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     summary.insert(DESIRED_MOUNT_TARGETS.into(), json!(m.desired));
     summary.insert(AT_CAPACITY.into(), json!(u8::from(m.at_capacity)));
     summary.insert(ROLLOUTS_FAILED.into(), json!(m.rollouts_failed));
+    summary.insert(
+        FLEET_NOT_CONVERGED.into(),
+        json!(u8::from(m.fleet_not_converged)),
+    );
+    summary.insert(UNREADABLE_SHARDS.into(), json!(m.unreadable_shards));
+    summary.insert(RECONCILE_RUNS.into(), json!(1));
     summary.insert(
         COUNT_DURATION.into(),
         json!(m.count_duration.as_secs_f64() * 1000.0),
@@ -360,6 +391,8 @@ mod tests {
             desired: 2,
             at_capacity: false,
             rollouts_failed: 0,
+            fleet_not_converged: false,
+            unreadable_shards: 0,
             count_duration: Duration::from_micros(1_234_567),
         }
     }
@@ -388,6 +421,9 @@ mod tests {
             (AT_CAPACITY, "None", json!(0)),
             (COUNT_DURATION, "Milliseconds", json!(1234.567)),
             (ROLLOUTS_FAILED, "Count", json!(0)),
+            (FLEET_NOT_CONVERGED, "None", json!(0)),
+            (UNREADABLE_SHARDS, "Count", json!(0)),
+            (RECONCILE_RUNS, "Count", json!(1)),
         ];
         assert_eq!(got.len(), want.len());
         for (name, unit, value) in want {
@@ -528,11 +564,15 @@ mod tests {
                             {"Name": "AtCapacity", "Unit": "None"},
                             {"Name": "CountDuration", "Unit": "Milliseconds"},
                             {"Name": "RolloutsFailed", "Unit": "Count"},
+                            {"Name": "FleetNotConverged", "Unit": "None"},
+                            {"Name": "UnreadableShards", "Unit": "Count"},
+                            {"Name": "ReconcileRuns", "Unit": "Count"},
                         ],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
                     "TotalFiles": 3, "MountTargets": 1, "DesiredMountTargets": 1,
                     "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
+                    "FleetNotConverged": 0, "UnreadableShards": 0, "ReconcileRuns": 1,
                 }),
                 json!({
                     "_aws": {"Timestamp": 42, "CloudWatchMetrics": [{

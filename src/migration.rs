@@ -122,3 +122,32 @@ pub fn move_home(
     );
     Ok(moves)
 }
+
+/// Whether the tree under `dir` holds a file that is not a writer's temporary file, nested
+/// ones included; links are not followed. A missing `dir` holds nothing.
+pub fn holds_files(dir: &std::path::Path) -> std::io::Result<bool> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        // `file_type` does not follow a symlink.
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            if holds_files(&entry.path())? {
+                return Ok(true);
+            }
+        } else if !is_temporary(&entry.file_name()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A writer's temporary file (`.efs-router-<hex>.tmp`): in progress, never moved or counted.
+fn is_temporary(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with(".efs-router-") && (name.ends_with(".tmp") || name.ends_with(".moving"))
+}

@@ -3,19 +3,21 @@
 use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
+use crate::migration;
 use crate::observed::{LifeCycle, Observed};
-use crate::scale_state;
 use crate::shard::root_for_az;
+use crate::state::{self, State};
 use efs_router::dir::count_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What was observed, and how long counting the files took.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
-    let (file_system, mount_targets, parameter, deployments) = tokio::try_join!(
+    let (file_system, mount_targets, parameter, stored_state, deployments) = tokio::try_join!(
         clients.efs.file_system(&config.file_system_id),
         clients.efs.mount_targets(&config.file_system_id),
         clients.ssm.read(&config.parameter_name),
+        clients.ssm.read_state(&config.state_parameter_name),
         clients
             .ecs
             .primary_deployments(&config.cluster, &config.services),
@@ -67,7 +69,12 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             .await?;
         subnets.into_iter().map(|s| s.az_id).collect()
     };
-    let scale_state = scale_state::load(&config.mount_path)?;
+    let mut warnings = Vec::new();
+    let state_stored = stored_state.is_some();
+    let state = match stored_state {
+        Some(state) => state,
+        None => migrated(config, unix_now(), &mut warnings),
+    };
 
     // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
     let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
@@ -75,15 +82,19 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         roots.extend(p.list.mount_targets.iter().map(|t| t.root.clone()));
     }
     roots.extend(holding.iter().map(|t| root_for_az(&t.az_id)));
+    roots.extend(state.draining.values().map(|d| d.root.clone()));
+    let draining_roots: Vec<String> = state.draining.values().map(|d| d.root.clone()).collect();
     let started = Instant::now();
     let dirs: Vec<_> = roots
         .into_iter()
         .map(|r| (config.watch_path(&r), r))
         .collect();
+    let watch_paths: BTreeMap<String, std::path::PathBuf> =
+        dirs.iter().map(|(p, r)| (r.clone(), p.clone())).collect();
     // The shards are counted at once, one thread each: over NFS a shard's count is a chain of
     // READDIR round trips, so the run takes as long as its largest shard, not the sum.
     // Results are read in the order of `dirs`, so the error reported is the same as one by one.
-    let files = tokio::task::spawn_blocking(move || -> Result<BTreeMap<String, u64>, Error> {
+    let counted = tokio::task::spawn_blocking(move || -> Result<Counted, Error> {
         let counted: Vec<_> = std::thread::scope(|s| {
             let counting: Vec<_> = dirs
                 .iter()
@@ -94,18 +105,36 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
-        let mut files = BTreeMap::new();
+        let mut out = Counted::default();
         for ((path, root), counted) in dirs.into_iter().zip(counted) {
             match counted {
                 Ok(Some(n)) => {
-                    files.insert(root, n);
+                    out.files.insert(root, n);
                 }
                 Ok(None) if root == "/" => return Err(Error::MissingWatchDir { path }),
                 Ok(None) => {}
-                Err(source) => return Err(Error::ReadDir { path, source }),
+                Err(source) if root == "/" => return Err(Error::ReadDir { path, source }),
+                // One bad shard directory stops only itself.
+                Err(e) => {
+                    out.unreadable
+                        .insert(root, format!("cannot read {}: {e}", path.display()));
+                }
             }
         }
-        Ok(files)
+        // Emptiness of a draining shard is decided from its whole tree, nested files included.
+        for root in draining_roots {
+            let path = watch_paths.get(&root).cloned().unwrap_or_default();
+            match migration::holds_files(&path) {
+                Ok(any) => {
+                    out.tree_has_files.insert(root, any);
+                }
+                Err(e) => {
+                    out.unreadable
+                        .insert(root, format!("cannot walk {}: {e}", path.display()));
+                }
+            }
+        }
+        Ok(out)
     })
     .await
     .map_err(|e| Error::Inconsistent(format!("counting task failed: {e}")))??;
@@ -119,13 +148,76 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             subnets,
             parameter,
             deployments,
-            files,
+            files: counted.files,
+            unreadable: counted.unreadable,
+            tree_has_files: counted.tree_has_files,
             protected_azs,
-            scale_state,
-            now: SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            state,
+            state_stored,
+            warnings,
+            now: unix_now(),
         },
         count_took,
     ))
+}
+
+#[derive(Default)]
+struct Counted {
+    files: BTreeMap<String, u64>,
+    unreadable: BTreeMap<String, String>,
+    tree_has_files: BTreeMap<String, bool>,
+}
+
+/// The state when its parameter does not exist yet: the timers and refused subnets of the old
+/// state file on the file system, read once and safely, bounded by now. Its AZs are not
+/// carried over: a file any task could have written never decides what the function deletes
+/// (an operator adds targets the function created before to `created` by hand).
+fn migrated(config: &Config, now: u64, warnings: &mut Vec<String>) -> State {
+    let file = state::old_file_path(&config.mount_path);
+    match state::migrate_old_file(&config.mount_path) {
+        Ok(None) => State::default(),
+        Ok(Some(old)) => {
+            let not_after_now = |t: Option<u64>| t.filter(|t| *t <= now);
+            let most = now + config.subnet_exclusion.as_secs();
+            let mut s = State {
+                below_since: not_after_now(old.below_since),
+                last_scale_out: not_after_now(old.last_scale_out),
+                ..State::default()
+            };
+            for (key, mut e) in old.excluded {
+                e.until = e.until.min(most);
+                s.excluded.insert(key, e);
+            }
+            warnings.push(format!(
+                "the timers of {} were carried over to the parameter {} (read once; the file is \
+                 no longer used){}",
+                file.display(),
+                config.state_parameter_name,
+                if old.created_azs.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; the AZs it names as created by this function ({}) were not: add \
+                         those targets to `created` in the parameter if they are",
+                        old.created_azs
+                            .iter()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+            s
+        }
+        Err(problem) => {
+            warnings.push(format!("old state file: {problem}"));
+            State::default()
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -1,6 +1,6 @@
 //! What a run observes, as plain data: the input of `plan`.
 
-use crate::scale_state::ScaleState;
+use crate::state::State;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
@@ -106,6 +106,8 @@ pub struct Deployment {
     /// The primary deployment's rollout failed (`rolloutState` `FAILED`): its reason. The
     /// tasks still run the previous deployment, and so the previous list.
     pub rollout_failed: Option<String>,
+    /// Tasks still running in the service's other (older) deployments.
+    pub others_running: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,9 +123,17 @@ pub struct Observed {
     pub deployments: Vec<Deployment>,
     /// Files per shard root; a root whose watch directory does not exist is absent.
     pub files: BTreeMap<String, u64>,
+    /// Shard roots whose directory could not be read, and why: skipped, not failed.
+    pub unreadable: BTreeMap<String, String>,
+    /// For each draining shard: whether its whole tree still holds a file.
+    pub tree_has_files: BTreeMap<String, bool>,
     /// AZ ids of `PROTECTED_SUBNET_IDS`: their mount targets are never removed.
     pub protected_azs: BTreeSet<String>,
-    pub scale_state: ScaleState,
+    pub state: State,
+    /// The state parameter exists (else the state is new or carried over and must be saved).
+    pub state_stored: bool,
+    /// Observed things an operator should know (the old state file, say).
+    pub warnings: Vec<String>,
     /// Unix seconds when observed.
     pub now: u64,
 }

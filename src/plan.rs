@@ -10,8 +10,8 @@
 //! waits, publish, redeploy).
 
 use crate::observed::{LifeCycle, Observed, Subnet};
-use crate::scale_state::ScaleState;
 use crate::shard::{self, Shard};
+use crate::state::{Drain, State};
 use efs_router::list::{MountTargetList, Strategy, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,8 +59,8 @@ pub enum Step {
     Wait {
         mount_target_id: String,
     },
-    /// Keep the scale-in timer (when the files entered the band).
-    SaveState(ScaleState),
+    /// Keep the function's state (timers, drains, missing targets) in its parameter.
+    SaveState(State),
     /// Move the files of a draining shard to their homes.
     MoveFiles {
         root: String,
@@ -120,13 +120,20 @@ pub enum Decision {
     OneARun,
     /// The files grew while a target was draining: it serves again.
     CancelDrain { id: String },
-    /// A draining target's shard still has files: they move home first.
+    /// A draining target's shard still has files (nested ones too): they move home first.
     MoveDrained {
         id: String,
         az: String,
         root: String,
-        files: u64,
     },
+    /// A target is draining (or unlisted), but not every service runs the list published last
+    /// yet: nothing moves or goes until they do.
+    WaitForFleet { id: String, services: Vec<String> },
+    /// A drained shard is empty: the list goes out without it (the target goes once the fleet
+    /// has converged on that list).
+    Unlist { id: String },
+    /// The shard of a target someone else deleted is empty: its root leaves the list.
+    DropGone { id: String },
     /// A target is draining, but clients that refresh the list themselves may not have read
     /// the list that marks it draining yet: nothing moves or goes for `left` seconds.
     WaitForRefresh { id: String, left: u64 },
@@ -150,6 +157,8 @@ pub enum Hold {
     Settling { held: u64, cooldown: u64 },
     /// The last scale-out was `ago` seconds ago, less than the cool-down.
     RecentScaleOut { ago: u64, cooldown: u64 },
+    /// A `modulo-sha256` list cannot lose an entry without re-homing most files.
+    ModuloList,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +198,12 @@ pub struct Plan {
     pub excluded: Vec<Excluded>,
     /// Services whose newest deployment failed to roll out.
     pub rollouts_failed: Vec<String>,
+    /// Services not yet running the list published last (only files moving wait for them).
+    pub fleet_waiting: Vec<String>,
+    /// The fleet has not converged on a list published more than `FLEET_PATIENCE` ago.
+    pub fleet_stuck: bool,
+    /// Shard directories that could not be read or made (skipped).
+    pub unreadable: usize,
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<String>,
@@ -203,27 +218,62 @@ pub struct Excluded {
     pub reason: String,
 }
 
+/// How long the fleet may take to run a new list before the run warns that it has not.
+pub const FLEET_PATIENCE_SECS: u64 = 1800;
+
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let published = obs.parameter.as_ref().map(|p| &p.list);
     let shards = shard::assign(&obs.mount_targets, published, |root| {
         obs.files.contains_key(root)
     });
-    let mut warnings = Vec::new();
+    let mut warnings = obs.warnings.clone();
     let counts = Counts::of(obs, &shards, &mut warnings);
     let room = Room::of(obs, policy, &mut warnings);
     let rollouts_failed = rollouts_failed(obs, &mut warnings);
+    for (root, why) in &obs.unreadable {
+        warnings.push(format!("shard {root} skipped: {why}"));
+    }
+    let strategy = published.map_or(Strategy::Rendezvous, |l| l.strategy);
+    let mut state = obs.state.clone();
+    track_targets(obs, &shards, strategy, &mut state, &mut warnings);
+    let fleet_waiting = fleet_waiting(obs);
+    let published_age = obs
+        .parameter
+        .as_ref()
+        .and_then(|p| p.last_modified)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| obs.now.saturating_sub(d.as_secs()));
+    let fleet_stuck =
+        !fleet_waiting.is_empty() && published_age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
+    if fleet_stuck {
+        warnings.push(format!(
+            "services {} have not run the list published {} s ago (old tasks still run, or the \
+             rollout is stuck): files wait to move",
+            fleet_waiting.join(", "),
+            published_age.unwrap_or_default()
+        ));
+    }
+
     let current = shards.iter().filter(|s| s.target.state.is_active()).count();
     let size = Size::of(counts.file_count, current, room.az_capacity, policy);
-
-    let mut list = rebuild_list(published, &shards);
-    let draining = shards.iter().find(|s| {
-        list.mount_targets
-            .iter()
-            .any(|t| t.id == s.target.id && t.draining)
-    });
-    let serving = current - usize::from(draining.is_some());
+    let mut list = rebuild_list(published, &shards, &state, obs);
+    // The drain under way: the first in the list's order, then any unlisted one.
+    let drain = list
+        .mount_targets
+        .iter()
+        .find_map(|t| state.draining.get_key_value(&t.id))
+        .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone))
+        .map(|(id, d)| (id.clone(), d.clone()));
+    let draining_serving = drain
+        .as_ref()
+        .is_some_and(|(id, d)| !d.unlisted && shards.iter().any(|s| &s.target.id == id));
+    let serving = current - usize::from(draining_serving);
     let band = Band::of(policy, serving, counts.file_count);
-    let candidate = scale_in_candidate(obs, &list, &counts);
+    let candidate = if strategy == Strategy::Rendezvous {
+        scale_in_candidate(obs, &list, &counts, &state)
+    } else {
+        None
+    };
     let creating: Vec<&Shard> = shards
         .iter()
         .filter(|s| s.target.state == LifeCycle::Creating)
@@ -232,7 +282,20 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let situation = Situation {
         size: &size,
         serving,
-        draining: draining.map(|d| (d, counts.files_of(&d.root))),
+        drain: drain.as_ref().map(|(id, d)| DrainView {
+            id: id.clone(),
+            az: shards
+                .iter()
+                .find(|s| &s.target.id == id)
+                .map(|s| s.target.az.clone())
+                .unwrap_or_default(),
+            root: d.root.clone(),
+            unlisted: d.unlisted,
+            gone: d.gone,
+            // A shard that could not be walked is not known to be empty.
+            has_files: obs.tree_has_files.get(&d.root).copied().unwrap_or(true),
+        }),
+        fleet_waiting: fleet_waiting.clone(),
         creating: creating.first().copied(),
         allow_create: policy.allow_create,
         refresh_left: refresh_left(obs, policy),
@@ -252,23 +315,23 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         }),
         bound: &bound,
         in_band: band.holds,
+        modulo: strategy == Strategy::ModuloSha256,
         candidate,
-        below_since: obs.scale_state.below_since,
-        last_scale_out: obs.scale_state.last_scale_out,
+        below_since: state.below_since,
+        last_scale_out: state.last_scale_out,
         cooldown: policy.scale_in_cooldown_secs,
         now: obs.now,
     };
     let decision = decide(&situation);
     let reason = reason(&decision, &size, &band, policy, serving);
 
-    // The decision's own steps, and what it does to the list and the scale-in timer.
+    // The decision's own steps, and what it does to the list and the state.
     let mut steps = Vec::new();
-    let mut state = obs.scale_state.clone();
     state.below_since = match &decision {
         // The band holds: its clock runs from when it began.
-        Decision::Hold(_) => Some(obs.scale_state.below_since.unwrap_or(obs.now)),
+        Decision::Hold(_) => Some(state.below_since.unwrap_or(obs.now)),
         Decision::StartDrain { .. } | Decision::Keep { .. } => None,
-        _ => obs.scale_state.below_since,
+        _ => state.below_since,
     };
     match &decision {
         Decision::Create(new) => {
@@ -277,22 +340,49 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                     root: new.root.clone(),
                 });
             }
-            // The scale-in timers and `created_azs` change only once AWS accepts the create
-            // (apply records them): a refused or conflicting create is not a scale-out.
+            // The scale-in timers and the targets created change only once AWS accepts the
+            // create (apply records them): a refused or conflicting create is not a scale-out.
             steps.push(Step::CreateMountTarget(new.clone()));
         }
-        Decision::CancelDrain { id } => set_draining(&mut list, id, false),
-        Decision::StartDrain { id, .. } => set_draining(&mut list, id, true),
+        Decision::CancelDrain { id } => {
+            state.draining.remove(id);
+            list = rebuild_list(published, &shards, &state, obs);
+        }
+        Decision::StartDrain { id, .. } => {
+            let root = list
+                .mount_targets
+                .iter()
+                .find(|t| &t.id == id)
+                .map(|t| t.root.clone())
+                .unwrap_or_default();
+            state.draining.insert(
+                id.clone(),
+                Drain {
+                    root,
+                    since: obs.now,
+                    unlisted: false,
+                    gone: false,
+                },
+            );
+            list = rebuild_list(published, &shards, &state, obs);
+        }
         Decision::MoveDrained { root, .. } => steps.push(Step::MoveFiles {
             root: root.clone(),
             list: list.clone(),
         }),
+        Decision::Unlist { id } | Decision::DropGone { id } => {
+            if let Some(d) = state.draining.get_mut(id) {
+                d.unlisted = true;
+            }
+            list = rebuild_list(published, &shards, &state, obs);
+        }
         Decision::DeleteDrained { id } => steps.push(Step::DeleteMountTarget {
             mount_target_id: id.clone(),
         }),
         _ => {}
     }
-    if state != obs.scale_state {
+    // Saved when it changed, or when it was carried over from the old file.
+    if state != obs.state || (!obs.state_stored && state != State::default()) {
         steps.insert(0, Step::SaveState(state));
     }
     housekeeping(
@@ -313,8 +403,144 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         steps,
         excluded: room.excluded,
         rollouts_failed,
+        fleet_waiting,
+        fleet_stuck,
+        unreadable: obs.unreadable.len(),
         reason,
         warnings,
+    }
+}
+
+/// Services that do not run the list published last yet: their PRIMARY deployment started
+/// before it, another deployment still has running tasks, or the rollout failed. Empty when
+/// nothing is published.
+pub fn fleet_waiting(obs: &Observed) -> Vec<String> {
+    let Some(published_at) = obs.parameter.as_ref().and_then(|p| p.last_modified) else {
+        return Vec::new();
+    };
+    obs.deployments
+        .iter()
+        .filter(|d| {
+            let started_after = d.created_at.is_some_and(|t| t > published_at);
+            !started_after || d.others_running > 0 || d.rollout_failed.is_some()
+        })
+        .map(|d| d.service.clone())
+        .collect()
+}
+
+/// Brings the state up to date with what AWS shows: targets that went missing (kept in place
+/// for a run, then drained as gone), targets gone for good forgotten, drains that no rule allows
+/// any more (or that the function did not start) dropped with a warning.
+fn track_targets(
+    obs: &Observed,
+    shards: &[Shard],
+    strategy: Strategy,
+    state: &mut State,
+    warnings: &mut Vec<String>,
+) {
+    let published = obs.parameter.as_ref().map(|p| &p.list);
+    let seen = |id: &str| {
+        obs.mount_targets
+            .iter()
+            .any(|t| t.id == id && !matches!(t.state, LifeCycle::Deleted | LifeCycle::Deleting))
+    };
+    // Missing: listed (or created) but not seen.
+    let mut watched: BTreeSet<String> = state.created.keys().cloned().collect();
+    if let Some(l) = published {
+        watched.extend(l.mount_targets.iter().map(|t| t.id.clone()));
+    }
+    watched.extend(state.draining.keys().cloned());
+    state
+        .missing
+        .retain(|id, _| watched.contains(id) && !seen(id));
+    for id in &watched {
+        if !seen(id) {
+            state.missing.entry(id.clone()).or_insert(obs.now);
+        }
+    }
+    let gone = |state: &State, id: &str| state.missing.get(id).is_some_and(|t| *t < obs.now);
+    // A created target gone for good is forgotten.
+    let gone_created: Vec<String> = state
+        .created
+        .keys()
+        .filter(|id| gone(state, id))
+        .cloned()
+        .collect();
+    for id in gone_created {
+        state.created.remove(&id);
+    }
+    // A listed target gone for good: its root drains home (rendezvous only: under modulo an
+    // entry never changes).
+    if let (Some(l), Strategy::Rendezvous) = (published, strategy) {
+        for t in &l.mount_targets {
+            let recreated = shards.iter().any(|s| s.root == t.root);
+            if gone(state, &t.id) && !recreated && !state.draining.contains_key(&t.id) {
+                warnings.push(format!(
+                    "mount target {} ({}) is gone; its root {} stays listed, draining, until its \
+                     files are home",
+                    t.id, t.root, t.root
+                ));
+                state.draining.insert(
+                    t.id.clone(),
+                    Drain {
+                        root: t.root.clone(),
+                        since: obs.now,
+                        unlisted: false,
+                        gone: true,
+                    },
+                );
+            }
+        }
+    }
+    // Each drain is checked against the rules again, whatever the list or the state says.
+    let listed = |id: &str| published.is_some_and(|l| l.mount_targets.iter().any(|t| t.id == id));
+    let ids: Vec<String> = state.draining.keys().cloned().collect();
+    for id in ids {
+        let d = state.draining[&id].clone();
+        if d.gone {
+            // Done once its root has left the list.
+            if d.unlisted && !listed(&id) {
+                state.draining.remove(&id);
+            }
+            continue;
+        }
+        if d.unlisted && !seen(&id) {
+            // Deleted by this function once unlisted: done.
+            state.draining.remove(&id);
+            state.created.remove(&id);
+            continue;
+        }
+        if gone(state, &id) {
+            // Deleted by someone else while it drained: only its root is left to empty.
+            if let Some(d) = state.draining.get_mut(&id) {
+                d.gone = true;
+            }
+            continue;
+        }
+        let target = obs.mount_targets.iter().find(|t| t.id == id);
+        let protected = target.is_some_and(|t| obs.protected_azs.contains(&t.az_id));
+        let allowed = state.created.contains_key(&id)
+            && d.root != "/"
+            && !protected
+            && strategy == Strategy::Rendezvous;
+        if target.is_some() && !allowed {
+            warnings.push(format!(
+                "the drain of {id} stopped: a target that was there before this function, the \
+                 first shard `/`, a protected AZ or a modulo list never goes"
+            ));
+            state.draining.remove(&id);
+        }
+    }
+    // A draining mark the function did not make is not obeyed.
+    if let Some(l) = published {
+        for t in l.mount_targets.iter().filter(|t| t.draining) {
+            if !state.draining.contains_key(&t.id) {
+                warnings.push(format!(
+                    "the list marks {} draining, but this function did not: the mark is removed",
+                    t.id
+                ));
+            }
+        }
     }
 }
 
@@ -395,11 +621,7 @@ impl<'a> Room<'a> {
             })
             .filter(|s| !used_azs.contains(s.az_id.as_str()))
             .filter(|s| obs.file_system.allows_az(&s.az, &s.az_id))
-            .filter(|s| {
-                obs.scale_state
-                    .exclusion(&s.id, &s.az_id, obs.now)
-                    .is_none()
-            })
+            .filter(|s| obs.state.exclusion(&s.id, &s.az_id, obs.now).is_none())
             .collect();
         eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
         for s in obs
@@ -417,7 +639,7 @@ impl<'a> Room<'a> {
         // Refused subnets still left out: said on every run, so the reason for a capacity
         // shortfall is in each response.
         let excluded: Vec<Excluded> = obs
-            .scale_state
+            .state
             .excluded
             .iter()
             .filter(|(_, e)| e.until > obs.now)
@@ -510,17 +732,18 @@ impl Band {
 /// The target a scale-in would drain: only one this function created (never the first shard,
 /// never one that was there before), never one in a protected AZ; the one with the fewest
 /// files, the newest on a tie.
-fn scale_in_candidate(obs: &Observed, list: &MountTargetList, counts: &Counts) -> Option<String> {
-    let created = |az: &Option<String>| {
-        az.as_ref()
-            .is_some_and(|az| obs.scale_state.created_azs.contains(az))
-    };
+fn scale_in_candidate(
+    obs: &Observed,
+    list: &MountTargetList,
+    counts: &Counts,
+    state: &State,
+) -> Option<String> {
     let protected =
         |az: &Option<String>| az.as_ref().is_some_and(|az| obs.protected_azs.contains(az));
     list.mount_targets
         .iter()
         .enumerate()
-        .filter(|(_, t)| t.root != "/" && created(&t.az_id) && !protected(&t.az_id))
+        .filter(|(_, t)| t.root != "/" && state.created.contains_key(&t.id) && !protected(&t.az_id))
         .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
         .map(|(_, t)| t.id.clone())
 }
@@ -544,8 +767,10 @@ fn rollouts_failed(obs: &Observed, warnings: &mut Vec<String>) -> Vec<String> {
 struct Situation<'a> {
     size: &'a Size,
     serving: usize,
-    /// The draining shard and its files.
-    draining: Option<(&'a Shard, u64)>,
+    /// The drain under way, if any.
+    drain: Option<DrainView>,
+    /// Services not yet running the list published last.
+    fleet_waiting: Vec<String>,
     creating: Option<&'a Shard>,
     allow_create: bool,
     /// Seconds until every refreshing client has read the published list.
@@ -554,6 +779,8 @@ struct Situation<'a> {
     next_target: Option<NewTarget>,
     bound: &'a Bound,
     in_band: bool,
+    /// The list is `modulo-sha256`: no entry may leave it.
+    modulo: bool,
     candidate: Option<String>,
     below_since: Option<u64>,
     last_scale_out: Option<u64>,
@@ -561,25 +788,47 @@ struct Situation<'a> {
     now: u64,
 }
 
+/// A drain as [`decide`] sees it.
+struct DrainView {
+    id: String,
+    az: String,
+    root: String,
+    /// The list without it has been published; the target goes next.
+    unlisted: bool,
+    /// Someone else deleted the target; only its root is left to empty.
+    gone: bool,
+    /// Its whole tree still holds a file.
+    has_files: bool,
+}
+
 /// The one decision of a run, in order of precedence: a drain under way is finished (or
 /// cancelled by growth) first; then growth; then capacity; then scale-in.
 fn decide(s: &Situation) -> Decision {
-    if let Some((d, files)) = s.draining {
-        let id = d.target.id.clone();
-        return if s.size.needed > s.serving {
+    if let Some(d) = &s.drain {
+        let id = d.id.clone();
+        return if s.size.needed > s.serving && !d.gone {
             Decision::CancelDrain { id }
+        } else if !s.fleet_waiting.is_empty() {
+            // publish → converge → move → publish → converge → delete.
+            Decision::WaitForFleet {
+                id,
+                services: s.fleet_waiting.clone(),
+            }
         } else if s.refresh_left > 0 {
             Decision::WaitForRefresh {
                 id,
                 left: s.refresh_left,
             }
-        } else if files > 0 {
+        } else if d.has_files {
             Decision::MoveDrained {
                 id,
-                az: d.target.az.clone(),
+                az: d.az.clone(),
                 root: d.root.clone(),
-                files,
             }
+        } else if d.gone {
+            Decision::DropGone { id }
+        } else if !d.unlisted {
+            Decision::Unlist { id }
         } else {
             Decision::DeleteDrained { id }
         };
@@ -605,6 +854,7 @@ fn decide(s: &Situation) -> Decision {
         let held = s.now.saturating_sub(s.below_since.unwrap_or(s.now));
         let after_scale_out = s.last_scale_out.map(|t| s.now.saturating_sub(t));
         return match &s.candidate {
+            None if s.modulo => Decision::Hold(Hold::ModuloList),
             None => Decision::Hold(Hold::NoCandidate),
             Some(_) if held < s.cooldown => Decision::Hold(Hold::Settling {
                 held,
@@ -659,12 +909,26 @@ fn reason(
         Decision::CancelDrain { id } => {
             format!("{need}; {serving} serving: the growth cancels the drain of {id}")
         }
-        Decision::MoveDrained { id, az, files, .. } => {
-            format!("{need}; draining {id} ({az}): its {files} files move to their homes first")
-        }
-        Decision::DeleteDrained { id } => {
-            format!("{need}; {id} is drained (its directory is empty): deleting it")
-        }
+        Decision::MoveDrained { id, az, root } => format!(
+            "{need}; draining {id} ({az}): the files under {root} move to their homes first"
+        ),
+        Decision::WaitForFleet { id, services } => format!(
+            "{need}; draining {id}: nothing moves or goes until every service runs the list \
+             published last (waiting for {})",
+            services.join(", ")
+        ),
+        Decision::Unlist { id } => format!(
+            "{need}; {id} is drained (its tree is empty): the list goes out without it; the \
+             target goes once the services run that list"
+        ),
+        Decision::DropGone { id } => format!(
+            "{need}; the shard of {id}, deleted outside this function, is empty: its root \
+             leaves the list"
+        ),
+        Decision::DeleteDrained { id } => format!(
+            "{need}; {id} is drained and unlisted, and every service runs the list without it: \
+             deleting it"
+        ),
         Decision::WaitForRefresh { id, left } => format!(
             "{need}; draining {id}: its files move (and it goes) once clients that refresh the \
              list have read it ({left} s more, CLIENT_REFRESH_SECONDS)"
@@ -679,6 +943,10 @@ fn reason(
         Decision::Hold(Hold::Settling { held, cooldown }) => {
             format!("{in_band} for {held} s of {cooldown} s")
         }
+        Decision::Hold(Hold::ModuloList) => format!(
+            "{in_band}, but the list is modulo-sha256: removing an entry would re-home most \
+             files, so none goes"
+        ),
         Decision::Hold(Hold::RecentScaleOut { ago, cooldown }) => {
             format!("{in_band}, but the last scale-out was {ago} s ago (cool-down {cooldown} s)")
         }
@@ -719,7 +987,7 @@ fn housekeeping(
     steps: &mut Vec<Step>,
 ) {
     for s in shards.iter().filter(|s| s.target.state.is_active()) {
-        if !obs.files.contains_key(&s.root) {
+        if !obs.files.contains_key(&s.root) && !obs.unreadable.contains_key(&s.root) {
             steps.push(Step::CreateShardDir {
                 root: s.root.clone(),
             });
@@ -762,45 +1030,74 @@ pub fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
     (published + policy.client_refresh_secs).saturating_sub(obs.now)
 }
 
-fn set_draining(list: &mut MountTargetList, id: &str, draining: bool) {
-    for t in list.mount_targets.iter_mut().filter(|t| t.id == id) {
-        t.draining = draining;
-    }
-}
-
-/// The list clients should see: the published order kept (modulo routing depends on it),
-/// each entry refreshed from what was observed, entries whose target is gone dropped, new
-/// available targets appended. Only `available` targets with an address are listed.
-fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountTargetList {
-    let servable: Vec<&Shard> = shards
-        .iter()
-        .filter(|s| s.target.state == LifeCycle::Available && s.target.ip.is_some())
-        .collect();
-    let entry = |s: &Shard, draining: bool| Target {
+/// The list clients should see. A listed target leaves it only through a drain:
+/// - the published order is kept (modulo routing depends on it), each entry refreshed from
+///   what was observed; a target re-created in the same AZ takes its predecessor's place;
+/// - an entry whose target is not seen (or not serving) keeps its place; a target gone for
+///   good keeps its root listed, draining, until its files are home;
+/// - a target is marked draining as the state (not the list) says; one drained and unlisted
+///   is left out;
+/// - new targets are appended once `available`, with an address and their shard directory.
+fn rebuild_list(
+    published: Option<&MountTargetList>,
+    shards: &[Shard],
+    state: &State,
+    obs: &Observed,
+) -> MountTargetList {
+    let servable = |s: &&Shard| {
+        matches!(s.target.state, LifeCycle::Available | LifeCycle::Updating)
+            && s.target.ip.is_some()
+    };
+    let unlisted = |id: &str| state.draining.get(id).is_some_and(|d| d.unlisted);
+    let draining = |id: &str| state.draining.get(id).is_some_and(|d| !d.unlisted);
+    let entry = |s: &Shard| Target {
         id: s.target.id.clone(),
         ip: s.target.ip.clone().unwrap_or_default(),
         az: Some(s.target.az.clone()),
         az_id: Some(s.target.az_id.clone()),
         subnet_id: Some(s.target.subnet_id.clone()),
         root: s.root.clone(),
-        draining,
+        draining: draining(&s.target.id),
     };
-    let mut out = MountTargetList::new(published.map_or(Strategy::Rendezvous, |l| l.strategy));
+    let strategy = published.map_or(Strategy::Rendezvous, |l| l.strategy);
+    let mut out = MountTargetList::new(strategy);
     let mut used = BTreeSet::new();
     for e in published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]) {
-        let found = servable.iter().find(|s| s.target.id == e.id).or_else(|| {
-            servable
-                .iter()
-                .find(|s| e.az_id.as_deref() == Some(s.target.az_id.as_str()))
-        });
-        if let Some(s) = found.filter(|s| !used.contains(&s.target.id)) {
-            used.insert(s.target.id.clone());
-            out.mount_targets.push(entry(s, e.draining));
+        if unlisted(&e.id) {
+            continue;
+        }
+        let found = shards
+            .iter()
+            .filter(servable)
+            .find(|s| s.target.id == e.id)
+            .or_else(|| {
+                shards.iter().filter(servable).find(|s| {
+                    e.az_id.as_deref() == Some(s.target.az_id.as_str()) && s.root == e.root
+                })
+            });
+        match found.filter(|s| !used.contains(&s.target.id)) {
+            Some(s) => {
+                used.insert(s.target.id.clone());
+                out.mount_targets.push(entry(s));
+            }
+            None => {
+                // Not serving now (missing for a run, gone with files left, updating without
+                // an address): the entry stays where it is.
+                used.insert(e.id.clone());
+                out.mount_targets.push(Target {
+                    draining: strategy == Strategy::Rendezvous && draining(&e.id),
+                    ..e.clone()
+                });
+            }
         }
     }
-    for s in servable {
-        if used.insert(s.target.id.clone()) {
-            out.mount_targets.push(entry(s, false));
+    for s in shards.iter().filter(servable) {
+        if !used.contains(&s.target.id)
+            && !unlisted(&s.target.id)
+            && obs.files.contains_key(&s.root)
+        {
+            used.insert(s.target.id.clone());
+            out.mount_targets.push(entry(s));
         }
     }
     out
@@ -810,7 +1107,7 @@ fn rebuild_list(published: Option<&MountTargetList>, shards: &[Shard]) -> MountT
 mod tests {
     use super::*;
     use crate::observed::{Deployment, FileSystem, MountTarget, Parameter};
-    use crate::scale_state::ScaleState;
+    use crate::state::State;
     use std::time::{Duration, SystemTime};
 
     const VPC: &str = "vpc-main";
@@ -863,10 +1160,15 @@ mod tests {
                 id: Some("ecs-svc/1".into()),
                 created_at: at(200),
                 rollout_failed: None,
+                others_running: 0,
             }],
             files: BTreeMap::from([("/".to_owned(), files)]),
             protected_azs: BTreeSet::new(),
-            scale_state: ScaleState::default(),
+            state: State::default(),
+            state_stored: true,
+            warnings: Vec::new(),
+            unreadable: BTreeMap::new(),
+            tree_has_files: BTreeMap::new(),
             now: NOW,
         };
         o.parameter = Some(Parameter {
@@ -1212,7 +1514,9 @@ mod tests {
         add_shard(&mut o, "fsmt-b", 'b', b);
         add_shard(&mut o, "fsmt-c", 'c', c);
         // As if this function had created b and c.
-        o.scale_state.created_azs = BTreeSet::from(["use1-az2".to_owned(), "use1-az3".to_owned()]);
+        o.state.record_created("fsmt-b", "use1-az2", 0);
+        o.state.record_created("fsmt-c", "use1-az3", 0);
+        o.state.last_scale_out = None;
         o
     }
 
@@ -1224,7 +1528,7 @@ mod tests {
             .map(|t| t.id.as_str())
     }
 
-    fn saved(p: &Plan) -> Option<&ScaleState> {
+    fn saved(p: &Plan) -> Option<&State> {
         p.steps.iter().find_map(|s| match s {
             Step::SaveState(st) => Some(st),
             _ => None,
@@ -1241,7 +1545,7 @@ mod tests {
     #[test]
     fn a_refused_subnet_is_passed_over_for_the_next_free_az() {
         let mut o = world(61_234);
-        o.scale_state
+        o.state
             .exclude("subnet-b", NOW + 60, "NoFreeAddressesInSubnet".into(), NOW);
         let p = plan(&o, &policy());
         assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-c"));
@@ -1253,7 +1557,7 @@ mod tests {
     #[test]
     fn a_refused_az_is_passed_over_whatever_its_subnet() {
         let mut o = world(61_234);
-        o.scale_state.exclude(
+        o.state.exclude(
             "use1-az2",
             NOW + 60,
             "UnsupportedAvailabilityZone".into(),
@@ -1266,7 +1570,7 @@ mod tests {
     #[test]
     fn an_exclusion_ends_at_its_time() {
         let mut o = world(61_234);
-        o.scale_state
+        o.state
             .exclude("subnet-b", NOW, "NoFreeAddressesInSubnet".into(), 0);
         let p = plan(&o, &policy());
         assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-b"));
@@ -1276,9 +1580,9 @@ mod tests {
     #[test]
     fn nothing_eligible_left_is_at_capacity() {
         let mut o = world(61_234);
-        o.scale_state
+        o.state
             .exclude("subnet-b", NOW + 60, "NoFreeAddressesInSubnet".into(), NOW);
-        o.scale_state
+        o.state
             .exclude("subnet-c", NOW + 60, "SubnetNotFound".into(), NOW);
         let p = plan(&o, &policy());
         assert_eq!(created(&p), None);
@@ -1374,7 +1678,7 @@ mod tests {
         assert_eq!(draining_id(&p), None);
         // Held for less than the cool-down: wait, nothing written.
         let mut o = three_shards(100, 10, 5);
-        o.scale_state.below_since = Some(NOW - 1799);
+        o.state.below_since = Some(NOW - 1799);
         let p = plan(&o, &policy());
         assert!(p.steps.is_empty(), "{:?}", p.steps);
         assert_eq!(
@@ -1385,14 +1689,14 @@ mod tests {
             })
         );
         // Held long enough: the shard with the fewest files drains; list published, redeployed.
-        o.scale_state.below_since = Some(NOW - 1800);
+        o.state.below_since = Some(NOW - 1800);
         let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), Some("fsmt-c"));
         assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
         assert_eq!(saved(&p).unwrap().below_since, None);
         // Leaving the band resets the clock.
         let mut o = three_shards(60_000, 10, 5);
-        o.scale_state.below_since = Some(NOW - 100);
+        o.state.below_since = Some(NOW - 100);
         let p = plan(&o, &policy());
         assert_eq!(saved(&p).unwrap().below_since, None);
     }
@@ -1400,8 +1704,8 @@ mod tests {
     #[test]
     fn no_scale_in_soon_after_a_scale_out() {
         let mut o = three_shards(100, 10, 5);
-        o.scale_state.below_since = Some(NOW - 5000);
-        o.scale_state.last_scale_out = Some(NOW - 600);
+        o.state.below_since = Some(NOW - 5000);
+        o.state.last_scale_out = Some(NOW - 600);
         let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), None);
         assert_eq!(
@@ -1447,13 +1751,13 @@ mod tests {
         });
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
-        assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
+        assert_eq!(p.decision, Decision::Hold(Hold::ModuloList));
     }
 
     #[test]
     fn targets_that_were_there_before_are_never_drained() {
         let mut o = three_shards(100, 10, 5);
-        o.scale_state.created_azs.clear();
+        o.state.created.clear();
         let zero = Policy {
             scale_in_cooldown_secs: 0,
             ..policy()
@@ -1461,15 +1765,36 @@ mod tests {
         let p = plan(&o, &zero);
         assert_eq!(draining_id(&p), None);
         assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
-        o.scale_state.created_azs.insert("use1-az2".into());
+        o.state.record_created("fsmt-b", "use1-az2", 0);
+        o.state.last_scale_out = None;
         assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));
     }
 
     /// `three_shards` with c marked draining in the published list.
+    /// `three_shards` with c draining: marked by this function (in its state), published
+    /// at t=100, and every service redeployed since (t=200).
     fn draining_c(root: u64, b: u64, c: u64) -> Observed {
         let mut o = three_shards(root, b, c);
         let list = &mut o.parameter.as_mut().unwrap().list;
         list.mount_targets[2].draining = true;
+        o.state.draining.insert(
+            "fsmt-c".into(),
+            Drain {
+                root: "/shards/use1-az3".into(),
+                since: NOW - 600,
+                unlisted: false,
+                gone: false,
+            },
+        );
+        o.tree_has_files.insert("/shards/use1-az3".into(), c > 0);
+        o
+    }
+
+    /// `draining_c` with c already drained and published without it.
+    fn unlisted_c(root: u64, b: u64) -> Observed {
+        let mut o = draining_c(root, b, 0);
+        o.state.draining.get_mut("fsmt-c").unwrap().unlisted = true;
+        o.parameter.as_mut().unwrap().list.mount_targets.remove(2);
         o
     }
 
@@ -1487,29 +1812,162 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Empty: first the list goes out without it (the target still exists) ...
         let p = plan(&draining_c(100, 10, 0), &policy());
+        assert_eq!(
+            p.decision,
+            Decision::Unlist {
+                id: "fsmt-c".into()
+            }
+        );
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
+        assert_eq!(p.list.mount_targets.len(), 2);
+        assert!(saved(&p).unwrap().draining["fsmt-c"].unlisted);
+        // ... then, once the fleet runs that list, the target goes.
+        let p = plan(&unlisted_c(100, 10), &policy());
         assert_eq!(
             p.steps,
             [Step::DeleteMountTarget {
                 mount_target_id: "fsmt-c".into()
             }]
         );
-        assert_eq!(draining_id(&p), Some("fsmt-c"), "listed until it is gone");
+        assert_eq!(p.list.mount_targets.len(), 2, "not listed again");
     }
 
     #[test]
-    fn a_deleted_drained_target_leaves_the_list() {
+    fn nothing_moves_or_goes_until_the_fleet_runs_the_list() {
+        for o in [draining_c(100, 10, 5), unlisted_c(100, 10)] {
+            // The service's newest deployment started before the list was published ...
+            let mut late = o.clone();
+            late.deployments[0].created_at = at(50);
+            // ... or an older deployment still has running tasks ...
+            let mut old_tasks = o.clone();
+            old_tasks.deployments[0].others_running = 2;
+            // ... or the rollout failed.
+            let mut failed = o.clone();
+            failed.deployments[0].rollout_failed = Some("circuit breaker".into());
+            for waiting in [late, old_tasks, failed] {
+                let p = plan(&waiting, &policy());
+                assert!(
+                    matches!(&p.decision, Decision::WaitForFleet { services, .. } if services == &["app"]),
+                    "{:?}",
+                    p.decision
+                );
+                assert!(
+                    !p.steps.iter().any(|s| matches!(
+                        s,
+                        Step::MoveFiles { .. } | Step::DeleteMountTarget { .. }
+                    )),
+                    "{:?}",
+                    p.steps
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_drain_never_ends_on_a_shard_whose_nested_files_remain() {
+        // The direct count is 0, but the tree still holds files.
         let mut o = draining_c(100, 10, 0);
-        o.mount_targets[2].state = LifeCycle::Deleting;
+        o.tree_has_files.insert("/shards/use1-az3".into(), true);
         let p = plan(&o, &policy());
-        assert_eq!(
-            names(&p),
-            ["save_state", "publish", "force_deployment"],
-            "{}",
-            p.reason
+        assert!(
+            matches!(p.decision, Decision::MoveDrained { .. }),
+            "{:?}",
+            p.decision
         );
-        assert_eq!(p.list.mount_targets.len(), 2);
+        // A tree that could not be walked is not known to be empty either.
+        o.tree_has_files.clear();
+        let p = plan(&o, &policy());
+        assert!(
+            matches!(p.decision, Decision::MoveDrained { .. }),
+            "{:?}",
+            p.decision
+        );
+    }
+
+    #[test]
+    fn a_draining_mark_the_function_did_not_make_is_removed() {
+        // Marked by hand in the list, on the protected first shard: not obeyed.
+        let mut o = three_shards(100, 10, 5);
+        o.parameter.as_mut().unwrap().list.mount_targets[0].draining = true;
+        let p = plan(&o, &policy());
         assert_eq!(draining_id(&p), None);
+        assert!(p.steps.iter().any(|s| matches!(s, Step::Publish { .. })));
+        assert!(
+            p.warnings.iter().any(|w| w.contains("did not")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn a_drain_that_no_rule_allows_any_more_stops() {
+        // c became protected while draining.
+        let mut o = draining_c(100, 10, 5);
+        o.protected_azs.insert("use1-az3".into());
+        let p = plan(&o, &policy());
+        assert_eq!(draining_id(&p), None);
+        assert!(!saved(&p).unwrap().draining.contains_key("fsmt-c"));
+        assert!(!p.steps.iter().any(|s| matches!(s, Step::MoveFiles { .. })));
+    }
+
+    #[test]
+    fn a_target_missing_for_one_run_keeps_its_place_then_drains_as_gone() {
+        let mut o = three_shards(100, 10, 5);
+        let gone = o.mount_targets.remove(1); // b
+        let p = plan(&o, &policy());
+        assert_eq!(p.list, o.parameter.as_ref().unwrap().list, "kept as it was");
+        assert_eq!(saved(&p).unwrap().missing.get(&gone.id), Some(&NOW));
+        // Still missing a run later: its root stays listed, draining, until its files are home.
+        o.state = saved(&p).unwrap().clone();
+        o.now = NOW + 300;
+        o.tree_has_files.insert("/shards/use1-az2".into(), true);
+        let p = plan(&o, &policy());
+        assert_eq!(draining_id(&p), Some("fsmt-b"));
+        assert_eq!(p.list.mount_targets.len(), 3);
+        assert!(saved(&p).unwrap().draining["fsmt-b"].gone);
+        assert!(
+            !saved(&p).unwrap().created.contains_key("fsmt-b"),
+            "forgotten"
+        );
+    }
+
+    #[test]
+    fn an_updating_target_keeps_its_place() {
+        let mut o = three_shards(100, 10, 5);
+        o.mount_targets[1].state = LifeCycle::Updating;
+        let p = plan(&o, &policy());
+        assert_eq!(p.list, o.parameter.as_ref().unwrap().list);
+        assert!(!p.steps.iter().any(|s| matches!(s, Step::Publish { .. })));
+    }
+
+    #[test]
+    fn a_modulo_list_never_loses_an_entry() {
+        let mut o = three_shards(100, 10, 5);
+        o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
+        let zero = Policy {
+            scale_in_cooldown_secs: 0,
+            ..policy()
+        };
+        let p = plan(&o, &zero);
+        assert_eq!(p.decision, Decision::Hold(Hold::ModuloList));
+        let gone = o.mount_targets.remove(2);
+        o.state.missing.insert(gone.id.clone(), NOW - 300);
+        let p = plan(&o, &zero);
+        assert_eq!(p.list.mount_targets.len(), 3);
+        assert_eq!(draining_id(&p), None);
+    }
+
+    #[test]
+    fn a_deleted_drained_target_is_forgotten() {
+        let mut o = unlisted_c(100, 10);
+        o.mount_targets[2].state = LifeCycle::Deleting;
+        o.state.missing.insert("fsmt-c".into(), NOW - 300);
+        let p = plan(&o, &policy());
+        let s = saved(&p).unwrap();
+        assert!(!s.draining.contains_key("fsmt-c") && !s.created.contains_key("fsmt-c"));
+        assert_eq!(p.list.mount_targets.len(), 2);
         assert_eq!(p.current, 2);
     }
 
@@ -1517,7 +1975,8 @@ mod tests {
     fn growth_cancels_a_drain() {
         let p = plan(&draining_c(60_000, 30_000, 20_000), &policy());
         assert_eq!(draining_id(&p), None);
-        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
+        assert!(saved(&p).unwrap().draining.is_empty());
         assert_eq!(
             p.decision,
             Decision::CancelDrain {
@@ -1551,6 +2010,9 @@ mod tests {
             Decision::CancelDrain { .. } => "cancel drain",
             Decision::MoveDrained { .. } => "move drained files",
             Decision::DeleteDrained { .. } => "delete drained",
+            Decision::WaitForFleet { .. } => "wait for the fleet",
+            Decision::Unlist { .. } => "unlist",
+            Decision::DropGone { .. } => "drop gone",
             Decision::WaitForRefresh { .. } => "wait for refresh",
             Decision::StartDrain { .. } => "start drain",
             Decision::Hold(_) => "hold",
@@ -1620,7 +2082,23 @@ mod tests {
                 "a drained, empty shard",
                 draining_c(100, 10, 0),
                 &default,
+                "unlist",
+            ),
+            (
+                "a drained shard, unlisted",
+                unlisted_c(100, 10),
+                &default,
                 "delete drained",
+            ),
+            (
+                "a drain while old tasks run",
+                {
+                    let mut o = draining_c(100, 10, 5);
+                    o.deployments[0].others_running = 1;
+                    o
+                },
+                &default,
+                "wait for the fleet",
             ),
             (
                 "growth during a drain",

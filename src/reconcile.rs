@@ -8,7 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
-use crate::plan::{self, plan, Plan, Policy, Step};
+use crate::plan::{self, plan, Decision, Plan, Policy, Step};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -63,7 +63,17 @@ pub async fn run(
             // The list clients use now: every shard is walked, files go where they route;
             // not before every client that refreshes the list itself has read it.
             let refresh_left = plan::refresh_left(&observed, &policy);
-            if refresh_left > 0 {
+            let fleet = plan::fleet_waiting(&observed);
+            if !fleet.is_empty() {
+                // Files move only while the whole fleet runs the list published last.
+                let why = format!(
+                    "services {} do not run the list published last yet: no file moves",
+                    fleet.join(", ")
+                );
+                warn!(services = ?fleet, "{why}");
+                applied.warnings.push(why);
+                applied.waiting_for.extend(fleet);
+            } else if refresh_left > 0 {
                 let why = format!(
                     "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read                      the one published last: no file moves for {refresh_left} s more"
                 );
@@ -96,9 +106,10 @@ pub async fn run(
         ),
     };
     let end = last.as_ref().unwrap_or(&first);
+    let applied_unreadable = applied.unreadable;
     let response = respond(config, action, &first, end, applied);
     if action == Action::Reconcile {
-        emit_metrics(config, &first, end, count_took);
+        emit_metrics(config, &first, end, count_took, applied_unreadable);
     }
     info!(
         action = action.as_str(),
@@ -163,7 +174,13 @@ fn only(steps: &[Step], keep: impl Fn(&Step) -> bool) -> Vec<Step> {
 
 /// The run's metrics as Embedded Metric Format lines on stdout: CloudWatch Logs makes them
 /// metrics, with no API call. Only reconcile runs emit, so each period counts once.
-fn emit_metrics(config: &Config, first: &Plan, end: &Plan, count_took: Duration) {
+fn emit_metrics(
+    config: &Config,
+    first: &Plan,
+    end: &Plan,
+    count_took: Duration,
+    applied_unreadable: usize,
+) {
     let m = metrics::RunMetrics {
         file_system_id: config.file_system_id.clone(),
         files_per_shard: end
@@ -182,6 +199,8 @@ fn emit_metrics(config: &Config, first: &Plan, end: &Plan, count_took: Duration)
         desired: first.desired as u64,
         at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
+        fleet_not_converged: end.fleet_stuck,
+        unreadable_shards: (end.unreadable + applied_unreadable) as u64,
         count_duration: count_took,
     };
     for line in metrics::emf_lines(&m, metrics::timestamp_ms_now()) {
@@ -221,7 +240,14 @@ fn respond(
         new_mount_target,
         total: end.current,
         mount_targets: end.list.mount_targets.clone(),
-        waiting_for: applied.waiting_for,
+        waiting_for: {
+            // Targets still creating, and services a drain waits for.
+            let mut w = applied.waiting_for;
+            if let Decision::WaitForFleet { services, .. } = &end.decision {
+                w.extend(services.iter().cloned());
+            }
+            w
+        },
         actions: applied.actions,
         reason: first.reason.clone(),
         warnings: applied

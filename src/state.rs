@@ -1,32 +1,49 @@
-//! The timers scale-in needs, kept on the file system itself (the function's own mount), so
-//! they survive any run that dies and need no other store or permission:
-//! `<EFS_MOUNT_PATH>/.efs-mount-autoscaler/state.json`, replaced atomically.
-//! Which target is draining is not kept here: the published list says it (`draining`).
+//! The function's own state: the scale-in timers, the mount targets it created, the subnets
+//! AWS refused, the targets it is draining, and listed targets that went missing.
+//!
+//! It lives in a second SSM parameter (`STATE_PARAMETER_NAME`) that only the function's role
+//! may write, keyed by mount-target id: nothing a task can write on the shared file system
+//! decides what the function deletes. The old state file on the file system
+//! (`EFS_MOUNT_PATH/.efs-mount-autoscaler/state.json`) is read once, when the parameter does
+//! not exist yet, without following links and only if it is a small regular file.
 
-use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScaleState {
+pub struct State {
     /// Since when (Unix seconds) the files have been within the scale-in band.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_since: Option<u64>,
-    /// When (Unix seconds) the last mount target was created by this function.
+    /// When (Unix seconds) AWS last accepted a mount target this function asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scale_out: Option<u64>,
-    /// AZ ids where this function created a mount target (recorded once AWS accepted the
-    /// create). Only these may be scaled in: targets that were there before (an ECS task's,
-    /// the function's own) are never removed, even when they serve a shard.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    pub created_azs: BTreeSet<String>,
+    /// Mount targets this function created (AWS accepted the create), by id. Only these may
+    /// be scaled in; a target is forgotten once it is gone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub created: BTreeMap<String, Created>,
     /// Subnets (by subnet id) and AZs (by AZ id) that CreateMountTarget refused, left out of
     /// scale-out until their time is up.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub excluded: BTreeMap<String, Exclusion>,
+    /// Shards being emptied, by mount target id: only the function marks a target draining.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub draining: BTreeMap<String, Drain>,
+    /// Listed mount targets that DescribeMountTargets did not show, since when (Unix seconds):
+    /// kept in place for a run, then drained as gone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Created {
+    pub az_id: String,
+    /// Unix seconds.
+    pub at: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +55,24 @@ pub struct Exclusion {
     pub reason: String,
 }
 
-impl ScaleState {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Drain {
+    /// The shard's root, kept because the target may be gone.
+    pub root: String,
+    /// When the drain began (Unix seconds).
+    pub since: u64,
+    /// The shard is empty and the list without it has been published: the target goes once
+    /// the fleet has converged on that list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlisted: bool,
+    /// The target was deleted by someone else: its root stays listed, draining, until its
+    /// files are home; there is nothing to delete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gone: bool,
+}
+
+impl State {
     /// The exclusion of this subnet, or of its AZ, still in force at `now`.
     pub fn exclusion(&self, subnet_id: &str, az_id: &str, now: u64) -> Option<&Exclusion> {
         [subnet_id, az_id]
@@ -47,10 +81,16 @@ impl ScaleState {
             .find(|e| e.until > now)
     }
 
-    /// After AWS accepted a create in `az_id`: the AZ is the function's own, and the scale-in
-    /// clock starts again.
-    pub fn record_created(&mut self, az_id: &str, now: u64) {
-        self.created_azs.insert(az_id.to_owned());
+    /// After AWS accepted a create: the target is the function's own, and the scale-in clock
+    /// starts again.
+    pub fn record_created(&mut self, id: &str, az_id: &str, now: u64) {
+        self.created.insert(
+            id.to_owned(),
+            Created {
+                az_id: az_id.to_owned(),
+                at: now,
+            },
+        );
         self.last_scale_out = Some(now);
         self.below_since = None;
     }
@@ -61,44 +101,82 @@ impl ScaleState {
         self.excluded
             .insert(key.to_owned(), Exclusion { until, reason });
     }
-}
 
-pub fn path(mount: &Path) -> PathBuf {
-    mount.join(".efs-mount-autoscaler").join("state.json")
-}
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain struct")
+    }
 
-/// The state, or the default when the file does not exist yet. A file that is not valid is
-/// an error naming it: timers are never reset silently.
-pub fn load(mount: &Path) -> Result<ScaleState, Error> {
-    let file = path(mount);
-    match std::fs::read(&file) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::StateFile {
-            path: file,
-            problem: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ScaleState::default()),
-        Err(e) => Err(Error::StateFile {
-            path: file,
-            problem: e.to_string(),
-        }),
+    pub fn from_json(text: &str) -> Result<State, serde_json::Error> {
+        serde_json::from_str(text)
     }
 }
 
-/// Written to a temporary name, synced, then renamed over the file.
-pub fn save(mount: &Path, state: &ScaleState) -> Result<(), Error> {
-    let file = path(mount);
-    let fail = |e: std::io::Error| Error::StateFile {
-        path: file.clone(),
-        problem: e.to_string(),
+/// The largest old state file read: a real one is a few hundred bytes.
+const OLD_FILE_MAX: u64 = 64 * 1024;
+
+/// The old state file, read once to carry its timers and AZs over. Opened without following
+/// links and without blocking (a FIFO), read only when it is a small regular file; anything
+/// else is a warning, never an error: the state then starts empty.
+pub fn migrate_old_file(mount: &Path) -> Result<Option<OldFile>, String> {
+    let path = old_file_path(mount);
+    let dir = path.parent().expect("has a directory");
+    // A planted link at the directory is refused like one at the file.
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a directory; ignored", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}; ignored", dir.display())),
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags::O_NOFOLLOW | libc_flags::O_NONBLOCK)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}; ignored", path.display())),
     };
-    let dir = file.parent().expect("the state file has a directory");
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!("state.json.{}.tmp", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(&serde_json::to_vec(state).expect("plain struct"))
-        .map_err(fail)?;
-    f.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, &file).map_err(fail)
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}; ignored", path.display()))?;
+    if !meta.file_type().is_file() || meta.len() > OLD_FILE_MAX {
+        return Err(format!(
+            "{} is not a regular file of at most {OLD_FILE_MAX} bytes; ignored",
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    file.take(OLD_FILE_MAX)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}; ignored", path.display()))?;
+    let old: OldFile = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a state file ({e}); ignored", path.display()))?;
+    Ok(Some(old))
+}
+
+pub fn old_file_path(mount: &Path) -> PathBuf {
+    mount.join(".efs-mount-autoscaler").join("state.json")
+}
+
+/// The state file of earlier versions (on the shared file system, keyed by AZ).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OldFile {
+    #[serde(default)]
+    pub below_since: Option<u64>,
+    #[serde(default)]
+    pub last_scale_out: Option<u64>,
+    #[serde(default)]
+    pub created_azs: BTreeSet<String>,
+    #[serde(default)]
+    pub excluded: BTreeMap<String, Exclusion>,
+}
+
+/// Linux's open flags (the values are the same on x86_64 and aarch64).
+mod libc_flags {
+    pub const O_NONBLOCK: i32 = 0o4000;
+    pub const O_NOFOLLOW: i32 = 0o400000;
 }
 
 #[cfg(test)]
@@ -106,28 +184,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_and_defaults_when_absent() {
-        let d = tempfile::tempdir().unwrap();
-        assert_eq!(load(d.path()).unwrap(), ScaleState::default());
-        let s = ScaleState {
-            below_since: Some(10),
-            last_scale_out: Some(5),
-            created_azs: BTreeSet::from(["use1-az4".to_owned()]),
-            excluded: BTreeMap::from([(
-                "subnet-1".to_owned(),
-                Exclusion {
-                    until: 100,
-                    reason: "NoFreeAddressesInSubnet".into(),
-                },
-            )]),
-        };
-        save(d.path(), &s).unwrap();
-        assert_eq!(load(d.path()).unwrap(), s);
+    fn round_trips_and_refuses_unknown_fields() {
+        let mut s = State::default();
+        s.record_created("fsmt-1", "use1-az4", 10);
+        s.exclude("subnet-1", 100, "NoFreeAddressesInSubnet".into(), 0);
+        s.draining.insert(
+            "fsmt-1".into(),
+            Drain {
+                root: "/shards/use1-az4".into(),
+                since: 20,
+                unlisted: false,
+                gone: false,
+            },
+        );
+        assert_eq!(State::from_json(&s.to_json()).unwrap(), s);
+        assert!(State::from_json(r#"{"created_azs": ["use1-az1"]}"#).is_err());
     }
 
     #[test]
     fn an_exclusion_holds_a_subnet_or_its_az_until_its_time() {
-        let mut s = ScaleState::default();
+        let mut s = State::default();
         s.exclude("subnet-1", 100, "full".into(), 0);
         s.exclude("use1-az9", 200, "Local Zone".into(), 0);
         assert!(s.exclusion("subnet-1", "use1-az1", 99).is_some());
@@ -143,11 +219,42 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_file_is_an_error_naming_it() {
+    fn the_old_file_is_read_only_when_it_is_a_small_regular_file() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(path(d.path()).parent().unwrap()).unwrap();
-        std::fs::write(path(d.path()), b"{\"below_since\": \"yesterday\"}").unwrap();
-        let err = load(d.path()).unwrap_err().to_string();
-        assert!(err.contains("state.json"), "{err}");
+        assert_eq!(migrate_old_file(d.path()), Ok(None));
+        let dir = d.path().join(".efs-mount-autoscaler");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("state.json"),
+            br#"{"created_azs": ["use1-az4"], "below_since": 5}"#,
+        )
+        .unwrap();
+        let old = migrate_old_file(d.path()).unwrap().unwrap();
+        assert_eq!(old.below_since, Some(5));
+        assert!(old.created_azs.contains("use1-az4"));
+        // A link planted in its place is not followed.
+        std::fs::remove_file(dir.join("state.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("state.json")).unwrap();
+        assert!(migrate_old_file(d.path()).is_err());
+        // A link at the directory neither.
+        std::fs::remove_file(dir.join("state.json")).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &dir).unwrap();
+        assert!(migrate_old_file(d.path()).is_err());
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_the_old_file_does_not_block() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join(".efs-mount-autoscaler");
+        std::fs::create_dir(&dir).unwrap();
+        let fifo = dir.join("state.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(migrate_old_file(d.path()).is_err());
     }
 }

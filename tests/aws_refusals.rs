@@ -25,19 +25,6 @@ async fn testbed(world: support::world::WorldBuilder, files: usize) -> Testbed {
     tb
 }
 
-/// The function's scale state file, parsed (`{}` when there is none).
-fn scale_state(tb: &Testbed) -> Value {
-    let path = tb
-        .mount
-        .path()
-        .join(".efs-mount-autoscaler")
-        .join("state.json");
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).expect("state.json is JSON"),
-        Err(_) => json!({}),
-    }
-}
-
 /// The subnet ids the response says are left out.
 fn excluded(r: &Value) -> Vec<String> {
     r["excluded_subnets"]
@@ -88,11 +75,14 @@ async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
         inv.describe()
     );
     // The exclusion is kept; only the accepted create counts as the function's own.
-    let state = scale_state(&tb);
+    let state = tb.world.state().await;
     assert!(state["excluded"][&full]["until"].is_u64(), "{state}");
+    let created = state["created"].as_object().cloned().unwrap_or_default();
+    let new_id = r["new_mount_target"]["id"].as_str().unwrap_or_default();
+    assert_eq!(created.len(), 1, "{state}");
     assert_eq!(
-        state["created_azs"],
-        json!([tb.world.az_id('c')]),
+        created[new_id]["az_id"],
+        json!(tb.world.az_id('c')),
         "{state}"
     );
 
@@ -134,9 +124,9 @@ async fn refusals_everywhere_record_no_scale_out_and_reach_capacity() {
     let mut want = vec![b, tb.world.az_id('c')];
     want.sort();
     assert_eq!(left_out, want, "{}", inv.describe());
-    let state = scale_state(&tb);
+    let state = tb.world.state().await;
     assert!(
-        state.get("last_scale_out").is_none() && state.get("created_azs").is_none(),
+        state.get("last_scale_out").is_none() && state.get("created").is_none(),
         "a refused create is no scale-out: {state}"
     );
 }

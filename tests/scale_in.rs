@@ -10,14 +10,14 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efs_router::{shard_index, MountTargetList, Target};
 use serde_json::{json, Value};
 
 use support::files::list_files;
 use support::function::pretty;
-use support::{event, has_action, Invocation, Mount, Testbed, World};
+use support::{event, has_action, strings, Invocation, Mount, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
@@ -26,7 +26,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: u64 = 500;
 
 /// Runs a scale-in may take per target (mark, then move + delete), with room to spare.
-const MAX_RUNS: usize = 6;
+const MAX_RUNS: usize = 10;
 
 // ----------------------------------------------------------------------------- files
 
@@ -130,18 +130,19 @@ fn home<'a>(list: &'a MountTargetList, file: &str) -> &'a Target {
 
 /// A testbed with a mount target in each of `azs`, the contract's list published (roots `/`
 /// then `/shards/<az-id>`), `FILE_THRESHOLD` = `THRESHOLD` and an empty first shard. The
-/// function's state file records the targets after the first as its own (as if it had created
-/// them): only those may be scaled in.
+/// function's state parameter records the targets after the first as its own (as if it had
+/// created them): only those may be scaled in.
 async fn testbed(azs: &[char]) -> Testbed {
     let tb = testbed_before_the_function(azs).await;
-    let created: Vec<String> = azs[1..].iter().map(|az| tb.world.az_id(*az)).collect();
-    let state = tb.mount.path().join(".efs-mount-autoscaler");
-    fs::create_dir_all(&state).expect("create the state directory");
-    fs::write(
-        state.join("state.json"),
-        serde_json::json!({ "created_azs": created }).to_string(),
-    )
-    .expect("write the state file");
+    let mut created = serde_json::Map::new();
+    for t in tb.world.mount_targets().await {
+        if azs[1..].iter().any(|az| tb.world.az_id(*az) == t.az_id) {
+            created.insert(t.id.clone(), serde_json::json!({"az_id": t.az_id, "at": 1}));
+        }
+    }
+    tb.world
+        .put_state(&serde_json::json!({ "created": created }))
+        .await;
     tb
 }
 
@@ -297,14 +298,16 @@ fn rebalance(max_moves: u64) -> Value {
 // ----------------------------------------------------------------------------- scale-in
 
 /// What one reconcile run did to the world, checked against what it says: every list it
-/// leaves is valid, files are intact, at most one target goes, only one that was draining
-/// and is empty, never the first, and a changed list is followed by a redeploy.
+/// leaves is valid, files are intact, at most one target goes, only one that the function
+/// was draining, whose emptied shard had already left the published list (publish, converge,
+/// then delete), never the first, and a changed list is followed by a redeploy.
 async fn reconcile_checked(
     tb: &Testbed,
     files: &BTreeMap<String, Vec<u8>>,
 ) -> (Invocation, MountTargetList) {
     let targets_before = tb.world.mount_targets().await;
     let list_before = published_list(tb).await;
+    let state_before = tb.world.state().await;
     let param_before = tb.world.published().await;
     let deployments_before = tb.world.deployment_ids().await;
 
@@ -339,19 +342,21 @@ async fn reconcile_checked(
         inv.describe()
     );
     for id in &gone {
-        let was = list_before
-            .mount_targets
-            .iter()
-            .find(|t| &t.id == id)
-            .unwrap_or_else(|| panic!("deleted {id}, which was not published\n{}", inv.describe()));
+        let drain = &state_before["draining"][id];
         assert!(
-            was.draining,
-            "deleted {id}, which was not draining before the run: {}\n{}",
+            drain["unlisted"] == json!(true),
+            "deleted {id}, which was not drained and unlisted before the run: {state_before}\n{}",
+            inv.describe()
+        );
+        assert!(
+            list_before.mount_targets.iter().all(|t| &t.id != id),
+            "deleted {id} while it was still published: {}\n{}",
             list_before.to_json(),
             inv.describe()
         );
-        assert_ne!(was.root, "/", "deleted the first shard\n{}", inv.describe());
-        let left = list_files(&tb.mount.dir_of_root(&was.root));
+        let root = drain["root"].as_str().unwrap_or_default().to_string();
+        assert_ne!(root, "/", "deleted the first shard\n{}", inv.describe());
+        let left = list_files(&tb.mount.dir_of_root(&root));
         assert!(
             left.is_empty(),
             "deleted {id} while its shard still holds {left:?}\n{}",
@@ -576,11 +581,6 @@ async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
     let layout = snapshot(&tb.mount);
     let param = tb.world.published().await;
     let deployments = tb.world.deployment_ids().await;
-    let state_file = tb
-        .mount
-        .path()
-        .join(".efs-mount-autoscaler")
-        .join("state.json");
 
     let mut since = None;
     for run in 1..=2 {
@@ -602,18 +602,10 @@ async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
         assert_eq!(tb.world.mount_targets().await.len(), 3, "run {run}");
         assert_eq!(snapshot(&tb.mount), layout, "run {run}: files moved");
 
-        let text = fs::read_to_string(&state_file).unwrap_or_else(|e| {
-            panic!(
-                "run {run}: no state file {} ({e})\n{}",
-                state_file.display(),
-                inv.describe()
-            )
-        });
-        let state: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("run {run}: state file is not JSON ({e}): {text}"));
+        let state = tb.world.state().await;
         let below = state["below_since"]
             .as_u64()
-            .unwrap_or_else(|| panic!("run {run}: no below_since in {text}\n{}", inv.describe()));
+            .unwrap_or_else(|| panic!("run {run}: no below_since in {state}\n{}", inv.describe()));
         match since {
             None => {
                 assert!(
@@ -1029,4 +1021,251 @@ async fn the_targets_the_function_created_go_again_when_the_files_shrink() {
         .map(|t| t.id)
         .collect();
     assert_eq!(left, vec![original]);
+}
+
+// ----------------------------------------------------------------------------- the fleet rule
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_move_and_a_target_goes_only_while_every_service_runs_the_list() {
+    // ECS's rolling update, played by the proxy: an old deployment keeps running tasks (on the
+    // previous list) until the test completes the rollout.
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    tb.proxy.hold_rollouts();
+    let start = published_list(&tb).await;
+    let c = entry_in(&start, &tb.world, 'c');
+    put_files(&tb.mount.watch_dir(), 0..12);
+    put_files(
+        &tb.mount.dir_of_root(&entry_in(&start, &tb.world, 'b').root),
+        100..107,
+    );
+    put_files(&tb.mount.dir_of_root(&c.root), 200..204);
+    let files = files_by_name(&tb.mount);
+
+    // Run 1 marks c draining, publishes and redeploys: the old tasks still run.
+    let (inv, list) = reconcile_checked(&tb, &files).await;
+    assert_eq!(
+        draining_ids(&list),
+        vec![c.id.clone()],
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(tb.proxy.rolling_services(), vec!["ingest".to_string()]);
+
+    // While they run, nothing moves, however many runs; the response says what it waits for.
+    for run in 2..=3 {
+        tb.proxy.reset_counts();
+        let (inv, _) = reconcile_checked(&tb, &files).await;
+        let r = inv.response();
+        assert!(
+            !has_action(r, "move_files"),
+            "run {run}\n{}",
+            inv.describe()
+        );
+        assert!(
+            strings(r, "waiting_for").contains(&"ingest".to_string()),
+            "run {run}\n{}",
+            inv.describe()
+        );
+        assert_eq!(list_files(&tb.mount.dir_of_root(&c.root)).len(), 4);
+        tb.assert_nothing_changed(&inv);
+    }
+
+    // The rollout completes: the files move, and the list goes out without c. The target
+    // stays while the services roll out that list.
+    tb.proxy.complete_rollouts();
+    let (inv, list) = reconcile_checked(&tb, &files).await;
+    assert!(
+        has_action(inv.response(), "move_files"),
+        "{}",
+        inv.describe()
+    );
+    assert!(
+        list.mount_targets.iter().all(|t| t.id != c.id),
+        "{}",
+        inv.describe()
+    );
+    assert!(
+        !has_action(inv.response(), "delete_mount_target"),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(tb.world.mount_targets().await.len(), 3);
+    let (inv, _) = reconcile_checked(&tb, &files).await;
+    assert!(
+        !has_action(inv.response(), "delete_mount_target"),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(tb.world.mount_targets().await.len(), 3);
+
+    // Once they run the list without it, c goes.
+    tb.proxy.complete_rollouts();
+    let (inv, _) = reconcile_checked(&tb, &files).await;
+    assert_eq!(
+        deleted(inv.response()),
+        vec![c.id.clone()],
+        "{}",
+        inv.describe()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_waits_for_the_fleet() {
+    let tb = testbed(&['a', 'b']).await;
+    tb.proxy.hold_rollouts();
+    let start = published_list(&tb).await;
+    let b = entry_in(&start, &tb.world, 'b');
+    // Misplaced files in b's shard.
+    let names: Vec<String> = (0..40).map(name).collect();
+    let misplaced: Vec<usize> = (0..40)
+        .filter(|i| home(&start, &names[*i]).id != b.id)
+        .collect();
+    put_files(&tb.mount.dir_of_root(&b.root), misplaced.iter().copied());
+    // The list is published again, so the service must be redeployed; that rollout is held:
+    // its old tasks may still run an older list.
+    tb.world.put_parameter(&start.to_json()).await;
+    tb.invoke(&event("reconcile")).await;
+    assert_eq!(tb.proxy.rolling_services(), vec!["ingest".to_string()]);
+    let inv = tb.invoke(&rebalance(100)).await;
+    let r = inv.response();
+    assert!(!has_action(r, "move_files"), "{}", inv.describe());
+    assert!(
+        strings(r, "waiting_for").contains(&"ingest".to_string()),
+        "{}",
+        inv.describe()
+    );
+    tb.proxy.complete_rollouts();
+    let inv = tb.invoke(&rebalance(100)).await;
+    assert_eq!(
+        moves(&inv).moved,
+        misplaced.len() as u64,
+        "{}",
+        inv.describe()
+    );
+}
+
+// ----------------------------------------------------------------------------- a shared file system
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draining_mark_in_the_list_on_the_protected_first_shard_is_not_obeyed() {
+    let tb = testbed(&['a', 'b']).await;
+    let mut list = published_list(&tb).await;
+    list.mount_targets[0].draining = true; // `/`, hand-edited
+    tb.world.put_parameter(&list.to_json()).await;
+    put_files(&tb.mount.watch_dir(), 0..5);
+    let files = files_by_name(&tb.mount);
+    for _ in 0..3 {
+        let (inv, list) = reconcile_checked(&tb, &files).await;
+        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+        assert!(
+            !has_action(inv.response(), "move_files"),
+            "{}",
+            inv.describe()
+        );
+        assert!(deleted(inv.response()).is_empty(), "{}", inv.describe());
+    }
+    assert_eq!(list_files(&tb.mount.watch_dir()).len(), 5);
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_state_file_gets_no_target_deleted() {
+    // A task writes the old state file naming the AZ of a target the function did not make.
+    let mut tb = testbed_before_the_function(&['a', 'b']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let dir = tb.mount.path().join(".efs-mount-autoscaler");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("state.json"),
+        json!({"created_azs": [tb.world.az_id('b')], "below_since": 1}).to_string(),
+    )
+    .unwrap();
+    put_files(&tb.mount.watch_dir(), 0..3);
+    let files = files_by_name(&tb.mount);
+    for _ in 0..4 {
+        let (inv, list) = reconcile_checked(&tb, &files).await;
+        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+        assert!(deleted(inv.response()).is_empty(), "{}", inv.describe());
+    }
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+    assert!(tb.world.state().await.get("created").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn planted_links_and_a_fifo_on_the_file_system_neither_redirect_nor_hang_the_function() {
+    let tb = testbed(&['a']).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    // The old state directory is a link out of the file system, with a FIFO behind it.
+    std::os::unix::fs::symlink(
+        elsewhere.path(),
+        tb.mount.path().join(".efs-mount-autoscaler"),
+    )
+    .unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(elsewhere.path().join("state.json"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // `/shards` is a link out of the file system too.
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), tb.mount.path().join("shards")).unwrap();
+    put_files(&tb.mount.watch_dir(), 0..(THRESHOLD as usize + 10));
+
+    let inv = tb
+        .invoke_with_deadline(&event("reconcile"), Duration::from_secs(60))
+        .await;
+    assert!(inv.within_deadline(), "{}", inv.describe());
+    let r = inv.response();
+    // The scale-out went on; the shard whose directory sits behind the link was skipped.
+    assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
+    assert!(
+        strings(r, "warnings").iter().any(|w| w.contains("shards")),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(
+        fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "wrote through /shards"
+    );
+    assert_eq!(
+        fs::read_dir(elsewhere.path()).unwrap().count(),
+        1,
+        "only the FIFO"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_where_a_shard_directory_should_be_stops_only_that_shard() {
+    let tb = testbed(&['a', 'b']).await;
+    let start = published_list(&tb).await;
+    let b = entry_in(&start, &tb.world, 'b');
+    // A regular file at `/shards`: b's shard cannot be read.
+    let shards = tb.mount.path().join("shards");
+    let _ = fs::remove_dir_all(&shards);
+    fs::write(&shards, b"not a directory").unwrap();
+    put_files(&tb.mount.watch_dir(), 0..(2 * THRESHOLD as usize + 10));
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response();
+    assert!(
+        strings(r, "warnings").iter().any(|w| w.contains(&b.root)),
+        "{}",
+        inv.describe()
+    );
+    // The run went on: scale-out included.
+    assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
+    let metrics: Vec<Value> = inv
+        .logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("UnreadableShards").is_some())
+        .collect();
+    assert!(
+        metrics
+            .iter()
+            .any(|m| m["UnreadableShards"].as_u64() >= Some(1)),
+        "{}",
+        inv.describe()
+    );
 }

@@ -151,6 +151,7 @@ impl Eval {
             ("EcsServiceName", "api"),
             ("FunctionSubnetIds", "subnet-aaa,subnet-bbb"),
             ("FunctionSecurityGroupIds", "sg-fff"),
+            ("FileSystemVpcId", "vpc-0abc"),
         ]
         .into_iter()
         .collect();
@@ -466,6 +467,7 @@ fn the_environment_is_exactly_the_contract() {
     let want: BTreeMap<String, Value> = [
         ("EFS_FILE_SYSTEM_ID", "fs-0123456789abcdef0"),
         ("SSM_PARAMETER_NAME", "/efs-mount-autoscaling/mount-targets"),
+        ("STATE_PARAMETER_NAME", "/efs-mount-autoscaling/state"),
         ("ECS_CLUSTER_NAME", "prod"),
         ("ECS_SERVICE_NAME", "api"),
         ("EFS_MOUNT_PATH", "/mnt/efs"),
@@ -488,6 +490,7 @@ fn the_environment_is_exactly_the_contract() {
     // Every setting reaches the function when given.
     let given = Eval::new(&[
         ("SsmParameterName", "/x/list"),
+        ("StateParameterName", "/x/state"),
         ("EcsServiceName", "api,worker"),
         ("EfsMountPath", "/mnt/data"),
         ("WatchDir", "in/box"),
@@ -506,6 +509,7 @@ fn the_environment_is_exactly_the_contract() {
     let got = env(&given);
     for (k, v) in [
         ("SSM_PARAMETER_NAME", "/x/list"),
+        ("STATE_PARAMETER_NAME", "/x/state"),
         ("ECS_SERVICE_NAME", "api,worker"),
         ("EFS_MOUNT_PATH", "/mnt/data"),
         ("WATCH_DIR", "in/box"),
@@ -704,7 +708,10 @@ fn expected_resources(action: &str, services: &[&str]) -> Vec<String> {
         ("elasticfilesystem", _) => {
             vec![arn("elasticfilesystem", "file-system/fs-0123456789abcdef0")]
         }
-        ("ssm", _) => vec![arn("ssm", "parameter/efs-mount-autoscaling/mount-targets")],
+        ("ssm", _) => vec![
+            arn("ssm", "parameter/efs-mount-autoscaling/mount-targets"),
+            arn("ssm", "parameter/efs-mount-autoscaling/state"),
+        ],
         ("ecs", _) => services
             .iter()
             .map(|s| arn("ecs", &format!("service/prod/{s}")))
@@ -787,6 +794,20 @@ fn every_action_is_on_the_narrowest_resource() {
                 assert!(
                     UNSCOPABLE.contains(&action.as_str()),
                     "{action} on * although IAM can scope it"
+                );
+            }
+            // Network interfaces are created and deleted only in the file system's VPC.
+            if matches!(
+                action.as_str(),
+                "ec2:CreateNetworkInterface"
+                    | "ec2:DeleteNetworkInterface"
+                    | "ec2:AssignPrivateIpAddresses"
+                    | "ec2:UnassignPrivateIpAddresses"
+            ) {
+                assert_eq!(
+                    condition,
+                    json!({"ArnLike": {"ec2:Vpc": "arn:aws:ec2:us-east-1:*:vpc/vpc-0abc"}}),
+                    "{action}: only in the file system's VPC"
                 );
             }
             if action.starts_with("elasticfilesystem:Client") {
@@ -930,18 +951,23 @@ fn the_four_alarms_are_there() {
         "GreaterThanOrEqualToThreshold"
     );
     // No successful run for 3 periods of the schedule; no run at all breaches.
-    let runs: Vec<_> = by_metric("AWS/Lambda", "Invocations");
+    // It counts reconcile runs only (a metric no other invocation emits), so a stream of
+    // rebalance events cannot hide a failing schedule.
+    assert!(by_metric("AWS/Lambda", "Invocations").is_empty());
+    let runs: Vec<_> = by_metric(metrics::NAMESPACE, metrics::RECONCILE_RUNS);
     assert_eq!(runs.len(), 1);
     let p = runs[0];
+    assert_eq!(p["Statistic"], "Sum");
     assert_eq!(p["EvaluationPeriods"], 3);
     assert_eq!(p["DatapointsToAlarm"], 3);
     assert_eq!(p["TreatMissingData"], "breaching");
     assert_eq!(p["ComparisonOperator"], "LessThanThreshold");
     assert_eq!(p["Threshold"], 1);
-    for m in e.eval(&p["Metrics"]).unwrap().as_array().unwrap() {
-        if let Some(stat) = m.get("MetricStat") {
-            assert_eq!(stat["Period"], 300, "the schedule's period");
-        }
+    assert_eq!(e.eval(&p["Period"]).unwrap(), 300, "the schedule's period");
+    for metric in [metrics::FLEET_NOT_CONVERGED, metrics::UNREADABLE_SHARDS] {
+        let alarms = by_metric(metrics::NAMESPACE, metric);
+        assert_eq!(alarms.len(), 1, "{metric}");
+        assert_eq!(alarms[0]["Threshold"], 1, "{metric}");
     }
 }
 

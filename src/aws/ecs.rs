@@ -94,11 +94,18 @@ impl Ecs {
                             .unwrap_or("no reason given")
                             .to_owned()
                     });
+                let others_running = service
+                    .deployments()
+                    .iter()
+                    .filter(|d| d.status() != Some("PRIMARY"))
+                    .map(|d| i64::from(d.running_count()))
+                    .sum();
                 found.push(Deployment {
                     service: name,
                     id: primary.and_then(|d| d.id()).map(str::to_owned),
                     created_at: time(primary.and_then(|d| d.created_at())),
                     rollout_failed,
+                    others_running,
                 });
             }
         }

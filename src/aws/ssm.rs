@@ -1,8 +1,9 @@
-//! SSM Parameter Store: the published list of mount targets.
+//! SSM Parameter Store: the published list of mount targets, and the function's own state.
 
 use super::{sdk_error, time};
 use crate::error::Error;
 use crate::observed::Parameter;
+use crate::state::State;
 use aws_sdk_ssm::types::ParameterType;
 use efs_router::list::MountTargetList;
 
@@ -43,10 +44,41 @@ impl Ssm {
     }
 
     pub async fn write(&self, name: &str, list: &MountTargetList) -> Result<(), Error> {
+        self.put(name, list.to_json()).await
+    }
+
+    /// The function's state; `None` when the parameter does not exist yet. A value that is
+    /// not a state is an error naming the parameter: only the function writes it.
+    pub async fn read_state(&self, name: &str) -> Result<Option<State>, Error> {
+        let out = match self.client.get_parameter().name(name).send().await {
+            Ok(out) => out,
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_parameter_not_found()) =>
+            {
+                return Ok(None)
+            }
+            Err(err) => return Err(sdk_error("GetParameter", err)),
+        };
+        let text = out.parameter().and_then(|p| p.value()).unwrap_or_default();
+        State::from_json(text)
+            .map(Some)
+            .map_err(|e| Error::StateParameter {
+                name: name.to_owned(),
+                problem: e.to_string(),
+            })
+    }
+
+    pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
+        self.put(name, state.to_json()).await
+    }
+
+    async fn put(&self, name: &str, value: String) -> Result<(), Error> {
         self.client
             .put_parameter()
             .name(name)
-            .value(list.to_json())
+            .value(value)
             .r#type(ParameterType::String)
             .overwrite(true)
             .send()

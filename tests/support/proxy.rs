@@ -63,6 +63,10 @@ const MUTATING_VERBS: &[&str] = &[
     "Label",
 ];
 
+/// How the proxy names a PutParameter of the function's own state parameter: it changes no
+/// AWS resource an operator manages, so `mutating_calls` leaves it out.
+pub const STATE_WRITE: &str = "PutParameter(state)";
+
 /// The wire protocol of a request, which decides the form of an injected error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -119,6 +123,11 @@ struct State {
     controllers: BTreeMap<String, String>,
     /// ECS service name → the reason its PRIMARY deployment's rollout failed.
     rollouts_failed: BTreeMap<String, String>,
+    /// Rollouts are held: a deployment forced from now on leaves the previous one running.
+    hold_rollouts: bool,
+    /// ECS service name → the previous deployment still running tasks (ECS's rolling update,
+    /// which moto does not play: it never shows an old deployment).
+    rolling: BTreeMap<String, Value>,
 }
 
 pub struct Proxy {
@@ -236,6 +245,24 @@ impl Proxy {
             .insert(service.to_string(), reason.to_string());
     }
 
+    /// From now on a forced deployment rolls out as on ECS: DescribeServices shows the
+    /// previous deployment (`ACTIVE`, with running tasks) beside the new `PRIMARY` one
+    /// (`IN_PROGRESS`) until `complete_rollouts`.
+    pub fn hold_rollouts(&self) {
+        self.state.lock().unwrap().hold_rollouts = true;
+    }
+
+    /// Finishes every rollout held so far: the old deployments are gone and each `PRIMARY`
+    /// shows `COMPLETED`. Rollouts forced later are held again while holding is on.
+    pub fn complete_rollouts(&self) {
+        self.state.lock().unwrap().rolling.clear();
+    }
+
+    /// Services whose rollout is being held.
+    pub fn rolling_services(&self) -> Vec<String> {
+        self.state.lock().unwrap().rolling.keys().cloned().collect()
+    }
+
     /// Drops every pending fault.
     pub fn clear_faults(&self) {
         self.state.lock().unwrap().faults.clear();
@@ -303,11 +330,17 @@ impl Proxy {
     }
 
     /// The mutating operations requested, with their counts (empty: nothing was changed).
+    /// Writes of the function's own state parameter are not counted: see `state_writes`.
     pub fn mutating_calls(&self) -> BTreeMap<String, usize> {
         self.counts()
             .into_iter()
-            .filter(|(op, _)| is_mutating(op))
+            .filter(|(op, _)| op != STATE_WRITE && is_mutating(op))
             .collect()
+    }
+
+    /// Writes of the function's own state parameter.
+    pub fn state_writes(&self) -> usize {
+        self.count(STATE_WRITE)
     }
 
     /// Forgets the counts (not the faults).
@@ -393,7 +426,14 @@ async fn handle(
         }
     };
     let path = parts.uri.path().to_string();
-    let (op, protocol) = operation(&parts.method, &path, &parts.headers, &body);
+    let (mut op, protocol) = operation(&parts.method, &path, &parts.headers, &body);
+    // The function's writes of its own state parameter are told apart from the list's.
+    if op == "PutParameter"
+        && serde_json::from_slice::<Value>(&body)
+            .is_ok_and(|v| v["Name"] == json!(super::world::STATE_PARAMETER_NAME))
+    {
+        op = STATE_WRITE.to_string();
+    }
 
     // Count it, and fail it if a fault is due.
     let fault = {
@@ -440,7 +480,9 @@ async fn handle(
             forward = forward.header(name, value);
         }
     }
-    let forward = forward.body(Full::new(body)).expect("forwarded request");
+    let forward = forward
+        .body(Full::new(body.clone()))
+        .expect("forwarded request");
     let answer = match client.request(forward).await {
         Ok(a) => a,
         Err(e) => {
@@ -470,6 +512,8 @@ async fn handle(
             answer_body = on_file_systems(&state, answer_body);
         } else if op == "DescribeServices" {
             answer_body = on_services(&state, answer_body);
+        } else if op == "UpdateService" {
+            on_update_service(&state, &body);
         }
     }
 
@@ -536,12 +580,38 @@ fn on_file_systems(state: &Mutex<State>, body: Bytes) -> Bytes {
     Bytes::from(v.to_string())
 }
 
+/// A forced deployment while rollouts are held: the service's old deployment keeps running.
+fn on_update_service(state: &Mutex<State>, request: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(request) else {
+        return;
+    };
+    let mut s = state.lock().unwrap();
+    if !s.hold_rollouts || v["forceNewDeployment"] != json!(true) {
+        return;
+    }
+    let service = v["service"].as_str().unwrap_or_default();
+    let name = service.rsplit('/').next().unwrap_or(service).to_string();
+    let n = s.rolling.len();
+    s.rolling.entry(name).or_insert_with(|| {
+        json!({
+            "id": format!("ecs-svc/old-{n}"),
+            "status": "ACTIVE",
+            "taskDefinition": "ingest",
+            "desiredCount": 0,
+            "pendingCount": 0,
+            "runningCount": 1,
+            "createdAt": 0,
+            "rolloutState": "COMPLETED",
+        })
+    });
+}
+
 fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
         return body;
     };
     let s = state.lock().unwrap();
-    if s.controllers.is_empty() && s.rollouts_failed.is_empty() {
+    if s.controllers.is_empty() && s.rollouts_failed.is_empty() && !s.hold_rollouts {
         return body;
     }
     if let Some(services) = v["services"].as_array_mut() {
@@ -552,6 +622,26 @@ fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
                 .to_string();
             if let Some(controller) = s.controllers.get(&name) {
                 service["deploymentController"] = json!({"type": controller});
+            }
+            if let Some(deployments) = service["deployments"].as_array_mut() {
+                if s.hold_rollouts {
+                    // moto's PRIMARY stays IN_PROGRESS with no tasks: as on ECS, it is
+                    // COMPLETED once no old deployment runs.
+                    let rolling = s.rolling.get(&name);
+                    for d in deployments
+                        .iter_mut()
+                        .filter(|d| d["status"] == json!("PRIMARY"))
+                    {
+                        d["rolloutState"] = json!(if rolling.is_some() {
+                            "IN_PROGRESS"
+                        } else {
+                            "COMPLETED"
+                        });
+                    }
+                    if let Some(old) = rolling {
+                        deployments.push(old.clone());
+                    }
+                }
             }
             if let Some(reason) = s.rollouts_failed.get(&name) {
                 if let Some(deployments) = service["deployments"].as_array_mut() {

@@ -19,6 +19,8 @@ use super::aws::Aws;
 
 /// The contract's default `SSM_PARAMETER_NAME`.
 pub const PARAMETER_NAME: &str = "/efs-mount-autoscaling/mount-targets";
+/// The function's own state (its default `STATE_PARAMETER_NAME`).
+pub const STATE_PARAMETER_NAME: &str = "/efs-mount-autoscaling/state";
 pub const CLUSTER: &str = "iot-analytics";
 pub const SERVICE: &str = "ingest";
 
@@ -359,6 +361,45 @@ impl World {
             }
             Err(e) => panic!("GetParameter: {e:?}"),
         }
+    }
+
+    /// The function's state parameter as JSON (`{}` when it does not exist yet).
+    pub async fn state(&self) -> Value {
+        match self
+            .aws
+            .ssm
+            .get_parameter()
+            .name(STATE_PARAMETER_NAME)
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let text = out.parameter.and_then(|p| p.value).unwrap_or_default();
+                serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("the state is not JSON ({e}): {text}"))
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_parameter_not_found()) =>
+            {
+                serde_json::json!({})
+            }
+            Err(e) => panic!("GetParameter: {e:?}"),
+        }
+    }
+
+    /// Writes the function's state parameter (as an operator with access could).
+    pub async fn put_state(&self, state: &Value) {
+        self.aws
+            .ssm
+            .put_parameter()
+            .name(STATE_PARAMETER_NAME)
+            .value(state.to_string())
+            .r#type(ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .expect("PutParameter (state)");
     }
 
     /// The published parameter, which must exist.
