@@ -466,10 +466,11 @@ fn remove_private(p: &Path) -> io::Result<()> {
 /// gives each outcome in the order of `pairs`: `None` for a pair not tried because `until`
 /// came first. The same pair twice is safe (the second finds the source gone).
 ///
-/// Why at once: over NFS each move is a few round trips (a link and an unlink, and the
-/// lookups the kernel makes for them), and Linux holds a directory's lock through a link or an
-/// unlink in it, so moves out of one directory finish at most one unlink per round trip however
-/// many run. Several at a time still overlap one file's link into its destination, another's
+/// Why at once: over NFS each move is several round trips (a look, a link, a rename of the
+/// source to its private name, a look, an unlink, and the lookups the kernel makes for them),
+/// and Linux holds a directory's lock through a link, a rename or an unlink in it, so moves out
+/// of one directory finish at most one rename and one unlink per two round trips however many
+/// run. Several at a time still overlap one file's link into its destination, another's
 /// lookups and a third's unlink, and spread the work over the destination directories; pairs
 /// from several source directories are taken from each directory in turn, so each one's lock is
 /// busy. One at a time, a move costs all its round trips in a row.

@@ -4,6 +4,7 @@ repository). The routing vectors are ``tests/vectors/routing.json`` of the repos
 this file's place or named by the environment variable ``EFS_ROUTER_VECTORS``.
 """
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -14,7 +15,7 @@ import random
 import tempfile
 import threading
 import unittest
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Sized, Tuple
+from typing import Any, Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Sized, Tuple
 from unittest import mock
 
 import efs_router
@@ -503,24 +504,36 @@ class Relocate(unittest.TestCase):
         self.assertEqual(names(self.d), ["a", "dir", "fifo", "link"])
         self.assertEqual(read(self.src), b"x")
 
+    @contextlib.contextmanager
     def writer_renames_over_the_source(self, data: bytes, secs: int,
-                                       also: Optional[Callable[[], None]] = None) -> "mock._patch[mock.MagicMock]":
-        """os.rename patched: before the move's first rename of the source to its private name, a writer renames
-        a new version over the source (and ``also`` runs)."""
-        real_rename = os.rename
+                                       also: Optional[Callable[[], None]] = None) -> Iterator[None]:
+        """Just before the move first removes the source name (by renaming it to a private name, or by
+        unlinking it, as a link-then-unlink move would), a writer renames a new version over the source (and
+        ``also`` runs)."""
+        real_rename, real_unlink = os.rename, os.unlink
         done = [False]
+
+        def writer() -> None:
+            done[0] = True
+            tmp = os.path.join(self.d, "writer.tmp")
+            put_at(tmp, data, secs)
+            real_rename(tmp, self.src)
+            if also is not None:
+                also()
 
         def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
             if not done[0] and a == self.src and efs_router.is_private_name(os.path.basename(b)):
-                done[0] = True
-                tmp = os.path.join(self.d, "writer.tmp")
-                put_at(tmp, data, secs)
-                real_rename(tmp, self.src)
-                if also is not None:
-                    also()
+                writer()
             real_rename(a, b, *args, **kw)
 
-        return mock.patch.object(os, "rename", side_effect=rename)
+        def unlink(a: Any, *args: Any, **kw: Any) -> None:
+            if not done[0] and a == self.src:
+                writer()
+            real_unlink(a, *args, **kw)
+
+        with mock.patch.object(os, "rename", side_effect=rename), mock.patch.object(os, "unlink", side_effect=unlink):
+            yield
+        self.assertTrue(done[0], "the writer never ran")
 
     def test_a_version_written_over_the_source_during_the_move_is_kept(self) -> None:
         # Between link(src, dst) and the rename of src to its private name, a writer puts a newer version at
