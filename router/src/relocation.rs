@@ -20,7 +20,7 @@
 //!
 //! Never a copy: the bytes do not move, and the inode and its modification time stay.
 
-use crate::names::{new_private_name, Private};
+use crate::names::{new_private_name, private_kind, Private};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs;
@@ -180,6 +180,8 @@ fn not_regular(path: &Path, what: &'static str) -> io::Error {
 /// module's documentation and router/README.md for every case.
 ///
 /// Errors: `src` or `dst` not a regular file ([`NotARegularFile`], kind `InvalidData`);
+/// `src` or `dst` named as one of the router's own files ([`crate::names`]: a write or a move in
+/// progress), kind `InvalidInput`;
 /// `src` and `dst` one directory entry however spelled (`./a` and `a`, `d/../d/f` and `d/f`:
 /// same parent directory by device and inode, same name), kind `InvalidInput`; the file
 /// system's own errors (`dst`'s directory missing: `NotFound`; two mounts: `EXDEV`).
@@ -195,6 +197,21 @@ pub(crate) fn relocate_known(
 ) -> io::Result<Relocation> {
     if src == dst {
         return Err(same_entry_error(src, dst));
+    }
+    for path in [src, dst] {
+        if let Some(kind) = path
+            .file_name()
+            .and_then(|n| private_kind(n.as_encoded_bytes()))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: a {} name of the router's own, never moved",
+                    path.display(),
+                    kind.as_str()
+                ),
+            ));
+        }
     }
     let s = match known {
         Some(s) => s,
@@ -672,6 +689,28 @@ mod tests {
             }
         }
         assert_eq!(names(d.path()), ["f", "here", "sub"]);
+    }
+
+    #[test]
+    fn the_routers_own_files_are_never_moved() {
+        let d = tempfile::tempdir().unwrap();
+        let (tmp, file) = (
+            d.path().join(".efs-router-0123456789abcdef.tmp"),
+            d.path().join("f"),
+        );
+        fs::write(&tmp, b"a write in progress").unwrap();
+        fs::write(&file, b"x").unwrap();
+        for (src, dst) in [
+            (tmp.clone(), d.path().join("g")),
+            (
+                file.clone(),
+                d.path().join(".efs-router-0123456789abcdef.moving"),
+            ),
+        ] {
+            let e = relocate(&src, &dst).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        }
+        assert_eq!(names(d.path()), [".efs-router-0123456789abcdef.tmp", "f"]);
     }
 
     #[test]

@@ -487,6 +487,16 @@ class Relocate(unittest.TestCase):
             os.chdir(cwd)
         self.assertEqual(names(self.d), ["a", "here", "sub"])
 
+    def test_the_routers_own_files_are_never_moved(self) -> None:
+        tmp = os.path.join(self.d, ".efs-router-0123456789abcdef.tmp")
+        put(tmp, b"a write in progress")
+        put(self.src, b"x")
+        for src, dst in ((tmp, self.dst), (self.src, os.path.join(self.d, ".efs-router-0123456789abcdef.moving"))):
+            with self.subTest(src=src, dst=dst), self.assertRaises(OSError) as cm:
+                relocate(src, dst)
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertEqual(names(self.d), [".efs-router-0123456789abcdef.tmp", "a"])
+
     def test_links_fifos_and_directories_are_not_data(self) -> None:
         put_at(self.src, b"x", 10)
         link, fifo, directory = (os.path.join(self.d, n) for n in ("link", "fifo", "dir"))

@@ -707,7 +707,8 @@ def relocate(src: Union[str, os.PathLike[str]], dst: Union[str, os.PathLike[str]
 
     Raises ``NotARegularFile`` when ``src`` or ``dst`` is a symbolic link, FIFO, device, socket or directory
     (nothing is moved), ``OSError(EINVAL)`` when they are one directory entry however spelled (``./a`` and
-    ``a``, ``d/../d/f`` and ``d/f``), and the file system's own errors (``dst``'s directory missing:
+    ``a``, ``d/../d/f`` and ``d/f``) or either is named as one of the router's own files (``is_private_name``),
+    and the file system's own errors (``dst``'s directory missing:
     ``FileNotFoundError``). Where ``link`` answers EPERM or EOPNOTSUPP (no hard links), it looks at ``dst``
     and renames (a small window). The rules: router/README.md, "Moving a file home"."""
     return _relocate(os.fspath(src), os.fspath(dst), None)
@@ -716,6 +717,9 @@ def relocate(src: Union[str, os.PathLike[str]], dst: Union[str, os.PathLike[str]
 def _relocate(src: str, dst: str, known: Optional[os.stat_result]) -> str:
     if src == dst or _spelling(src) == _spelling(dst):
         raise _same_entry_error(src, dst)
+    for path in (src, dst):
+        if is_private_name(os.path.basename(path)):
+            raise OSError(errno.EINVAL, "%s: a name of the router's own, never moved" % path)
     s = known if known is not None else _look(src)
     if s is None:
         return SOURCE_GONE
