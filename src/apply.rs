@@ -86,14 +86,14 @@ pub async fn apply(
             Step::MoveFiles { root, list } => {
                 // A drain is bounded by the time left only: it is what stands between the
                 // run and removing the target.
-                let moves = migration::move_home(
-                    config,
-                    list,
-                    std::slice::from_ref(root),
-                    u64::MAX,
-                    wait_until,
-                )?;
-                applied.progressed |= moves.moved > 0;
+                let budget = migration::Budget {
+                    max_moves: u64::MAX,
+                    until: wait_until,
+                    concurrency: config.move_concurrency,
+                };
+                let moves =
+                    migration::move_home(config, list, std::slice::from_ref(root), budget, true)?;
+                applied.progressed |= moves.moved + moves.dropped_older > 0;
                 applied.moves.then(moves);
             }
             Step::DeleteMountTarget { mount_target_id } => {

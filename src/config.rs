@@ -20,6 +20,7 @@ pub const ENV_VARS: &[&str] = &[
     "API_ATTEMPT_TIMEOUT_SECONDS",
     "API_CALL_TIMEOUT_SECONDS",
     "CLIENT_REFRESH_SECONDS",
+    "MOVE_CONCURRENCY",
 ];
 
 use crate::error::ConfigError;
@@ -54,6 +55,9 @@ pub struct Config {
     /// How often clients that re-read the list themselves do it (0: none does; tasks pick a
     /// new list up by the forced deployment). Files move only that long after a publish.
     pub client_refresh: Duration,
+    /// Files moved at a time by a drain or a rebalance (Linux serializes changes in one
+    /// directory, so over NFS a mover gains by working on several at once).
+    pub move_concurrency: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +182,16 @@ impl Config {
             subnet_exclusion,
             api_timeouts: ApiTimeouts { attempt, call },
             client_refresh: seconds("CLIENT_REFRESH_SECONDS")?.unwrap_or_default(),
+            move_concurrency: match positive("MOVE_CONCURRENCY")? {
+                None => 16,
+                Some(n) if n <= 256 => n as usize,
+                Some(n) => {
+                    return Err(ConfigError {
+                        var: "MOVE_CONCURRENCY",
+                        problem: format!("{n} is more than 256"),
+                    })
+                }
+            },
         })
     }
 
@@ -281,6 +295,7 @@ mod tests {
         assert_eq!(c.subnet_exclusion, Duration::from_secs(86_400));
         assert_eq!(c.api_timeouts, ApiTimeouts::default());
         assert_eq!(c.client_refresh, Duration::ZERO);
+        assert_eq!(c.move_concurrency, 16);
     }
 
     #[test]
@@ -344,6 +359,10 @@ mod tests {
                 "/efs-mount-autoscaling/mount-targets"
             )]),
             "STATE_PARAMETER_NAME"
+        );
+        assert_eq!(
+            failing_var(&[("MOVE_CONCURRENCY", "1000")]),
+            "MOVE_CONCURRENCY"
         );
         assert_eq!(
             failing_var(&[("SUBNET_EXCLUSION_SECONDS", "1d")]),

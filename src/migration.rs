@@ -1,32 +1,54 @@
 //! Moving files to their homes under the published list: a draining shard's files before its
 //! mount target goes, and misplaced files in the background (`rebalance`).
 //!
-//! A file's logical path is `<WATCH_DIR>/<name>`, its home the shard `shard_index` gives that
-//! path under the list (draining shards get nothing). Moves go through the function's own mount
-//! of the file system root, by `efs_router::relocate` (link, then unlink): never a copy, never
-//! over a file already at home. A file whose name is taken at home is left where it is,
-//! counted and logged.
+//! A file's logical path is `<WATCH_DIR>/<its path below the watched directory>`, nested ones
+//! included; its home is the shard `shard_index` gives that path under the list (draining shards
+//! get nothing), at the same relative path. Each shard's tree is walked as a stream
+//! (`efs_router::dir::walk_at`, from a directory opened beneath the mount without following
+//! links): memory stays bounded whatever the number of misplaced files. Moves go in batches
+//! through `efs_router::relocation::relocate_many`, several at a time, each one by
+//! `efs_router::relocate`: the latest write wins (an older copy at home is replaced, an older
+//! copy at the source is dropped), and what a move removes is the file it looked at. The
+//! router's own names (writes and moves in progress) are never moved; links, FIFOs and
+//! devices are skipped.
 
 use crate::config::Config;
 use crate::error::Error;
-use efs_router::dir::for_each_file;
+use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
-use efs_router::{relocate, shard_index, Relocation};
+use efs_router::relocation::relocate_many;
+use efs_router::{shard_index, NotARegularFile, Relocation};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::ffi::OsString;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tracing::{info, warn};
+
+/// Misplaced files are moved this many at a time (the paths of one batch are what is held).
+const BATCH: usize = 256;
+
+/// A router's temporary file or cut-short move unchanged for this long is abandoned.
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Moves {
+    /// Moved home (including those that replaced an older copy at home).
     pub moved: u64,
+    /// Older copies removed because a newer version of the same path is at home.
+    pub dropped_older: u64,
     /// Misplaced files not moved by this run (the budget or the time ran out).
     pub remaining: u64,
-    /// Left where they are: their home already holds a file of that name.
+    /// Entries that are not regular files (links, FIFOs, devices): left where they are.
     pub skipped: u64,
     /// Names that are not a routable path, or moves the file system refused.
     pub failed: u64,
+    /// Abandoned temporary files of writers that died (older than an hour), removed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub abandoned_removed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Moves {
@@ -34,42 +56,92 @@ impl Moves {
     /// misplaced, skipped or failing replaces the earlier pass's (the same files, seen again).
     pub fn then(&mut self, later: Moves) {
         self.moved += later.moved;
+        self.dropped_older += later.dropped_older;
+        self.abandoned_removed += later.abandoned_removed;
         self.remaining = later.remaining;
         self.skipped = later.skipped;
         self.failed = later.failed;
     }
 }
 
+/// How a run moves files: the budget, the deadline, how many at a time.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub max_moves: u64,
+    pub until: Instant,
+    pub concurrency: usize,
+}
+
 /// Moves misplaced files found in the shards rooted at `roots`, at most `max_moves`, and none
-/// once `until` has come. Every misplaced file not moved is counted in `remaining`.
+/// once `until` has come. Every misplaced file not moved is counted in `remaining`. With
+/// `drain`, the directories it leaves empty are removed afterwards.
 pub fn move_home(
     config: &Config,
     list: &MountTargetList,
     roots: &[String],
-    max_moves: u64,
-    until: Instant,
+    budget: Budget,
+    drain: bool,
 ) -> Result<Moves, Error> {
     let mut moves = Moves::default();
     let roots: BTreeSet<&String> = roots.iter().collect();
-    // Destination directories made this run: one mkdir per shard, not one per file (over NFS
-    // each is a round trip).
-    let mut ready: BTreeSet<String> = BTreeSet::new();
     for root in roots {
         let dir = config.watch_path(root);
-        let mut misplaced: Vec<(OsString, String)> = Vec::new();
-        for_each_file(&dir, |name| {
-            let Some(name_str) = name.to_str() else {
+        let rel = rel_to_mount(config, &dir);
+        let fd = match dir::open_beneath(&config.mount_path, &rel, false) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                warn!(root = %root, error = %source, "shard skipped: cannot open its directory");
                 moves.failed += 1;
-                return true;
+                continue;
+            }
+        };
+        let mut batch: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(BATCH);
+        let mut walk_error = None;
+        let walked = dir::walk_at(&fd, |entry| {
+            let flow = match entry.kind {
+                Kind::File => Flow::Continue,
+                // Maybe a directory: opened as one (without following a link) and walked if it
+                // is; a misplaced one that is not a regular file is refused by the move.
+                Kind::Unknown => Flow::Enter,
+                Kind::Directory => return Flow::Continue,
+                Kind::Private(_) => return Flow::Continue,
+                Kind::Other(other) => {
+                    moves.skipped += 1;
+                    warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
+                    return Flow::Continue;
+                }
+                Kind::Failed(ref e) => {
+                    moves.failed += 1;
+                    warn!(path = %dir.join(entry.path).display(), error = %e, "directory skipped");
+                    return Flow::Continue;
+                }
+            };
+            let Some(rel_path) = entry.path.to_str() else {
+                moves.failed += 1;
+                return flow;
             };
             let logical = if config.watch_dir.is_empty() {
-                name_str.to_owned()
+                rel_path.to_owned()
             } else {
-                format!("{}/{name_str}", config.watch_dir)
+                format!("{}/{rel_path}", config.watch_dir)
             };
             match shard_index(&logical, &list.mount_targets, list.strategy) {
                 Ok(i) if list.mount_targets[i].root != *root => {
-                    misplaced.push((name.to_owned(), list.mount_targets[i].root.clone()));
+                    if moves.moved + moves.dropped_older + batch.len() as u64 >= budget.max_moves
+                        || Instant::now() >= budget.until
+                    {
+                        moves.remaining += 1;
+                        return flow;
+                    }
+                    let home = config.watch_path(&list.mount_targets[i].root);
+                    batch.push((dir.join(entry.path), home.join(entry.path)));
+                    if batch.len() == BATCH {
+                        if let Err(e) = flush(config, &mut batch, budget, &mut moves) {
+                            walk_error = Some(e);
+                            return Flow::Stop;
+                        }
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => {
@@ -77,44 +149,26 @@ pub fn move_home(
                     warn!(file = %logical, error = %e, "not a routable path; left alone");
                 }
             }
-            true
-        })
-        .map_err(|source| Error::ReadDir {
-            path: dir.clone(),
-            source,
-        })?;
-
-        for (name, home) in misplaced {
-            if moves.moved >= max_moves || Instant::now() >= until {
-                moves.remaining += 1;
-                continue;
-            }
-            let src = dir.join(&name);
-            let home_dir = config.watch_path(&home);
-            if !ready.contains(&home) {
-                std::fs::create_dir_all(&home_dir).map_err(|source| Error::CreateShardDir {
-                    path: home_dir.clone(),
-                    source,
-                })?;
-                ready.insert(home);
-            }
-            let dst = home_dir.join(&name);
-            match relocate(&src, &dst) {
-                Ok(Relocation::Moved) => moves.moved += 1,
-                Ok(Relocation::SourceGone) => {}
-                Ok(Relocation::DestinationTaken) => {
-                    moves.skipped += 1;
-                    warn!(from = %src.display(), to = %dst.display(), "home already holds a file of this name; left both alone");
-                }
-                Err(e) => {
-                    moves.failed += 1;
-                    warn!(from = %src.display(), to = %dst.display(), error = %e, "move failed; left in place");
-                }
+            flow
+        });
+        if let Err(source) = walked {
+            warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
+            moves.failed += 1;
+        }
+        if let Some(e) = walk_error {
+            return Err(e);
+        }
+        flush(config, &mut batch, budget, &mut moves)?;
+        if drain {
+            match dir::remove_empty_dirs_at(&fd) {
+                Ok(removed) => info!(root = %root, removed = ?removed, "empty directories removed"),
+                Err(e) => warn!(root = %root, error = %e, "empty directories left"),
             }
         }
     }
     info!(
         moved = moves.moved,
+        dropped_older = moves.dropped_older,
         remaining = moves.remaining,
         skipped = moves.skipped,
         failed = moves.failed,
@@ -123,31 +177,138 @@ pub fn move_home(
     Ok(moves)
 }
 
-/// Whether the tree under `dir` holds a file that is not a writer's temporary file, nested
-/// ones included; links are not followed. A missing `dir` holds nothing.
-pub fn holds_files(dir: &std::path::Path) -> std::io::Result<bool> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
+/// Moves one batch, making each destination's directory first (beneath the mount, without
+/// following links); a pair whose time ran out counts as remaining.
+fn flush(
+    config: &Config,
+    batch: &mut Vec<(PathBuf, PathBuf)>,
+    budget: Budget,
+    moves: &mut Moves,
+) -> Result<(), Error> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let parents: BTreeSet<PathBuf> = batch
+        .iter()
+        .filter_map(|(_, dst)| dst.parent().map(Path::to_path_buf))
+        .collect();
+    let mut unmade = BTreeSet::new();
+    for parent in parents {
+        if let Err(source) =
+            dir::open_beneath(&config.mount_path, &rel_to_mount(config, &parent), true)
+        {
+            let e = Error::CreateShardDir {
+                path: parent.clone(),
+                source,
+            };
+            warn!(error = %crate::error::chain(&e), "destination directory not made; its files stay");
+            unmade.insert(parent);
+        }
+    }
+    let pairs: Vec<(PathBuf, PathBuf)> = batch
+        .drain(..)
+        .filter(|(_, dst)| {
+            let ok = dst.parent().is_none_or(|p| !unmade.contains(p));
+            if !ok {
+                moves.failed += 1;
+            }
+            ok
+        })
+        .collect();
+    let outcomes = relocate_many(&pairs, budget.concurrency.max(1), Some(budget.until));
+    for ((src, dst), outcome) in pairs.iter().zip(outcomes) {
+        match outcome {
+            None => moves.remaining += 1,
+            Some(Ok(Relocation::Moved | Relocation::ReplacedOlder)) => moves.moved += 1,
+            Some(Ok(Relocation::DroppedOlder)) => {
+                moves.dropped_older += 1;
+                info!(from = %src.display(), to = %dst.display(), "an older copy dropped: home holds a newer version");
+            }
+            Some(Ok(Relocation::SourceGone)) => {}
+            Some(Err(e)) if NotARegularFile::of(&e).is_some() => {
+                moves.skipped += 1;
+                warn!(from = %src.display(), error = %e, "not a regular file; left alone");
+            }
+            Some(Err(e)) => {
+                moves.failed += 1;
+                warn!(from = %src.display(), to = %dst.display(), error = %e, "move failed; left in place");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the router's temporary files abandoned (unchanged for an hour) under the shards
+/// rooted at `roots`: writes that died before their rename. A cut-short move's only copy is
+/// never removed; it is reported for a person to look at.
+pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<String>) -> u64 {
+    let mut removed = 0;
+    for root in roots.iter().collect::<BTreeSet<_>>() {
+        let dir = config.watch_path(root);
+        let found = match dir::find_abandoned(&dir, ABANDONED_AFTER) {
+            Ok(found) => found,
+            Err(e) => {
+                warn!(root = %root, error = %e, "abandoned files not looked for");
+                continue;
+            }
+        };
+        for a in found {
+            let path = dir.join(&a.path);
+            if !a.safe_to_remove() {
+                warnings.push(format!(
+                    "{} looks like a move that died with the only copy of a version: left for a \
+                     person to look at",
+                    path.display()
+                ));
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) => warn!(path = %path.display(), error = %e, "abandoned file not removed"),
+            }
+        }
+    }
+    removed
+}
+
+/// Whether the tree under `dir` (opened beneath the mount, links not followed) holds a file
+/// that is not one of the router's own names (a write in progress), nested ones included. A
+/// missing `dir` holds nothing; a part of the tree that cannot be read counts as holding one.
+pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
+    let fd = match dir::open_beneath(&config.mount_path, &rel_to_mount(config, dir), false) {
+        Ok(fd) => fd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    for entry in entries {
-        let entry = entry?;
-        // `file_type` does not follow a symlink.
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            if holds_files(&entry.path())? {
-                return Ok(true);
-            }
-        } else if !is_temporary(&entry.file_name()) {
-            return Ok(true);
+    let mut any = false;
+    dir::walk_at(&fd, |entry| match entry.kind {
+        Kind::File | Kind::Other(_) | Kind::Failed(_) => {
+            any = true;
+            Flow::Stop
         }
-    }
-    Ok(false)
+        // Opened as a directory if it is one (then walked); if not, it is a file.
+        Kind::Unknown => {
+            match rustix::fs::statat(
+                entry.dir,
+                entry.name(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) {
+                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => Flow::Enter,
+                _ => {
+                    any = true;
+                    Flow::Stop
+                }
+            }
+        }
+        Kind::Directory | Kind::Private(_) => Flow::Continue,
+    })?;
+    Ok(any)
 }
 
-/// A writer's temporary file (`.efs-router-<hex>.tmp`): in progress, never moved or counted.
-fn is_temporary(name: &std::ffi::OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.starts_with(".efs-router-") && (name.ends_with(".tmp") || name.ends_with(".moving"))
+/// `dir`'s path below the mount, for `open_beneath`.
+fn rel_to_mount(config: &Config, dir: &Path) -> String {
+    dir.strip_prefix(&config.mount_path)
+        .unwrap_or(dir)
+        .to_string_lossy()
+        .into_owned()
 }

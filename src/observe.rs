@@ -7,7 +7,7 @@ use crate::migration;
 use crate::observed::{LifeCycle, Observed};
 use crate::shard::root_for_az;
 use crate::state::{self, State};
-use efs_router::dir::count_files;
+use efs_router::dir::{count_files_at, open_beneath};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -94,11 +94,22 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     // The shards are counted at once, one thread each: over NFS a shard's count is a chain of
     // READDIR round trips, so the run takes as long as its largest shard, not the sum.
     // Results are read in the order of `dirs`, so the error reported is the same as one by one.
+    // Each directory is opened beneath the mount without following a link a task could plant.
+    let config_for_walk = config.clone();
     let counted = tokio::task::spawn_blocking(move || -> Result<Counted, Error> {
+        let mount = &config_for_walk.mount_path;
+        let count = |path: &std::path::Path| -> std::io::Result<Option<u64>> {
+            let rel = path.strip_prefix(mount).unwrap_or(path).to_string_lossy();
+            match open_beneath(mount, &rel, false) {
+                Ok(fd) => count_files_at(&fd).map(Some),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
         let counted: Vec<_> = std::thread::scope(|s| {
             let counting: Vec<_> = dirs
                 .iter()
-                .map(|(path, _)| s.spawn(move || count_files(path)))
+                .map(|(path, _)| s.spawn(move || count(path)))
                 .collect();
             counting
                 .into_iter()
@@ -124,7 +135,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         // Emptiness of a draining shard is decided from its whole tree, nested files included.
         for root in draining_roots {
             let path = watch_paths.get(&root).cloned().unwrap_or_default();
-            match migration::holds_files(&path) {
+            match migration::holds_files(&config_for_walk, &path) {
                 Ok(any) => {
                     out.tree_has_files.insert(root, any);
                 }

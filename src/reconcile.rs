@@ -86,8 +86,15 @@ pub async fn run(
                     .iter()
                     .map(|t| t.root.clone())
                     .collect();
-                let moves =
-                    migration::move_home(config, &parameter.list, &roots, max_moves, wait_until)?;
+                let budget = migration::Budget {
+                    max_moves,
+                    until: wait_until,
+                    concurrency: config.move_concurrency,
+                };
+                let mut moves =
+                    migration::move_home(config, &parameter.list, &roots, budget, false)?;
+                moves.abandoned_removed =
+                    migration::remove_abandoned(config, &roots, &mut applied.warnings);
                 applied.moves = moves;
                 applied.actions.push("move_files");
             }

@@ -260,6 +260,7 @@ fn deleted(r: &Value) -> Vec<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Moves {
     moved: u64,
+    dropped_older: u64,
     remaining: u64,
     skipped: u64,
     failed: u64,
@@ -278,6 +279,7 @@ fn moves(inv: &Invocation) -> Moves {
     };
     Moves {
         moved: field("moved"),
+        dropped_older: field("dropped_older"),
         remaining: field("remaining"),
         skipped: field("skipped"),
         failed: field("failed"),
@@ -467,8 +469,18 @@ async fn three_targets_with_few_files_scale_in_to_the_first_one_by_one_files_int
     assert_files_intact(&files, &tb.mount, &inv);
 }
 
+/// Sets a file's modification time to `secs` after the epoch.
+fn set_mtime(path: &Path, secs: u64) {
+    let t = UNIX_EPOCH + Duration::from_secs(secs);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(t))
+        .unwrap_or_else(|e| panic!("set mtime of {}: {e}", path.display()));
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_draining_shard_that_still_holds_a_file_is_not_deleted() {
+async fn a_drain_never_sticks_on_a_name_taken_at_home_the_latest_write_wins() {
     let mut tb = testbed(&['a', 'b']).await;
     tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
     let start = published_list(&tb).await;
@@ -477,91 +489,77 @@ async fn a_draining_shard_that_still_holds_a_file_is_not_deleted() {
     let b_dir = tb.mount.dir_of_root(&b.root);
     put_files(&root_dir, 0..6);
     put_files(&b_dir, 100..105);
-    // The same name at the draining shard and at its only possible home, different bytes:
-    // it cannot move without replacing a file.
-    let taken = name(900);
-    let at_home = b"{\"copy\":\"the one at home\"}".to_vec();
-    let at_b = b"{\"copy\":\"the one in the draining shard\"}".to_vec();
-    fs::write(root_dir.join(&taken), &at_home).unwrap();
-    fs::write(b_dir.join(&taken), &at_b).unwrap();
+    // Two names held both in the draining shard and at their only possible home: for one the
+    // copy at home is newer, for the other the draining shard's.
+    let (older_in_b, newer_in_b) = (name(900), name(901));
+    let newest = |n: &str| format!("{{\"copy\":\"the newest of {n}\"}}").into_bytes();
+    let stale = |n: &str| format!("{{\"copy\":\"a stale {n}\"}}").into_bytes();
+    fs::write(root_dir.join(&older_in_b), newest(&older_in_b)).unwrap();
+    fs::write(b_dir.join(&older_in_b), stale(&older_in_b)).unwrap();
+    set_mtime(&b_dir.join(&older_in_b), 1_000);
+    set_mtime(&root_dir.join(&older_in_b), 2_000);
+    fs::write(root_dir.join(&newer_in_b), stale(&newer_in_b)).unwrap();
+    fs::write(b_dir.join(&newer_in_b), newest(&newer_in_b)).unwrap();
+    set_mtime(&root_dir.join(&newer_in_b), 1_000);
+    set_mtime(&b_dir.join(&newer_in_b), 2_000);
+    // A nested file: moved to the same relative path at home.
+    fs::create_dir_all(b_dir.join("2024-01")).unwrap();
+    fs::write(b_dir.join("2024-01").join("nested.json"), b"nested").unwrap();
 
-    // Run 1: b (the only target that may go) is marked draining, nothing else.
-    let first = tb.invoke(&event("reconcile")).await;
-    let list = checked_list(&tb, &first).await;
-    assert_eq!(
-        draining_ids(&list),
-        vec![b.id.clone()],
-        "{}",
-        first.describe()
-    );
-    assert!(deleted(first.response()).is_empty(), "{}", first.describe());
-
-    // Runs 2 and 3: its other files move; the taken name stays, and so does the target.
-    for run in 2..=3 {
-        tb.proxy.reset_counts();
+    let mut runs = Vec::new();
+    while tb.world.mount_targets().await.len() == 2 {
+        assert!(
+            runs.len() < MAX_RUNS,
+            "b never went:\n{}",
+            runs.iter()
+                .map(Invocation::describe)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
         let inv = tb.invoke(&event("reconcile")).await;
-        let r = inv.response();
-        let m = moves(&inv);
-        assert_eq!(
-            m.moved,
-            if run == 2 { 5 } else { 0 },
-            "run {run}\n{}",
-            inv.describe()
-        );
-        assert!(m.skipped >= 1, "run {run}: {m:?}\n{}", inv.describe());
-        assert_eq!(m.failed, 0, "run {run}\n{}", inv.describe());
-        assert!(
-            deleted(r).is_empty() && !has_action(r, "delete_mount_target"),
-            "run {run} deleted a target whose shard holds a file\n{}",
-            inv.describe()
-        );
-        assert_eq!(
-            tb.proxy.count("DeleteMountTarget"),
-            0,
-            "run {run}: {:?}\n{}",
-            tb.proxy.counts(),
-            inv.describe()
-        );
-        let targets = tb.world.mount_targets().await;
-        assert!(
-            targets.iter().any(|t| t.id == b.id),
-            "run {run}: {} is gone: {targets:#?}\n{}",
-            b.id,
-            inv.describe()
-        );
         let list = checked_list(&tb, &inv).await;
-        assert_eq!(
-            draining_ids(&list),
-            vec![b.id.clone()],
-            "run {run}: still draining\n{}",
-            inv.describe()
-        );
-        assert_eq!(
-            fs::read(root_dir.join(&taken)).unwrap(),
-            at_home,
-            "run {run}: the file at home changed"
-        );
-        assert_eq!(
-            fs::read(b_dir.join(&taken)).unwrap(),
-            at_b,
-            "run {run}: the file in the draining shard changed"
-        );
-        assert_eq!(
-            list_files(&b_dir),
-            vec![taken.clone()],
-            "run {run}\n{}",
-            inv.describe()
-        );
-        assert_eq!(list_files(&root_dir).len(), 6 + 5 + 1, "run {run}");
-        for i in 0..6 {
-            let n = name(i);
-            assert_eq!(fs::read(root_dir.join(&n)).unwrap(), content(&n));
-        }
-        for i in 100..105 {
-            let n = name(i);
-            assert_eq!(fs::read(root_dir.join(&n)).unwrap(), content(&n));
-        }
+        let _ = list;
+        runs.push(inv);
     }
+    let log = runs
+        .iter()
+        .map(|i| pretty(i.response()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The newest version of each name is at home, the stale ones are gone, nothing else moved
+    // but b's files, and the drain ended: b's tree is empty and its target deleted.
+    assert_eq!(
+        fs::read(root_dir.join(&older_in_b)).unwrap(),
+        newest(&older_in_b),
+        "{log}"
+    );
+    assert_eq!(
+        fs::read(root_dir.join(&newer_in_b)).unwrap(),
+        newest(&newer_in_b),
+        "{log}"
+    );
+    assert_eq!(
+        fs::read(root_dir.join("2024-01").join("nested.json")).unwrap(),
+        b"nested"
+    );
+    assert!(list_files(&b_dir).is_empty(), "{log}");
+    assert!(
+        !b_dir.join("2024-01").exists(),
+        "the drain removes the directories it empties"
+    );
+    for i in (0..6).chain(100..105) {
+        let n = name(i);
+        assert_eq!(
+            fs::read(root_dir.join(&n)).unwrap(),
+            content(&n),
+            "{n}\n{log}"
+        );
+    }
+    let dropped: u64 = runs
+        .iter()
+        .filter_map(|i| i.response()["moves"]["dropped_older"].as_u64())
+        .sum();
+    assert_eq!(dropped, 1, "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -843,6 +841,7 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
             m,
             Moves {
                 moved,
+                dropped_older: 0,
                 remaining,
                 skipped: 0,
                 failed: 0
@@ -891,6 +890,7 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
         moves(&inv),
         Moves {
             moved: 0,
+            dropped_older: 0,
             remaining: 0,
             skipped: 0,
             failed: 0
@@ -907,61 +907,56 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn rebalance_leaves_a_conflicting_destination_alone_and_counts_it_skipped() {
+async fn rebalance_keeps_the_newest_copy_of_a_name_and_skips_what_is_not_a_file() {
     let tb = testbed(&['a', 'b']).await;
     let list = published_list(&tb).await;
     let root = list.mount_targets[0].root.clone();
     let b = entry_in(&list, &tb.world, 'b');
     let root_dir = tb.mount.watch_dir();
     let b_dir = tb.mount.dir_of_root(&b.root);
-    let homed_b = homed_at(&list, &b.root, 0, 2);
-    // The same name at home (b) and misplaced (in `/`), different bytes.
+    let homed_b = homed_at(&list, &b.root, 0, 3);
+    // The same name at home (b, older) and misplaced (in `/`, newer): the newer replaces it.
     let clash = name(homed_b[0]);
-    let at_home = b"{\"copy\":\"at home\"}".to_vec();
-    let elsewhere = b"{\"copy\":\"misplaced, different\"}".to_vec();
+    let at_home = b"{\"copy\":\"older, at home\"}".to_vec();
+    let misplaced = b"{\"copy\":\"newer, misplaced\"}".to_vec();
     fs::create_dir_all(&b_dir).unwrap();
     fs::write(b_dir.join(&clash), &at_home).unwrap();
-    fs::write(root_dir.join(&clash), &elsewhere).unwrap();
-    // One more misplaced file that can move, and one at home in `/`.
+    fs::write(root_dir.join(&clash), &misplaced).unwrap();
+    set_mtime(&b_dir.join(&clash), 1_000);
+    set_mtime(&root_dir.join(&clash), 2_000);
+    // One more misplaced file that can move, one at home in `/`, and a planted link whose
+    // name routes to b: not data, never moved or followed.
     let movable = put_files(&root_dir, [homed_b[1]]).remove(0);
     let stays = put_files(&root_dir, homed_at(&list, &root, 0, 1)).remove(0);
+    let link = name(homed_b[2]);
+    std::os::unix::fs::symlink("/etc/hostname", root_dir.join(&link)).unwrap();
 
     for run in 1..=2 {
         let inv = tb.invoke(&event("rebalance")).await;
         let m = moves(&inv);
         assert_eq!(
-            m,
-            Moves {
-                moved: if run == 1 { 1 } else { 0 },
-                remaining: 0,
-                skipped: 1,
-                failed: 0
-            },
+            (m.moved, m.dropped_older, m.remaining, m.skipped, m.failed),
+            (if run == 1 { 2 } else { 0 }, 0, 0, 1, 0),
             "run {run}\n{}",
             inv.describe()
         );
         assert_eq!(
             fs::read(b_dir.join(&clash)).unwrap(),
-            at_home,
-            "run {run}: the file at home changed"
+            misplaced,
+            "run {run}"
         );
-        assert_eq!(
-            fs::read(root_dir.join(&clash)).unwrap(),
-            elsewhere,
-            "run {run}: the misplaced file changed"
-        );
-        assert_eq!(
-            fs::read(b_dir.join(&movable)).unwrap(),
-            content(&movable),
-            "run {run}: {movable} is not at home"
-        );
+        assert!(!root_dir.join(&clash).exists(), "run {run}");
+        assert_eq!(fs::read(b_dir.join(&movable)).unwrap(), content(&movable));
         assert!(!root_dir.join(&movable).exists(), "run {run}");
         assert_eq!(fs::read(root_dir.join(&stays)).unwrap(), content(&stays));
-        assert_eq!(list_files(&root_dir), {
-            let mut v = vec![clash.clone(), stays.clone()];
-            v.sort();
-            v
-        });
+        assert!(
+            fs::symlink_metadata(root_dir.join(&link))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+                && !b_dir.join(&link).exists(),
+            "run {run}: the link was moved"
+        );
     }
 }
 

@@ -481,6 +481,7 @@ fn the_environment_is_exactly_the_contract() {
         ("API_ATTEMPT_TIMEOUT_SECONDS", "10"),
         ("API_CALL_TIMEOUT_SECONDS", "30"),
         ("CLIENT_REFRESH_SECONDS", "0"),
+        ("MOVE_CONCURRENCY", "16"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -505,6 +506,7 @@ fn the_environment_is_exactly_the_contract() {
         ("ApiAttemptTimeoutSeconds", "5"),
         ("ApiCallTimeoutSeconds", "20"),
         ("ClientRefreshSeconds", "120"),
+        ("MoveConcurrency", "4"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -524,6 +526,7 @@ fn the_environment_is_exactly_the_contract() {
         ("API_ATTEMPT_TIMEOUT_SECONDS", "5"),
         ("API_CALL_TIMEOUT_SECONDS", "20"),
         ("CLIENT_REFRESH_SECONDS", "120"),
+        ("MOVE_CONCURRENCY", "4"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
