@@ -5,7 +5,7 @@ PYTHON ?= python3
 # Where pip puts console scripts (moto_server, cfn-lint, sam), whatever Python this is.
 export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null):$(HOME)/.local/bin:$(PATH)
 
-.PHONY: test lint unit python-lint python-test template-test demo build bench bench-count bench-routing tools
+.PHONY: test lint unit python-lint python-test template-test demo build bench bench-count bench-routing bench-rebalance-memory tools
 
 ## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template lint.
 test: tools lint unit python-lint python-test template-test
@@ -61,6 +61,12 @@ bench: bench-count bench-routing
 
 bench-count:
 	scripts/bench-count.sh
+
+## The function's peak memory in a rebalance that walks N misplaced names (default 500,000).
+bench-rebalance-memory:
+	scripts/ensure-tools.sh moto
+	$(CARGO) build --bin efs-mount-autoscaler --example rebalance_memory
+	"$$($(CARGO) metadata --format-version 1 --no-deps | $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples/rebalance_memory" $(or $(N),500000)
 
 bench-routing:
 	$(CARGO) run --release -p efs-router --example routing_bench

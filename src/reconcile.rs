@@ -75,9 +75,19 @@ pub async fn run(
                 applied.waiting_for.extend(fleet);
             } else if refresh_left > 0 {
                 let why = format!(
-                    "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read                      the one published last: no file moves for {refresh_left} s more"
+                    "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read the one \
+                     published last: no file moves for {refresh_left} s more"
                 );
                 warn!(refresh_left, "{why}");
+                applied.warnings.push(why);
+            } else if observed.parameter.as_ref().map(|p| &p.list) != Some(&first.list) {
+                // The list is about to change (a target gone, a mark to remove): files move
+                // by the list clients run, once the next reconcile has published it.
+                let why =
+                    "the published list is about to change (the next reconcile run publishes \
+                           it): no file moves until the services run the new one"
+                        .to_owned();
+                warn!("{why}");
                 applied.warnings.push(why);
             } else if let Some(parameter) = &observed.parameter {
                 let roots: Vec<String> = parameter

@@ -133,3 +133,49 @@ pub fn assign(
     }
     shards
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observed::LifeCycle;
+
+    fn target(id: &str, az: char, state: LifeCycle) -> MountTarget {
+        MountTarget {
+            id: id.into(),
+            subnet_id: format!("subnet-{az}"),
+            vpc_id: None,
+            az: format!("us-east-1{az}"),
+            az_id: format!("use1-az{az}"),
+            ip: Some("10.0.0.1".into()),
+            state,
+        }
+    }
+
+    fn root_of<'a>(shards: &'a [Shard], id: &str) -> &'a str {
+        &shards.iter().find(|s| s.target.id == id).unwrap().root
+    }
+
+    #[test]
+    fn slash_goes_only_to_an_available_target() {
+        // A creating target sorted first (by AZ) does not take `/` from an available one.
+        let targets = [
+            target("fsmt-a", 'a', LifeCycle::Creating),
+            target("fsmt-b", 'b', LifeCycle::Available),
+        ];
+        let shards = assign(&targets, None, |_| false);
+        assert_eq!(root_of(&shards, "fsmt-b"), "/");
+        assert_eq!(root_of(&shards, "fsmt-a"), "/shards/use1-aza");
+    }
+
+    #[test]
+    fn a_root_a_listed_entry_holds_is_not_given_away() {
+        // `/` belongs to a listed target that is gone: its files are still there, draining.
+        let list = MountTargetList::from_json(
+            r#"{"mount_targets":[{"id":"fsmt-gone","ip":"10.0.0.9","az_id":"use1-azz","root":"/"}],"strategy":"rendezvous"}"#,
+        )
+        .unwrap();
+        let targets = [target("fsmt-new", 'b', LifeCycle::Available)];
+        let shards = assign(&targets, Some(&list), |_| false);
+        assert_eq!(root_of(&shards, "fsmt-new"), "/shards/use1-azb");
+    }
+}

@@ -373,6 +373,27 @@ async fn a_parameter_of_another_shape_is_an_error_naming_it_and_is_never_overwri
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_list_with_a_root_nested_in_another_is_refused_whole_and_never_overwritten() {
+    // Roots `/` and `/data`: the second lies inside the first, so a file could be in both.
+    assert_unreadable_parameter_is_kept(
+        r#"{"mount_targets": [{"id": "fsmt-1", "ip": "10.0.1.4", "root": "/"}, {"id": "fsmt-2", "ip": "10.0.2.4", "root": "/data"}], "strategy": "rendezvous"}"#,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_with_a_repeated_key_or_a_reserved_root_is_refused_whole() {
+    assert_unreadable_parameter_is_kept(
+        r#"{"mount_targets": [{"id": "fsmt-1", "ip": "10.0.1.4", "root": "/", "root": "/shards/x"}], "strategy": "rendezvous"}"#,
+    )
+    .await;
+    assert_unreadable_parameter_is_kept(
+        r#"{"mount_targets": [{"id": "fsmt-1", "ip": "10.0.1.4", "root": "/"}, {"id": "fsmt-2", "ip": "10.0.2.4", "root": "/.efs-mount-autoscaler"}], "strategy": "rendezvous"}"#,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_missing_parameter_is_created_from_what_is_observed() {
     let tb = testbed(World::builder().parameter(Seed::Absent), BELOW, THRESHOLD).await;
     assert!(tb.world.parameter().await.is_none());
