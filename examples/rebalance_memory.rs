@@ -6,14 +6,13 @@
 //!
 //! Two mount targets (`/` and `/shards/<az-id>`), N files in the second shard's directory
 //! whose home is `/`, and one rebalance that may move a single file: it still walks all N
-//! names and counts N - 1 as remaining. A wrapper samples the function process's peak
-//! resident set size (`VmHWM` in `/proc/<pid>/status`) while it runs. Memory must not grow
-//! with N: the walk streams.
+//! names and counts N - 1 as remaining. The function process's peak resident set size
+//! (`VmHWM` in `/proc/<pid>/status`) is read once it has answered. Memory must not grow with
+//! N: the walk streams.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use efs_router::{shard_index, MountTargetList};
@@ -35,7 +34,10 @@ async fn main() {
 
     let moto = Moto::start();
     let aws = Aws::at(&moto.endpoint()).await;
-    let world = World::builder().mount_targets_in(&['a', 'b']).build(&aws).await;
+    let world = World::builder()
+        .mount_targets_in(&['a', 'b'])
+        .build(&aws)
+        .await;
     let list = MountTargetList::from_json(&world.published().await.value).expect("the list");
     let second = list.mount_targets[1].clone();
     let mount = Mount::temp();
@@ -65,42 +67,48 @@ async fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    // The function behind a wrapper that keeps its peak RSS (`VmHWM`, KiB) in `rss`.
+    // The function behind a wrapper that notes its pid, then becomes it (exec): its peak
+    // resident set size is `VmHWM` in /proc/<pid>/status, read while it waits for the next event.
     let work = tempfile::tempdir().unwrap();
-    let rss = work.path().join("rss");
+    let pid_file = work.path().join("pid");
     let wrapper = work.path().join("function");
-    let mut w = std::fs::File::create(&wrapper).unwrap();
-    writeln!(
-        w,
-        "#!/bin/sh\n{} \"$@\" &\npid=$!\nwhile kill -0 $pid 2>/dev/null; do\n  grep VmHWM /proc/$pid/status > {}.new 2>/dev/null && mv {}.new {}\n  sleep 0.1\ndone\nwait $pid",
-        binary.display(),
-        rss.display(),
-        rss.display(),
-        rss.display()
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec {} \"$@\"\n",
+            pid_file.display(),
+            binary.display()
+        ),
     )
     .unwrap();
-    drop(w);
     std::process::Command::new("chmod")
         .args(["+x"])
         .arg(&wrapper)
         .status()
         .unwrap();
     let function = Function::new(&wrapper, &moto.endpoint()).envs(world.function_env(mount.path()));
+    let mut instance = function.start().await;
     let started = Instant::now();
-    let inv = function
+    let inv = instance
         .invoke(
             &json!({"action": "rebalance", "max_moves": 1}),
             Duration::from_secs(900),
         )
         .await;
     let took = started.elapsed();
-    let moves = inv.response()["moves"].clone();
-    let peak_kib: u64 = std::fs::read_to_string(&rss)
-        .unwrap_or_default()
-        .split_whitespace()
-        .nth(1)
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .unwrap_or(0);
+    let logs = instance.stop().await;
+    if std::env::var_os("SHOW_LOGS").is_some() {
+        println!("{logs}");
+    }
+    let moves = inv.response()["moves"].clone();
     println!(
         "rebalance: moves {moves}; {:.1} s; the function's peak RSS {:.1} MiB",
         took.as_secs_f64(),

@@ -54,7 +54,10 @@ pub async fn apply(
                 let path = config.watch_path(root);
                 // One shard directory that cannot be made stops only itself: the shard is not
                 // published until it exists, and the next run tries again.
-                if let Err(source) = crate::shard::create_dir_beneath(&config.mount_path, &path) {
+                let rel = path.strip_prefix(&config.mount_path).unwrap_or(&path);
+                if let Err(source) =
+                    efs_router::dir::open_beneath(&config.mount_path, &rel.to_string_lossy(), true)
+                {
                     let e = Error::CreateShardDir { path, source };
                     warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
                     applied.warnings.push(crate::error::chain(&e));

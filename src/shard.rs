@@ -11,50 +11,6 @@ pub struct Shard {
     pub root: String,
 }
 
-/// Makes `dir` and its missing parents below `base` without following a link: a component
-/// that is a symlink (a task could plant one) or not a directory is an error, never entered.
-pub fn create_dir_beneath(base: &std::path::Path, dir: &std::path::Path) -> std::io::Result<()> {
-    let rel = dir.strip_prefix(base).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{} is not below {}", dir.display(), base.display()),
-        )
-    })?;
-    let mut at = base.to_path_buf();
-    for part in rel.components() {
-        at.push(part);
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_dir() => {}
-            Ok(m) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} is a {}, not a directory; not followed",
-                        at.display(),
-                        if m.file_type().is_symlink() {
-                            "symlink"
-                        } else {
-                            "file"
-                        }
-                    ),
-                ))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // Made meanwhile: check it again.
-                    if !std::fs::symlink_metadata(&at)?.file_type().is_dir() {
-                        return Err(e);
-                    }
-                }
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 pub fn root_for_az(az_id: &str) -> String {
     format!("/shards/{az_id}")
 }
