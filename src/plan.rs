@@ -264,9 +264,12 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         .find_map(|t| state.draining.get_key_value(&t.id))
         .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone))
         .map(|(id, d)| (id.clone(), d.clone()));
-    let draining_serving = drain
-        .as_ref()
-        .is_some_and(|(id, d)| !d.unlisted && shards.iter().any(|s| &s.target.id == id));
+    // A target being drained (listed or not any more) serves no new files.
+    let draining_serving = drain.as_ref().is_some_and(|(id, _)| {
+        shards
+            .iter()
+            .any(|s| &s.target.id == id && s.target.state.is_active())
+    });
     let serving = current - usize::from(draining_serving);
     let band = Band::of(policy, serving, counts.file_count);
     let candidate = if strategy == Strategy::Rendezvous {
@@ -498,8 +501,10 @@ fn track_targets(
     for id in ids {
         let d = state.draining[&id].clone();
         if d.gone {
-            // Done once its root has left the list.
-            if d.unlisted && !listed(&id) {
+            // Done once its root has left the list, or a target re-created in its AZ took the
+            // root over (with its files).
+            let taken_over = shards.iter().any(|s| s.root == d.root);
+            if (d.unlisted && !listed(&id)) || taken_over {
                 state.draining.remove(&id);
             }
             continue;
@@ -804,9 +809,12 @@ struct DrainView {
 /// The one decision of a run, in order of precedence: a drain under way is finished (or
 /// cancelled by growth) first; then growth; then capacity; then scale-in.
 fn decide(s: &Situation) -> Decision {
-    if let Some(d) = &s.drain {
+    // A drain yields to growth: a target's drain is cancelled, and the root of a target gone
+    // by hand (which cannot serve again) waits while a new target is added.
+    let growing = s.size.needed > s.serving;
+    if let Some(d) = s.drain.as_ref().filter(|d| !(d.gone && growing)) {
         let id = d.id.clone();
-        return if s.size.needed > s.serving && !d.gone {
+        return if growing {
             Decision::CancelDrain { id }
         } else if !s.fleet_waiting.is_empty() {
             // publish → converge → move → publish → converge → delete.
@@ -1930,6 +1938,41 @@ mod tests {
         assert!(
             !saved(&p).unwrap().created.contains_key("fsmt-b"),
             "forgotten"
+        );
+    }
+
+    #[test]
+    fn the_root_of_a_target_gone_by_hand_drains_then_leaves_and_never_blocks_growth() {
+        let mut o = three_shards(100, 10, 5);
+        let gone = o.mount_targets.remove(1); // b, deleted by hand two runs ago
+        o.state.missing.insert(gone.id.clone(), NOW - 600);
+        o.tree_has_files.insert("/shards/use1-az2".into(), true);
+        let p = plan(&o, &policy());
+        assert!(
+            matches!(p.decision, Decision::MoveDrained { .. }),
+            "{:?}",
+            p.decision
+        );
+        assert_eq!(draining_id(&p), Some("fsmt-b"));
+        // Emptied: its root leaves the list.
+        o.state = saved(&p).unwrap().clone();
+        o.tree_has_files.insert("/shards/use1-az2".into(), false);
+        let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::DropGone {
+                id: "fsmt-b".into()
+            }
+        );
+        assert_eq!(p.list.mount_targets.len(), 2);
+        // Growth meanwhile is not held up by it.
+        o.files.insert("/".into(), 200_000);
+        o.tree_has_files.insert("/shards/use1-az2".into(), true);
+        let p = plan(&o, &policy());
+        assert!(
+            matches!(p.decision, Decision::Create(_)),
+            "{:?}",
+            p.decision
         );
     }
 

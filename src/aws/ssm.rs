@@ -6,6 +6,7 @@ use crate::observed::Parameter;
 use crate::state::State;
 use aws_sdk_ssm::types::ParameterType;
 use efs_router::list::MountTargetList;
+use std::time::SystemTime;
 
 #[derive(Clone, Debug)]
 pub struct Ssm {
@@ -20,26 +21,16 @@ impl Ssm {
     /// The published list; `None` when the parameter does not exist. A value that is not a
     /// list of the contract's shape is an error naming the parameter.
     pub async fn read(&self, name: &str) -> Result<Option<Parameter>, Error> {
-        let out = match self.client.get_parameter().name(name).send().await {
-            Ok(out) => out,
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_parameter_not_found()) =>
-            {
-                return Ok(None)
-            }
-            Err(err) => return Err(sdk_error("GetParameter", err)),
+        let Some((text, last_modified)) = self.get(name).await? else {
+            return Ok(None);
         };
-        let p = out.parameter();
-        let list = MountTargetList::from_json(p.and_then(|p| p.value()).unwrap_or_default())
-            .map_err(|source| Error::CorruptParameter {
-                name: name.to_owned(),
-                source,
-            })?;
+        let list = MountTargetList::from_json(&text).map_err(|source| Error::CorruptParameter {
+            name: name.to_owned(),
+            source,
+        })?;
         Ok(Some(Parameter {
             list,
-            last_modified: time(p.and_then(|p| p.last_modified_date())),
+            last_modified,
         }))
     }
 
@@ -50,24 +41,36 @@ impl Ssm {
     /// The function's state; `None` when the parameter does not exist yet. A value that is
     /// not a state is an error naming the parameter: only the function writes it.
     pub async fn read_state(&self, name: &str) -> Result<Option<State>, Error> {
-        let out = match self.client.get_parameter().name(name).send().await {
-            Ok(out) => out,
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_parameter_not_found()) =>
-            {
-                return Ok(None)
-            }
-            Err(err) => return Err(sdk_error("GetParameter", err)),
+        let Some((text, _)) = self.get(name).await? else {
+            return Ok(None);
         };
-        let text = out.parameter().and_then(|p| p.value()).unwrap_or_default();
-        State::from_json(text)
+        State::from_json(&text)
             .map(Some)
             .map_err(|e| Error::StateParameter {
                 name: name.to_owned(),
                 problem: e.to_string(),
             })
+    }
+
+    /// A parameter's value and last modification; `None` when it does not exist.
+    async fn get(&self, name: &str) -> Result<Option<(String, Option<SystemTime>)>, Error> {
+        match self.client.get_parameter().name(name).send().await {
+            Ok(out) => {
+                let p = out.parameter();
+                Ok(Some((
+                    p.and_then(|p| p.value()).unwrap_or_default().to_owned(),
+                    time(p.and_then(|p| p.last_modified_date())),
+                )))
+            }
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_parameter_not_found()) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(sdk_error("GetParameter", err)),
+        }
     }
 
     pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
