@@ -1232,6 +1232,40 @@ async fn planted_links_and_a_fifo_on_the_file_system_neither_redirect_nor_hang_t
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_or_a_link_to_dev_zero_in_place_of_the_old_state_file_neither_hangs_nor_fails_a_run()
+{
+    for plant in ["fifo", "dev-zero"] {
+        // No state parameter yet: the old file is where the function would look, once.
+        let tb = testbed_before_the_function(&['a']).await;
+        let dir = tb.mount.path().join(".efs-mount-autoscaler");
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("state.json");
+        if plant == "fifo" {
+            let status = std::process::Command::new("mkfifo")
+                .arg(&file)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &file).unwrap();
+        }
+        put_files(&tb.mount.watch_dir(), 0..5);
+        let inv = tb
+            .invoke_with_deadline(&event("reconcile"), Duration::from_secs(60))
+            .await;
+        assert!(inv.within_deadline(), "{plant}\n{}", inv.describe());
+        let r = inv.response();
+        assert!(
+            strings(r, "warnings")
+                .iter()
+                .any(|w| w.contains("old state file")),
+            "{plant}\n{}",
+            inv.describe()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_file_where_a_shard_directory_should_be_stops_only_that_shard() {
     let tb = testbed(&['a', 'b']).await;
     let start = published_list(&tb).await;
