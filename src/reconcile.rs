@@ -17,6 +17,9 @@ use tracing::{info, warn};
 /// publish, redeploy, respond.
 const MARGIN: Duration = Duration::from_secs(20);
 
+/// Names one NFS READDIR reply of 32 KiB holds (measured on nfs-ganesha).
+const NAMES_PER_READDIR: u64 = 544;
+
 /// Observe-plan-apply rounds in one run: create (or a few refused subnets, then create), wait,
 /// drain, delete, then publish.
 const MAX_ROUNDS: usize = 8;
@@ -133,6 +136,13 @@ pub async fn run(
         file_count = response.file_count,
         files_per_shard = ?response.files_per_shard,
         count_ms = count_took.as_millis() as u64,
+        // The floor of counting over NFS: the shards are read at once, so the largest one's
+        // READDIR replies (about 544 names each) set it.
+        count_floor_round_trips = first
+            .files_per_shard
+            .values()
+            .max()
+            .map_or(0, |n| n.div_ceil(NAMES_PER_READDIR)),
         current = first.current,
         desired = response.desired,
         needed = first.needed,
