@@ -50,6 +50,13 @@ demo:
 	$(CARGO) build --bin efs-mount-autoscaler --example demo
 	$(CARGO) run --example demo
 
+## A long randomized soak (tests/soak.rs): make soak SEED=<number> STEPS=<number>; the short
+## one runs in `make test`. The seed and the step of a failure are printed, with the step log.
+.PHONY: soak
+soak:
+	scripts/ensure-tools.sh moto
+	SOAK_SEED=$(SEED) SOAK_STEPS=$(STEPS) $(CARGO) test --test soak -- --nocapture
+
 ## The Lambda package: bootstrap for arm64, with cargo-lambda (zig).
 build:
 	scripts/ensure-tools.sh cargo-lambda

@@ -7,7 +7,9 @@
 //! - makes mount targets created through it look `creating` (in the `CreateMountTarget` answer,
 //!   and in the first K `DescribeMountTargets` answers that include them), as on AWS, where a
 //!   new target takes a minute or two to become `available` (moto makes it available at once);
-//! - stalls chosen requests (never answers them), as a hung connection does;
+//! - stalls chosen requests (never answers them), as a hung connection does; or every request
+//!   after the next N (a run that hangs from some point on, for the harness to kill); or lets a
+//!   request through and loses its answer (AWS did it, the caller never hears);
 //! - plays what AWS refuses and moto allows: a subnet CreateMountTarget refuses (no free
 //!   addresses, a Local Zone), a One Zone file system (its AZ in DescribeFileSystems, any
 //!   other AZ refused with `AvailabilityZonesMismatch`), an ECS service run by another
@@ -87,6 +89,8 @@ pub enum FaultKind {
     ServerError(u16),
     /// No answer at all (the request is held until the caller gives up).
     Stall,
+    /// Forwarded (AWS does it), but the answer never comes back.
+    LoseAnswer,
 }
 
 /// A CreateMountTarget in this subnet is answered with this error, as AWS would.
@@ -128,6 +132,10 @@ struct State {
     /// ECS service name → the previous deployment still running tasks (ECS's rolling update,
     /// which moto does not play: it never shows an old deployment).
     rolling: BTreeMap<String, Value>,
+    /// Requests to let through before every later one is stalled (`stall_everything_after`).
+    stall_after: Option<usize>,
+    /// Requests held so far by a stall or a lost answer.
+    stalled: usize,
 }
 
 pub struct Proxy {
@@ -197,6 +205,23 @@ impl Proxy {
         self.add_fault(operation, FaultKind::Stall, times);
     }
 
+    /// Let the next `times` requests of `operation` through to moto, and never answer them:
+    /// AWS did it, the caller never hears (its SDK times out and may retry).
+    pub fn lose_answer(&self, operation: &str, times: usize) {
+        self.add_fault(operation, FaultKind::LoseAnswer, times);
+    }
+
+    /// Answer the next `n` requests (of any operation) as usual, then stall every request after
+    /// them until `clear_faults`: a run that hangs from that point on, for a test to kill.
+    pub fn stall_everything_after(&self, n: usize) {
+        self.state.lock().unwrap().stall_after = Some(n);
+    }
+
+    /// Requests held so far by a stall or a lost answer (they are never answered).
+    pub fn stalled_requests(&self) -> usize {
+        self.state.lock().unwrap().stalled
+    }
+
     /// CreateMountTarget in `subnet_id` is refused with AWS's `code` (HTTP `status`), for good.
     pub fn refuse_subnet(&self, subnet_id: &str, status: u16, code: &str, message: &str) {
         self.state.lock().unwrap().refusals.push(SubnetRefusal {
@@ -263,9 +288,11 @@ impl Proxy {
         self.state.lock().unwrap().rolling.keys().cloned().collect()
     }
 
-    /// Drops every pending fault.
+    /// Drops every pending fault (and `stall_everything_after`).
     pub fn clear_faults(&self) {
-        self.state.lock().unwrap().faults.clear();
+        let mut state = self.state.lock().unwrap();
+        state.faults.clear();
+        state.stall_after = None;
     }
 
     /// Mount targets created through the proxy from now on look `creating` in their
@@ -440,7 +467,7 @@ async fn handle(
         let mut s = state.lock().unwrap();
         *s.counts.entry(op.clone()).or_default() += 1;
         s.order.push(op.clone());
-        let fault = s
+        let mut fault = s
             .faults
             .iter_mut()
             .find(|f| f.operation == op && f.remaining > 0)
@@ -448,19 +475,23 @@ async fn handle(
                 f.remaining -= 1;
                 f.kind
             });
+        match s.stall_after {
+            Some(0) => fault = Some(FaultKind::Stall),
+            Some(n) => s.stall_after = Some(n - 1),
+            None => {}
+        }
         if fault.is_some() {
             *s.faulted.entry(op.clone()).or_default() += 1;
+        }
+        if matches!(fault, Some(FaultKind::Stall)) {
+            s.stalled += 1;
         }
         fault
     };
     match fault {
-        Some(FaultKind::Stall) => {
-            // Held until the caller gives up (or the test ends).
-            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
-            return Ok(plain(StatusCode::GATEWAY_TIMEOUT, "stalled".into()));
-        }
+        Some(FaultKind::Stall) => return Ok(stalled().await),
+        Some(FaultKind::LoseAnswer) | None => {}
         Some(kind) => return Ok(injected(kind, protocol, &op)),
-        None => {}
     }
     if let Some(reply) = refusal(&state, &op, &body) {
         return Ok(reply);
@@ -517,6 +548,11 @@ async fn handle(
         }
     }
 
+    if fault == Some(FaultKind::LoseAnswer) {
+        state.lock().unwrap().stalled += 1;
+        return Ok(stalled().await);
+    }
+
     let mut reply = Response::builder().status(answer_parts.status);
     for (name, value) in answer_parts
         .headers
@@ -528,6 +564,12 @@ async fn handle(
         }
     }
     Ok(reply.body(Full::new(answer_body)).expect("reply"))
+}
+
+/// Holds a request until the caller gives up (or the test ends).
+async fn stalled() -> Reply {
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    plain(StatusCode::GATEWAY_TIMEOUT, "stalled".into())
 }
 
 /// What AWS answers where moto would accept: a refused subnet, or UpdateService forcing a
@@ -724,7 +766,7 @@ fn injected(kind: FaultKind, protocol: Protocol, op: &str) -> Reply {
             (s, "InternalServerError", "Internal server error")
         }
         (FaultKind::ServerError(s), _) => (s, "InternalServerError", "Internal server error"),
-        (FaultKind::Stall, _) => unreachable!("a stall has no answer"),
+        (FaultKind::Stall | FaultKind::LoseAnswer, _) => unreachable!("no answer to inject"),
     };
     let message = format!("{message} (injected by the test proxy into {op})");
     aws_error(protocol, status, code, &message)

@@ -1,0 +1,1380 @@
+//! The proof: a randomized, seeded soak, in the manner of FoundationDB's simulation and Jepsen.
+//!
+//! One world (moto_server as AWS, three AZs, one mount target in us-east-1a, the contract's list
+//! published), the real function binary run as Lambda runs it (our Runtime API; a new process
+//! each invocation) against moto behind the fault-injecting proxy, and simulated clients that
+//! route with the real routing library (`efs_router::Router`, `Layout::single_mount`) on the
+//! temporary directory standing in for the file system. Each step is one of:
+//!
+//! - a **client operation**: write a new logical path (flat, `data/analysis/<name>.json`, which
+//!   the function counts, or nested, `data/analysis/<dir>/…/<name>.json`, which it moves but
+//!   does not count), rewrite one, read one (`read_with_fallback`) or delete one (at every
+//!   shard of the client's list). Every write's bytes are unique, so any copy found says which
+//!   write it is. The files grow and shrink in phases, across `FILE_THRESHOLD` = 20, so the
+//!   function adds shards and drains them within the run (`SCALE_IN_COOLDOWN_SECONDS` = 0);
+//! - a **function run**: reconcile, or rebalance with a small `max_moves`, sometimes with a
+//!   fault injected by the proxy (throttling, 5xx, a stalled call under
+//!   `API_ATTEMPT_TIMEOUT_SECONDS` = 1 and `API_CALL_TIMEOUT_SECONDS` = 2, an answer lost after
+//!   AWS did the call, a deadline too short to move anything, a new target that stays
+//!   `creating` past the run) or **killed** where it stands (the
+//!   proxy stalls every request after the Nth, or the request whose answer it lost, and the
+//!   harness kills the process as Lambda would at its deadline). Faults are cleared after the
+//!   run. Some runs have client operations going on beside them (new paths and reads only: a
+//!   rewrite racing a move of the same path is a documented window of `relocate`, which this
+//!   soak does not claim to close);
+//! - **an ECS rollout completes** (`Proxy::complete_rollouts`; rollouts are held from the
+//!   start, as ECS's rolling update keeps old tasks running).
+//!
+//! **Clients and lists.** A client's list is what SSM held when its task started. When a run
+//! forces a deployment, each client is replaced (takes the list published now) or not (keeps
+//! the one it had: an old task) at random; when the test completes the rollout, every client
+//! takes the list of the last forced deployment. So several lists are in use at once, exactly
+//! while the function can see (DescribeServices) that the fleet has not converged.
+//!
+//! **After every step** (failing with the seed, the step and the step log):
+//!
+//! 1. no logical path written and not deleted is lost: its latest version is a regular file at
+//!    its relative location under some root of the published list (draining ones included);
+//!    and every copy of any path under a listed root holds bytes some client wrote under that
+//!    name. Stronger, at **checkpoints**: once the fleet has converged (no rollout held, every
+//!    client on the published list) and a rebalance has then moved every misplaced file
+//!    (`remaining`, `failed` and `skipped` 0), every such path reads back its latest version
+//!    through a client on the published list. Only there: while old clients write to their old
+//!    homes, a stale copy may sit at the new home (written earlier by a new client), and a
+//!    reader on the new list reads it until a rebalance compares the two and keeps the newer;
+//!    the router says so (`router/README.md`, known limits);
+//! 2. no file lies under `<mount>/<root>/data/analysis` for a root not in the published list
+//!    (the router's own `.efs-router-*` names aside; nothing outside those trees is looked
+//!    at), and the old state directory `.efs-mount-autoscaler` does not exist (the state is in
+//!    SSM);
+//! 3. no mount target is deleted while its shard holds a file: after each run, the tree of
+//!    each target it deleted holds no regular file (and the first shard `/` is never deleted);
+//! 4. at most one mount target per AZ;
+//! 5. the published list names only targets AWS has, draining ones included.
+//!
+//! AWS changes only during function runs, so checks 3-5 use what was described after the last
+//! run. Reads are checked too: the bytes are a version of that path; "not found" for a live
+//! path only when no shard of the reader's list holds a copy (never for a reader on the
+//! published list). A run with no fault injected must succeed; a faulted one may fail only with
+//! the error the fault explains (`Throttled`, `Aws`, `TimedOut`). At the end the faults stop and
+//! the system must settle (a reconcile that changes nothing, within 20 runs), then a full
+//! rebalance and a checkpoint.
+//!
+//! "Latest" is what the file system's clock says (`relocate` keeps the newer by modification
+//! time, home winning a tie; router/README.md): the harness never writes one path twice
+//! within 20 ms, so two versions of a path never share a time stamp.
+//!
+//! **Reproducing.** `SOAK_SEED` (decimal or 0x-hex; default below) and `SOAK_STEPS` (default
+//! 400): `make soak SEED=… STEPS=…`. Every step draws from its own generator, seeded from the
+//! seed and the step number (splitmix64), so a seed replays the same choices; what the
+//! function does with them depends on timing only where AWS calls race inside one run (the
+//! request a kill lands on).
+//!
+//! Needs `moto_server` on PATH (`pip install "moto[server]"`).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use efs_router::names::private_kind;
+use efs_router::{Layout, MountTargetList, Place, Router};
+use serde_json::{json, Value};
+
+use support::testbed::LONG;
+use support::world::MountTarget;
+use support::{event, strings, Testbed, World};
+
+const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
+
+const DEFAULT_SEED: u64 = 20_261_130;
+const DEFAULT_STEPS: u64 = 400;
+
+/// Files per mount target: small, so that shards come and go within a short run.
+const THRESHOLD: u64 = 20;
+const WATCH_DIR: &str = "data/analysis";
+const CLIENTS: usize = 4;
+/// Two versions of one path are written at least this far apart (see the module's comment).
+const TICK: Duration = Duration::from_millis(20);
+/// Reconcile runs the end may take to settle once the faults stop.
+const HEAL_RUNS: usize = 20;
+
+/// Operations whose requests a fault may hit (the proxy's names).
+const OPERATIONS: &[&str] = &[
+    "DescribeFileSystems",
+    "DescribeMountTargets",
+    "DescribeMountTargetSecurityGroups",
+    "CreateMountTarget",
+    "DeleteMountTarget",
+    "DescribeSubnets",
+    "GetParameter",
+    "PutParameter",
+    "PutParameter(state)",
+    "DescribeServices",
+    "UpdateService",
+];
+/// Operations that change something: an answer lost after AWS did it matters most there.
+const MUTATING: &[&str] = &[
+    "CreateMountTarget",
+    "DeleteMountTarget",
+    "PutParameter",
+    "PutParameter(state)",
+    "UpdateService",
+];
+
+// ----------------------------------------------------------------------------- randomness
+
+/// splitmix64: a tiny, good-enough generator with a 64-bit state.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    /// The generator of one step: the seed and the step number mixed, so that a step's choices
+    /// do not depend on how many numbers earlier steps drew.
+    fn for_step(seed: u64, step: u64) -> Rng {
+        let mut r = Rng(seed ^ step.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        r.next();
+        r
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// True `per_mille` times in a thousand.
+    fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.index(items.len())]
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => {
+            let v = v.trim();
+            let parsed = match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            };
+            parsed.unwrap_or_else(|e| panic!("{name}={v:?} is not a whole number: {e}"))
+        }
+        _ => default,
+    }
+}
+
+// ----------------------------------------------------------------------------- the model
+
+/// The published list as SSM holds it.
+#[derive(Clone, Debug)]
+struct Published {
+    list: MountTargetList,
+    version: i64,
+}
+
+impl Published {
+    fn roots(&self) -> BTreeSet<String> {
+        self.list
+            .mount_targets
+            .iter()
+            .map(|t| t.root.clone())
+            .collect()
+    }
+
+    /// `v3[/, /shards/use1-az4 (draining)]`, for the log.
+    fn label(&self) -> String {
+        let roots: Vec<String> = self
+            .list
+            .mount_targets
+            .iter()
+            .map(|t| {
+                if t.draining {
+                    format!("{} (draining)", t.root)
+                } else {
+                    t.root.clone()
+                }
+            })
+            .collect();
+        format!("v{}[{}]", self.version, roots.join(", "))
+    }
+}
+
+/// One client (an ECS task) with the list it read when it started.
+#[derive(Clone)]
+struct Client {
+    list: Published,
+    router: Router,
+}
+
+impl Client {
+    fn on(list: &Published, mount: &Path) -> Client {
+        let router = Router::new(list.list.clone(), Layout::single_mount(mount))
+            .unwrap_or_else(|e| panic!("a router on {}: {e}", list.label()));
+        Client {
+            list: list.clone(),
+            router,
+        }
+    }
+
+    /// The root `path` is written to by this client.
+    fn home_root(&self, path: &str) -> String {
+        match self.router.resolve(path) {
+            Ok(r) => self.list.list.mount_targets[r.index].root.clone(),
+            Err(e) => format!("(unroutable: {e})"),
+        }
+    }
+}
+
+/// What the clients wrote: the latest bytes of every live path, and every version ever written.
+#[derive(Default)]
+struct Model {
+    live: BTreeMap<String, Vec<u8>>,
+    history: BTreeMap<String, Vec<Vec<u8>>>,
+    last_write: BTreeMap<String, Instant>,
+    next_name: u64,
+    writes: u64,
+    /// Growing (writes dominate) or shrinking (deletes dominate), between `low` and `high`
+    /// flat files.
+    shrinking: bool,
+    high: usize,
+    low: usize,
+}
+
+impl Model {
+    /// A path never used before: flat (counted) mostly, nested sometimes.
+    fn fresh_path(&mut self, rng: &mut Rng) -> String {
+        self.next_name += 1;
+        let n = self.next_name;
+        match rng.below(10) {
+            0..=7 => format!("{WATCH_DIR}/device-{n}.json"),
+            8 => format!("{WATCH_DIR}/batch-{}/reading-{n}.json", rng.below(3)),
+            _ => format!("{WATCH_DIR}/batch-{}/late/reading-{n}.json", rng.below(2)),
+        }
+    }
+
+    /// Files the function counts: directly in the watched directory.
+    fn flat(&self) -> usize {
+        self.live.keys().filter(|p| is_flat(p)).count()
+    }
+
+    /// Unique bytes for the next write of `path`.
+    fn next_bytes(&mut self, path: &str, client: usize, list: i64) -> Vec<u8> {
+        self.writes += 1;
+        format!(
+            "{{\"path\":\"{path}\",\"write\":{},\"client\":{client},\"list\":{list}}}\n",
+            self.writes
+        )
+        .into_bytes()
+    }
+
+    /// Waits until `path` may be written again (see `TICK`).
+    fn wait_tick(&self, path: &str) {
+        if let Some(at) = self.last_write.get(path) {
+            let since = at.elapsed();
+            if since < TICK {
+                std::thread::sleep(TICK - since);
+            }
+        }
+    }
+
+    fn record(&mut self, path: &str, bytes: Vec<u8>, at: Instant) {
+        self.history
+            .entry(path.to_string())
+            .or_default()
+            .push(bytes.clone());
+        self.live.insert(path.to_string(), bytes);
+        self.last_write.insert(path.to_string(), at);
+    }
+
+    /// `v3 of 5` (which write of this path the bytes are), or what else they are.
+    fn describe(&self, path: &str, bytes: &[u8]) -> String {
+        let versions = self.history.get(path).map(Vec::as_slice).unwrap_or(&[]);
+        match versions.iter().position(|v| v == bytes) {
+            Some(i) => format!("version {} of {}", i + 1, versions.len()),
+            None => format!("unknown bytes {:?}", String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    fn is_version(&self, path: &str, bytes: &[u8]) -> bool {
+        self.history
+            .get(path)
+            .is_some_and(|v| v.iter().any(|b| b == bytes))
+    }
+}
+
+fn is_flat(path: &str) -> bool {
+    path.matches('/').count() == 2
+}
+
+/// Where a file under the mount belongs: its shard root and its logical path, when it lies in
+/// a watched tree (`<mount>/data/analysis/…` for `/`, `<mount>/shards/<x>/data/analysis/…`).
+fn placed(rel: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let (root, rest) = if parts[0] == "shards" && parts.len() > 2 {
+        (format!("/shards/{}", parts[1]), &parts[2..])
+    } else {
+        ("/".to_string(), &parts[..])
+    };
+    let watch: Vec<&str> = WATCH_DIR.split('/').collect();
+    (rest.len() > watch.len() && rest[..watch.len()] == watch[..]).then(|| (root, rest.join("/")))
+}
+
+/// Regular files under `dir` (paths relative to it, `/`-separated), links never followed;
+/// anything else that is not a directory is returned apart.
+fn files_under(dir: &Path) -> (Vec<(String, PathBuf)>, Vec<String>) {
+    fn walk(dir: &Path, rel: &str, files: &mut Vec<(String, PathBuf)>, odd: &mut Vec<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let path = e.path();
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => walk(&path, &rel, files, odd),
+                Ok(m) if m.is_file() => files.push((rel, path)),
+                Ok(_) => odd.push(rel),
+                Err(_) => {} // gone meanwhile
+            }
+        }
+    }
+    let mut files = Vec::new();
+    let mut odd = Vec::new();
+    walk(dir, "", &mut files, &mut odd);
+    (files, odd)
+}
+
+fn is_private(rel: &str) -> bool {
+    rel.rsplit('/')
+        .next()
+        .is_some_and(|name| private_kind(name.as_bytes()).is_some())
+}
+
+fn root_dir(mount: &Path, root: &str) -> PathBuf {
+    mount.join(root.trim_start_matches('/'))
+}
+
+// ----------------------------------------------------------------------------- faults
+
+#[derive(Clone, Debug, PartialEq)]
+enum Fault {
+    None,
+    Throttle(&'static str, usize),
+    ServerError(&'static str, u16, usize),
+    Stall(&'static str, usize),
+    /// AWS does the call, the function never hears; `kill`: killed while it waits.
+    LoseAnswer {
+        op: &'static str,
+        kill: bool,
+    },
+    /// Every request after the first `after` stalls; the process is killed at the first.
+    KillAfter(usize),
+    /// A deadline that leaves the run no time to wait or move (the 20 s margin eats it).
+    ShortDeadline,
+    /// Targets created in this run look `creating` in their first N describes (as on AWS,
+    /// where that takes minutes), with a deadline too short to wait for them.
+    SlowCreate(usize),
+}
+
+impl Fault {
+    fn draw(rng: &mut Rng) -> Fault {
+        let r = rng.below(1000);
+        let op = *rng.pick(OPERATIONS);
+        let k = 1 + rng.index(3);
+        match r {
+            0..=539 => Fault::None,
+            540..=639 => Fault::Throttle(op, k),
+            640..=719 => Fault::ServerError(op, *rng.pick(&[500, 503]), k),
+            720..=779 => Fault::Stall(op, 1 + rng.index(2)),
+            780..=859 => Fault::LoseAnswer {
+                op: MUTATING[rng.index(MUTATING.len())],
+                kill: rng.chance(500),
+            },
+            860..=939 => Fault::KillAfter(rng.index(12)),
+            940..=969 => Fault::ShortDeadline,
+            _ => Fault::SlowCreate(k),
+        }
+    }
+
+    /// Whether the run may fail because of it (and with which error types).
+    fn may_fail(&self) -> bool {
+        !matches!(
+            self,
+            Fault::None | Fault::ShortDeadline | Fault::SlowCreate(_)
+        )
+    }
+
+    fn kills(&self) -> bool {
+        matches!(
+            self,
+            Fault::KillAfter(_) | Fault::LoseAnswer { kill: true, .. }
+        )
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::Throttle(..) => "throttle",
+            Fault::ServerError(..) => "5xx",
+            Fault::Stall(..) => "stall",
+            Fault::LoseAnswer { kill: false, .. } => "lost answer",
+            Fault::LoseAnswer { kill: true, .. } => "lost answer + kill",
+            Fault::KillAfter(_) => "kill",
+            Fault::ShortDeadline => "short deadline",
+            Fault::SlowCreate(_) => "slow create",
+        }
+    }
+}
+
+/// Error types a faulted run may answer: the fault's own.
+const FAULT_ERRORS: &[&str] = &["Throttled", "Aws", "TimedOut"];
+
+// ----------------------------------------------------------------------------- the soak
+
+#[derive(Default, Debug)]
+struct Stats {
+    runs: BTreeMap<&'static str, usize>,
+    faults: BTreeMap<&'static str, usize>,
+    failed_runs: usize,
+    kills: usize,
+    client_ops: BTreeMap<&'static str, usize>,
+    concurrent_ops: usize,
+    reads: BTreeMap<&'static str, usize>,
+    created: usize,
+    drains: usize,
+    deleted: usize,
+    max_targets: usize,
+    rollouts_completed: usize,
+    deployments: usize,
+    checkpoints: usize,
+    publishes: usize,
+    /// Writes by a client on a list older than the published one.
+    old_writes: usize,
+    /// Reads that answered a version older than the latest.
+    stale_reads: usize,
+    /// Deleted paths seen again on disk: a delete by a client on an older list misses the
+    /// shard a newer client wrote to (the router has no delete of its own).
+    resurrected: BTreeSet<String>,
+}
+
+struct Soak {
+    seed: u64,
+    steps: u64,
+    step: u64,
+    tb: Testbed,
+    mount: PathBuf,
+    clients: Vec<Client>,
+    model: Model,
+    published: Published,
+    /// The list SSM held at the last forced deployment: what a completed rollout runs.
+    deployed: Published,
+    targets: Vec<MountTarget>,
+    deployment_ids: Vec<String>,
+    /// Every root a target id was published with.
+    roots_by_id: BTreeMap<String, String>,
+    /// A checkpoint: converged, and a rebalance since then moved every misplaced file.
+    clean: bool,
+    log: Vec<String>,
+    last_run: String,
+    stats: Stats,
+    started: Instant,
+}
+
+/// One step's outcome: a line for the log, or what broke.
+type Step = Result<String, String>;
+
+impl Soak {
+    async fn new(seed: u64, steps: u64) -> Soak {
+        let mut tb = Testbed::new(BIN, World::builder()).await;
+        tb.env("FILE_THRESHOLD", THRESHOLD.to_string())
+            .env("SCALE_IN_COOLDOWN_SECONDS", "0")
+            .env("API_ATTEMPT_TIMEOUT_SECONDS", "1")
+            .env("API_CALL_TIMEOUT_SECONDS", "2")
+            .env("MOVE_CONCURRENCY", "4");
+        tb.proxy.hold_rollouts();
+        let mount = tb.mount.path().to_path_buf();
+        fs::create_dir_all(mount.join(WATCH_DIR)).expect("create the first shard's directory");
+        let published = read_published(&tb.world).await;
+        let targets = tb.world.mount_targets().await;
+        let deployment_ids = tb.world.deployment_ids().await;
+        let clients = (0..CLIENTS)
+            .map(|_| Client::on(&published, &mount))
+            .collect();
+        let mut soak = Soak {
+            seed,
+            steps,
+            step: 0,
+            tb,
+            mount,
+            clients,
+            model: Model {
+                high: 42,
+                low: 4,
+                ..Model::default()
+            },
+            deployed: published.clone(),
+            published,
+            targets,
+            deployment_ids,
+            roots_by_id: BTreeMap::new(),
+            clean: false,
+            log: Vec::new(),
+            last_run: String::new(),
+            stats: Stats::default(),
+            started: Instant::now(),
+        };
+        soak.remember_roots();
+        soak.stats.max_targets = soak.targets.len();
+        soak
+    }
+
+    fn remember_roots(&mut self) {
+        for t in &self.published.list.mount_targets {
+            self.roots_by_id.insert(t.id.clone(), t.root.clone());
+        }
+    }
+
+    /// Every client on the published list, and no rollout held.
+    fn converged(&self) -> bool {
+        self.tb.proxy.rolling_services().is_empty()
+            && self
+                .clients
+                .iter()
+                .all(|c| c.list.version == self.published.version)
+    }
+
+    fn lists_in_use(&self) -> String {
+        let versions: BTreeSet<i64> = self.clients.iter().map(|c| c.list.version).collect();
+        let v: Vec<String> = versions.iter().map(|v| format!("v{v}")).collect();
+        v.join(",")
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\nSOAK FAILED: seed {} (0x{:x}), step {} of {}: {what}",
+            self.seed, self.seed, self.step, self.steps
+        );
+        let _ = writeln!(
+            out,
+            "reproduce: make soak SEED={} STEPS={}",
+            self.seed, self.steps
+        );
+        let _ = writeln!(
+            out,
+            "published {}; clients on {}; rollouts held: {:?}",
+            self.published.label(),
+            self.lists_in_use(),
+            self.tb.proxy.rolling_services()
+        );
+        let _ = writeln!(out, "--- step log (seed {}) ---", self.seed);
+        for line in &self.log {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(
+            out,
+            "--- end of step log; the last function run ---\n{}",
+            self.last_run
+        );
+        panic!("{out}");
+    }
+
+    // ------------------------------------------------------------------------- the loop
+
+    async fn run(&mut self) {
+        println!(
+            "soak: seed {} (0x{:x}), {} steps; reproduce with `make soak SEED={} STEPS={}`",
+            self.seed, self.seed, self.steps, self.seed, self.steps
+        );
+        for step in 1..=self.steps {
+            self.step = step;
+            let mut rng = Rng::for_step(self.seed, step);
+            let outcome = self.one_step(&mut rng).await;
+            match outcome {
+                Ok(line) => self.log.push(format!("#{step} {line}")),
+                Err(e) => {
+                    self.log.push(format!("#{step} FAILED"));
+                    self.fail(&e);
+                }
+            }
+            if let Err(e) = self.check().await {
+                self.fail(&e);
+            }
+        }
+        self.step = self.steps + 1;
+        if let Err(e) = self.heal().await {
+            self.fail(&e);
+        }
+        if std::env::var_os("SOAK_LOG").is_some_and(|v| !v.is_empty()) {
+            for line in &self.log {
+                println!("{line}");
+            }
+        }
+        self.summary();
+    }
+
+    async fn one_step(&mut self, rng: &mut Rng) -> Step {
+        let r = rng.below(1000);
+        if r < 120 {
+            self.function_step(rng).await
+        } else if r < 170 {
+            Ok(self.complete_rollouts())
+        } else {
+            self.client_step(rng)
+        }
+    }
+
+    fn complete_rollouts(&mut self) -> String {
+        let held = self.tb.proxy.rolling_services();
+        self.tb.proxy.complete_rollouts();
+        let mut moved = 0;
+        for c in &mut self.clients {
+            if c.list.version != self.deployed.version {
+                *c = Client::on(&self.deployed, &self.mount);
+                moved += 1;
+            }
+        }
+        if held.is_empty() && moved == 0 {
+            return "rollouts: none held".to_string();
+        }
+        self.stats.rollouts_completed += 1;
+        format!(
+            "rollouts of {held:?} complete: {moved} old client(s) replaced, all on {}",
+            self.deployed.label()
+        )
+    }
+
+    // ------------------------------------------------------------------------- clients
+
+    fn client_step(&mut self, rng: &mut Rng) -> Step {
+        let flat = self.model.flat();
+        if !self.model.shrinking && flat >= self.model.high {
+            self.model.shrinking = true;
+            self.model.low = 2 + rng.index(7);
+        } else if self.model.shrinking && flat <= self.model.low {
+            self.model.shrinking = false;
+            self.model.high = 25 + rng.index(26);
+        }
+        let c = rng.index(CLIENTS);
+        let r = rng.below(100);
+        // While clients run different lists, rewrites and reads of the same paths are where
+        // versions can diverge between old and new homes: more of them then.
+        let (write_new, rewrite, read) = match (self.model.shrinking, self.converged()) {
+            (true, true) => (8, 18, 35),
+            (false, true) => (65, 77, 92),
+            (true, false) => (8, 30, 55),
+            (false, false) => (45, 70, 92),
+        };
+        let live: Vec<String> = self.model.live.keys().cloned().collect();
+        if live.is_empty() || r < write_new {
+            let path = self.model.fresh_path(rng);
+            *self.stats.client_ops.entry("write").or_default() += 1;
+            return self.write(c, &path, "write");
+        }
+        let path = rng.pick(&live).clone();
+        if r < rewrite {
+            *self.stats.client_ops.entry("rewrite").or_default() += 1;
+            self.write(c, &path, "rewrite")
+        } else if r < read {
+            *self.stats.client_ops.entry("read").or_default() += 1;
+            self.read(c, &path)
+        } else {
+            *self.stats.client_ops.entry("delete").or_default() += 1;
+            self.delete(c, &path)
+        }
+    }
+
+    fn write(&mut self, c: usize, path: &str, what: &str) -> Step {
+        self.model.wait_tick(path);
+        let client = &self.clients[c];
+        let bytes = self.model.next_bytes(path, c, client.list.version);
+        client
+            .router
+            .write(path, &bytes)
+            .map_err(|e| format!("client {c} could not write {path}: {e}"))?;
+        let at = Instant::now();
+        let root = client.home_root(path);
+        if client.list.version != self.published.version {
+            self.stats.old_writes += 1;
+        }
+        let line = format!(
+            "c{c}@v{} {what} {path} (write {}) -> {root}",
+            client.list.version, self.model.writes
+        );
+        self.model.record(path, bytes, at);
+        Ok(line)
+    }
+
+    fn read(&mut self, c: usize, path: &str) -> Step {
+        let client = &self.clients[c];
+        let head = format!("c{c}@v{} read {path}", client.list.version);
+        match client.router.read_with_fallback(path) {
+            Ok(read) => {
+                if !self.model.is_version(path, &read.data) {
+                    return Err(format!(
+                        "{head}: {} ({})",
+                        self.model.describe(path, &read.data),
+                        read.place.as_str()
+                    ));
+                }
+                *self.stats.reads.entry(read.place.as_str()).or_default() += 1;
+                let latest = self.model.live.get(path).is_some_and(|l| *l == read.data);
+                self.stats.stale_reads += usize::from(!latest);
+                Ok(format!(
+                    "{head}: {}{} ({})",
+                    self.model.describe(path, &read.data),
+                    if latest { ", the latest" } else { ", stale" },
+                    place_text(&read.place, &client.list)
+                ))
+            }
+            Err(efs_router::Error::NotFound { .. }) => {
+                *self.stats.reads.entry("not found").or_default() += 1;
+                if client.list.version == self.published.version {
+                    return Err(format!(
+                        "{head}: not found, by a client on the published list {}",
+                        self.published.label()
+                    ));
+                }
+                // An old client: only if no shard of its list holds a copy.
+                for root in client.list.roots() {
+                    let copy = root_dir(&self.mount, &root).join(path);
+                    if copy.exists() {
+                        return Err(format!(
+                            "{head}: not found, but its list {} has a copy at {}",
+                            client.list.label(),
+                            copy.display()
+                        ));
+                    }
+                }
+                Ok(format!(
+                    "{head}: not found (an old client; no shard of {} holds it)",
+                    client.list.label()
+                ))
+            }
+            Err(e) => Err(format!("{head}: {e}")),
+        }
+    }
+
+    /// A delete removes the path in every shard of the client's list (home and stale copies).
+    fn delete(&mut self, c: usize, path: &str) -> Step {
+        let client = &self.clients[c];
+        let mut removed = Vec::new();
+        for root in client.list.roots() {
+            let copy = root_dir(&self.mount, &root).join(path);
+            match fs::remove_file(&copy) {
+                Ok(()) => removed.push(root),
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(format!(
+                        "client {c} could not remove {}: {e}",
+                        copy.display()
+                    ))
+                }
+            }
+        }
+        self.model.live.remove(path);
+        Ok(format!(
+            "c{c}@v{} delete {path}: removed in {removed:?}",
+            client.list.version
+        ))
+    }
+
+    // ------------------------------------------------------------------------- the function
+
+    async fn function_step(&mut self, rng: &mut Rng) -> Step {
+        let rebalance = rng.chance(300);
+        let max_moves = 1 + rng.below(40);
+        let fault = Fault::draw(rng);
+        let event = if rebalance {
+            json!({"action": "rebalance", "max_moves": max_moves})
+        } else {
+            event("reconcile")
+        };
+        // Client traffic beside the run: new paths and reads, spaced over its time.
+        let burst = if rng.chance(500) { 1 + rng.index(6) } else { 0 };
+        let mut planned = Vec::new();
+        for _ in 0..burst {
+            let c = rng.index(CLIENTS);
+            let pause = Duration::from_millis(rng.below(40));
+            let live: Vec<&String> = self.model.live.keys().collect();
+            if live.is_empty() || rng.chance(600) {
+                let path = self.model.fresh_path(rng);
+                let bytes = self
+                    .model
+                    .next_bytes(&path, c, self.clients[c].list.version);
+                planned.push((c, pause, path, Some(bytes)));
+            } else {
+                let path = (*rng.pick(&live)).clone();
+                planned.push((c, pause, path, None));
+            }
+        }
+        self.run_function(&event, fault, planned).await
+    }
+
+    /// Runs the function once (with `fault`, and `planned` client operations beside it) and
+    /// checks what it did.
+    async fn run_function(
+        &mut self,
+        event: &Value,
+        fault: Fault,
+        planned: Vec<(usize, Duration, String, Option<Vec<u8>>)>,
+    ) -> Step {
+        let action = event["action"].as_str().unwrap_or("reconcile").to_string();
+        *self
+            .stats
+            .runs
+            .entry(if action == "rebalance" {
+                "rebalance"
+            } else {
+                "reconcile"
+            })
+            .or_default() += 1;
+        *self.stats.faults.entry(fault.name()).or_default() += 1;
+        let converged_before = self.converged();
+        let lists_before = self.lists_in_use();
+        let before_targets = self.targets.clone();
+        let before_version = self.published.version;
+        let proxy = &self.tb.proxy;
+        match &fault {
+            Fault::None | Fault::ShortDeadline => {}
+            Fault::Throttle(op, k) => proxy.throttle(op, *k),
+            Fault::ServerError(op, status, k) => proxy.server_error(op, *status, *k),
+            Fault::Stall(op, k) => proxy.stall(op, *k),
+            Fault::LoseAnswer { op, .. } => proxy.lose_answer(op, 1),
+            Fault::KillAfter(n) => proxy.stall_everything_after(*n),
+            Fault::SlowCreate(k) => proxy.hold_creating(*k),
+        }
+
+        // The client traffic, on threads of its own.
+        let routers: Vec<(usize, Router, i64)> = planned
+            .iter()
+            .map(|(c, ..)| {
+                (
+                    *c,
+                    self.clients[*c].router.clone(),
+                    self.clients[*c].list.version,
+                )
+            })
+            .collect();
+        let traffic_plan = planned.clone();
+        let traffic = tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            for ((_, pause, path, bytes), (c, router, version)) in
+                traffic_plan.into_iter().zip(routers)
+            {
+                std::thread::sleep(pause);
+                let result = match &bytes {
+                    Some(b) => router.write(&path, b).map(|_| None),
+                    None => router.read_with_fallback(&path).map(Some),
+                };
+                let at = Instant::now();
+                out.push((c, version, path, bytes, at, result));
+            }
+            out
+        });
+
+        // The run.
+        let deadline = if matches!(fault, Fault::ShortDeadline | Fault::SlowCreate(_)) {
+            Duration::from_secs(20)
+        } else {
+            LONG
+        };
+        let stalled_before = proxy.stalled_requests();
+        let mut instance = self.tb.function.start().await;
+        let outcome = if fault.kills() {
+            let watch = async {
+                while proxy.stalled_requests() == stalled_before {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            tokio::select! {
+                inv = instance.invoke(event, deadline) => Some(inv.result),
+                () = watch => None,
+            }
+        } else {
+            Some(instance.invoke(event, deadline).await.result)
+        };
+        let logs = instance.stop().await;
+        proxy.clear_faults();
+        if let Fault::SlowCreate(k) = fault {
+            // New targets are no longer held; those held count down their describes.
+            proxy.release_creating_after(k);
+        }
+        let killed = outcome.is_none();
+        self.last_run = format!(
+            "{event} with fault {fault:?}: {}\n--- function logs ---\n{logs}--- end of logs ---",
+            match &outcome {
+                None => "killed".to_string(),
+                Some(Ok(v)) => format!("response {v}"),
+                Some(Err(e)) => format!("error {e}"),
+            }
+        );
+        let traffic = traffic.await.expect("client traffic");
+
+        // What AWS and SSM show now.
+        self.targets = self.tb.world.mount_targets().await;
+        let published = self.tb.world.published().await;
+        let list = MountTargetList::from_json(&published.value).map_err(|e| {
+            format!(
+                "the published list does not parse ({e}): {}",
+                published.value
+            )
+        })?;
+        let old = std::mem::replace(
+            &mut self.published,
+            Published {
+                list,
+                version: published.version,
+            },
+        );
+        self.remember_roots();
+        let ids = self.tb.world.deployment_ids().await;
+        let forced = ids != self.deployment_ids;
+        self.deployment_ids = ids;
+
+        // The answer.
+        let mut line = format!("run {action}");
+        if action == "rebalance" {
+            let _ = write!(line, " (max_moves {})", event["max_moves"]);
+        }
+        if fault != Fault::None {
+            let _ = write!(line, " with {fault:?}");
+        }
+        let mut rebalanced_all = false;
+        match &outcome {
+            None => {
+                self.stats.kills += 1;
+                line.push_str(": killed");
+            }
+            Some(Ok(r)) => {
+                if r["statusCode"] != json!(200) {
+                    return Err(format!("{line}: a response without statusCode 200: {r}"));
+                }
+                let actions = strings(r, "actions");
+                let _ = write!(line, ": {actions:?}");
+                if r["moves"].is_object() {
+                    let _ = write!(line, " moves {}", r["moves"]);
+                }
+                if action == "reconcile" {
+                    let _ = write!(line, " ({})", r["reason"].as_str().unwrap_or_default());
+                }
+                let waiting = strings(r, "waiting_for");
+                if !waiting.is_empty() {
+                    let _ = write!(line, " waiting for {waiting:?}");
+                }
+                let m = &r["moves"];
+                rebalanced_all = action == "rebalance"
+                    && actions.iter().any(|a| a == "move_files")
+                    && m["remaining"] == json!(0)
+                    && m["failed"] == json!(0)
+                    && m["skipped"] == json!(0);
+                // Files move, and targets go, only while every client runs the published
+                // list (publish → converge → move → publish → converge → delete).
+                let moved =
+                    m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
+                if (moved > 0 || !strings(r, "deleted").is_empty()) && !converged_before {
+                    return Err(format!(
+                        "{line}: files moved or a target deleted while clients ran lists {} and {} was published",
+                        lists_before,
+                        self.published.label()
+                    ));
+                }
+            }
+            Some(Err(e)) => {
+                self.stats.failed_runs += 1;
+                let kind = e["errorType"].as_str().unwrap_or_default();
+                let _ = write!(line, ": error {kind}");
+                if !fault.may_fail() || !FAULT_ERRORS.contains(&kind) {
+                    return Err(format!(
+                        "{line}: the run failed, which fault {fault:?} does not explain: {e}"
+                    ));
+                }
+            }
+        }
+        if killed && !fault.kills() {
+            return Err(format!("{line}: killed without a kill injected"));
+        }
+
+        // 3: a target deleted only with its tree empty (and never the first shard).
+        let now: BTreeSet<&str> = self.targets.iter().map(|t| t.id.as_str()).collect();
+        for gone in before_targets
+            .iter()
+            .filter(|t| !now.contains(t.id.as_str()))
+        {
+            self.stats.deleted += 1;
+            let root = self
+                .roots_by_id
+                .get(&gone.id)
+                .cloned()
+                .unwrap_or_else(|| format!("/shards/{}", gone.az_id));
+            let _ = write!(line, "; deleted {} ({root})", gone.id);
+            if root == "/" {
+                return Err(format!("{line}: the first shard's target was deleted"));
+            }
+            let (files, odd) = files_under(&root_dir(&self.mount, &root));
+            let data: Vec<&String> = files
+                .iter()
+                .map(|(rel, _)| rel)
+                .filter(|rel| !is_private(rel))
+                .collect();
+            if !data.is_empty() || !odd.is_empty() {
+                return Err(format!(
+                    "{line}: mount target {} was deleted while its shard {root} holds {data:?} {odd:?}",
+                    gone.id
+                ));
+            }
+        }
+        let before_ids: BTreeSet<&str> = before_targets.iter().map(|t| t.id.as_str()).collect();
+        let created = self
+            .targets
+            .iter()
+            .filter(|t| !before_ids.contains(t.id.as_str()))
+            .count();
+        self.stats.created += created;
+        if created > 0 {
+            let _ = write!(line, "; {created} target(s) created");
+        }
+        self.stats.max_targets = self.stats.max_targets.max(self.targets.len());
+
+        // The list and the fleet.
+        if self.published.version != before_version {
+            self.stats.publishes += 1;
+            self.clean = false;
+            let drains = self
+                .published
+                .list
+                .mount_targets
+                .iter()
+                .filter(|t| t.draining)
+                .filter(|t| {
+                    !old.list
+                        .mount_targets
+                        .iter()
+                        .any(|o| o.id == t.id && o.draining)
+                })
+                .count();
+            self.stats.drains += drains;
+            let _ = write!(line, "; published {}", self.published.label());
+        }
+        if forced {
+            self.stats.deployments += 1;
+            self.deployed = self.published.clone();
+            let mut replaced = Vec::new();
+            let mut rng = Rng::for_step(self.seed ^ 0x5EED, self.step);
+            for (i, c) in self.clients.iter_mut().enumerate() {
+                if rng.chance(500) {
+                    *c = Client::on(&self.deployed, &self.mount);
+                    replaced.push(i);
+                }
+            }
+            let _ = write!(
+                line,
+                "; deployment forced: clients {replaced:?} replaced (on {}), the others keep theirs",
+                self.deployed.label()
+            );
+        }
+        if rebalanced_all && converged_before && self.published.version == before_version {
+            self.clean = true;
+            let _ = write!(line, "; checkpoint");
+        }
+
+        // The traffic beside the run.
+        for (c, version, path, bytes, at, result) in traffic {
+            self.stats.concurrent_ops += 1;
+            match (bytes, result) {
+                (Some(bytes), Ok(_)) => {
+                    let _ = write!(line, "; c{c}@v{version} wrote {path}");
+                    self.model.record(&path, bytes, at);
+                }
+                (None, Ok(Some(read))) => {
+                    if !self.model.is_version(&path, &read.data) {
+                        return Err(format!(
+                            "{line}: c{c}@v{version} read {path} beside the run: {}",
+                            self.model.describe(&path, &read.data)
+                        ));
+                    }
+                    *self.stats.reads.entry(read.place.as_str()).or_default() += 1;
+                    let _ = write!(
+                        line,
+                        "; c{c}@v{version} read {path}: {}",
+                        read.place.as_str()
+                    );
+                }
+                (None, Err(efs_router::Error::NotFound { .. })) => {
+                    *self.stats.reads.entry("not found").or_default() += 1;
+                    let _ = write!(line, "; c{c}@v{version} read {path}: not found");
+                }
+                (_, Err(e)) => {
+                    return Err(format!(
+                        "{line}: c{c}@v{version} {path} beside the run: {e}"
+                    ))
+                }
+                (None, Ok(None)) => unreachable!("a read answers bytes"),
+            }
+        }
+        Ok(line)
+    }
+
+    // ------------------------------------------------------------------------- the checks
+
+    async fn check(&mut self) -> Result<(), String> {
+        let listed = self.published.roots();
+
+        // 2: no state directory on the file system; nothing under a root that is not listed.
+        if self.mount.join(".efs-mount-autoscaler").exists() {
+            return Err("the old state directory .efs-mount-autoscaler exists".into());
+        }
+        let (files, odd) = files_under(&self.mount);
+        let mut copies: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+        for (rel, path) in &files {
+            let Some((root, logical)) = placed(rel) else {
+                continue;
+            };
+            if is_private(rel) {
+                continue;
+            }
+            if !listed.contains(&root) {
+                return Err(format!(
+                    "{rel} lies under {root}, which the published list {} does not name",
+                    self.published.label()
+                ));
+            }
+            let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+            // Every copy is some client's write of that very path.
+            if !self.model.is_version(&logical, &bytes) {
+                return Err(format!(
+                    "{rel} holds {}",
+                    self.model.describe(&logical, &bytes)
+                ));
+            }
+            copies.entry(logical).or_default().push((root, bytes));
+        }
+        if let Some(rel) = odd.iter().find(|rel| placed(rel).is_some()) {
+            return Err(format!("{rel} is not a regular file or directory"));
+        }
+
+        for (path, found) in &copies {
+            if !self.model.live.contains_key(path) && self.stats.resurrected.insert(path.clone()) {
+                let roots: Vec<&String> = found.iter().map(|(root, _)| root).collect();
+                self.log.push(format!(
+                    "   note: {path}, deleted, is on disk again under {roots:?}"
+                ));
+            }
+        }
+
+        // 1: the latest version of every live path is under a listed root.
+        for (path, latest) in &self.model.live {
+            let found = copies.get(path).map(Vec::as_slice).unwrap_or(&[]);
+            if !found.iter().any(|(_, b)| b == latest) {
+                let seen: Vec<String> = found
+                    .iter()
+                    .map(|(root, b)| format!("{root}: {}", self.model.describe(path, b)))
+                    .collect();
+                return Err(format!(
+                    "{path} lost: its latest version ({}) is under no listed root; copies: {seen:?}",
+                    self.model.describe(path, latest)
+                ));
+            }
+        }
+
+        // 4: at most one mount target per AZ.
+        let mut per_az: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in &self.targets {
+            per_az.entry(&t.az_id).or_default().push(&t.id);
+        }
+        if let Some((az, ids)) = per_az.iter().find(|(_, ids)| ids.len() > 1) {
+            return Err(format!("{} mount targets in {az}: {ids:?}", ids.len()));
+        }
+
+        // 5: the list names only targets AWS has.
+        for t in &self.published.list.mount_targets {
+            if !self.targets.iter().any(|d| d.id == t.id) {
+                return Err(format!(
+                    "the published list {} names {}, which AWS does not have",
+                    self.published.label(),
+                    t.id
+                ));
+            }
+        }
+
+        // 1, at a checkpoint: every live path reads back its latest version on the list.
+        self.clean &= self.converged();
+        if self.clean {
+            self.stats.checkpoints += 1;
+            let client = Client::on(&self.published, &self.mount);
+            for (path, latest) in &self.model.live {
+                match client.router.read_with_fallback(path) {
+                    Ok(read) if read.data == *latest => {}
+                    Ok(read) => {
+                        return Err(format!(
+                            "checkpoint: {path} reads back {} ({}), not its latest version ({})",
+                            self.model.describe(path, &read.data),
+                            place_text(&read.place, &client.list),
+                            self.model.describe(path, latest)
+                        ))
+                    }
+                    Err(e) => return Err(format!("checkpoint: {path}: {e}")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------- the end
+
+    /// The faults stop: rollouts complete after each run, until a reconcile changes nothing;
+    /// then a rebalance of everything, and a checkpoint.
+    async fn heal(&mut self) -> Result<(), String> {
+        self.log
+            .push("heal: no more faults or client traffic".into());
+        let mut settled = false;
+        for _ in 0..HEAL_RUNS {
+            self.step += 1;
+            let line = self.complete_rollouts();
+            self.log.push(format!("#{} {line}", self.step));
+            self.check().await?;
+            self.step += 1;
+            self.tb.proxy.reset_counts();
+            let line = self
+                .run_function(&event("reconcile"), Fault::None, Vec::new())
+                .await?;
+            self.log.push(format!("#{} {line}", self.step));
+            self.check().await?;
+            if self.tb.proxy.mutating_calls().is_empty() {
+                settled = true;
+                break;
+            }
+        }
+        if !settled {
+            return Err(format!(
+                "the system did not settle: every one of {HEAL_RUNS} reconcile runs after the faults stopped changed something"
+            ));
+        }
+        self.step += 1;
+        let line = self.complete_rollouts();
+        self.log.push(format!("#{} {line}", self.step));
+        self.step += 1;
+        let rebalance = json!({"action": "rebalance", "max_moves": 100_000});
+        let line = self
+            .run_function(&rebalance, Fault::None, Vec::new())
+            .await?;
+        self.log.push(format!("#{} {line}", self.step));
+        if !self.clean {
+            return Err(format!(
+                "after settling, a full rebalance did not reach a checkpoint: {line}"
+            ));
+        }
+        self.check().await?;
+        let flat = self.model.flat() as u64;
+        let serving = self
+            .published
+            .list
+            .mount_targets
+            .iter()
+            .filter(|t| !t.draining)
+            .count() as u64;
+        if flat > THRESHOLD * serving && serving < 3 {
+            return Err(format!(
+                "settled with {flat} counted files on {serving} serving target(s) at {THRESHOLD} per target"
+            ));
+        }
+        Ok(())
+    }
+
+    fn summary(&self) {
+        let s = &self.stats;
+        println!(
+            "soak: seed {} (0x{:x}), {} steps clean in {:.1} s",
+            self.seed,
+            self.seed,
+            self.steps,
+            self.started.elapsed().as_secs_f64()
+        );
+        println!(
+            "  runs {:?} (failed as their fault explains: {}, killed: {}); faults {:?}",
+            s.runs, s.failed_runs, s.kills, s.faults
+        );
+        println!(
+            "  targets created {}, drains {}, deleted {}, most at once {}; lists published {}, deployments {}, rollouts completed {}",
+            s.created, s.drains, s.deleted, s.max_targets, s.publishes, s.deployments, s.rollouts_completed
+        );
+        println!(
+            "  client ops {:?}, beside runs {}; reads {:?}, stale {}; writes {} ({} on an older list); live paths {} ({} counted); checkpoints {}",
+            s.client_ops,
+            s.concurrent_ops,
+            s.reads,
+            s.stale_reads,
+            self.model.writes,
+            s.old_writes,
+            self.model.live.len(),
+            self.model.flat(),
+            s.checkpoints
+        );
+        println!(
+            "  final list {}; deleted paths seen on disk again: {}",
+            self.published.label(),
+            s.resurrected.len()
+        );
+    }
+}
+
+fn place_text(place: &Place, list: &Published) -> String {
+    let root = |i: &usize| {
+        list.list
+            .mount_targets
+            .get(*i)
+            .map_or("?".to_string(), |t| t.root.clone())
+    };
+    match place {
+        Place::Home => "home".into(),
+        Place::MovedHome { from } => format!("moved home from {}", root(from)),
+        Place::MovedByAnother { from } => format!("moved by another from {}", root(from)),
+        Place::LeftElsewhere { index, reason } => {
+            format!("left in {}: {reason}", root(index))
+        }
+    }
+}
+
+async fn read_published(world: &World) -> Published {
+    let p = world.published().await;
+    let list = MountTargetList::from_json(&p.value)
+        .unwrap_or_else(|e| panic!("the published list does not parse ({e}): {}", p.value));
+    Published {
+        list,
+        version: p.version,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_seeded_soak_loses_no_file_and_keeps_every_invariant() {
+    let seed = env_number("SOAK_SEED", DEFAULT_SEED);
+    let steps = env_number("SOAK_STEPS", DEFAULT_STEPS);
+    let mut soak = Soak::new(seed, steps).await;
+    soak.run().await;
+}
