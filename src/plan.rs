@@ -129,6 +129,10 @@ pub enum Decision {
     /// A target is draining (or unlisted), but not every service runs the list published last
     /// yet: nothing moves or goes until they do.
     WaitForFleet { id: String, services: Vec<String> },
+    /// A target is draining (or unlisted), but the list that says so is not the one published
+    /// (a run died, or its publish failed, after the state was saved): the list goes out
+    /// first, and nothing moves or goes until the services run it.
+    PublishFirst { id: String },
     /// A drained shard is empty: the list goes out without it (the target goes once the fleet
     /// has converged on that list).
     Unlist { id: String },
@@ -299,6 +303,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             has_files: obs.tree_has_files.get(&d.root).copied().unwrap_or(true),
         }),
         fleet_waiting: fleet_waiting.clone(),
+        list_pending: published != Some(&list),
         creating: creating.first().copied(),
         allow_create: policy.allow_create,
         refresh_left: refresh_left(obs, policy),
@@ -776,6 +781,8 @@ struct Situation<'a> {
     drain: Option<DrainView>,
     /// Services not yet running the list published last.
     fleet_waiting: Vec<String>,
+    /// The list the state calls for is not the one published.
+    list_pending: bool,
     creating: Option<&'a Shard>,
     allow_create: bool,
     /// Seconds until every refreshing client has read the published list.
@@ -816,6 +823,10 @@ fn decide(s: &Situation) -> Decision {
         let id = d.id.clone();
         return if growing {
             Decision::CancelDrain { id }
+        } else if s.list_pending {
+            // The clients run the published list, not the one the state implies: publish it
+            // first, then wait for the fleet to run it.
+            Decision::PublishFirst { id }
         } else if !s.fleet_waiting.is_empty() {
             // publish → converge → move → publish → converge → delete.
             Decision::WaitForFleet {
@@ -924,6 +935,10 @@ fn reason(
             "{need}; draining {id}: nothing moves or goes until every service runs the list \
              published last (waiting for {})",
             services.join(", ")
+        ),
+        Decision::PublishFirst { id } => format!(
+            "{need}; draining {id}: the list that says so goes out first (the one published \
+             is not it); nothing moves or goes until every service runs it"
         ),
         Decision::Unlist { id } => format!(
             "{need}; {id} is drained (its tree is empty): the list goes out without it; the \
@@ -1874,6 +1889,39 @@ mod tests {
     }
 
     #[test]
+    fn a_drain_saved_but_not_published_publishes_before_anything_moves_or_goes() {
+        // The state says c is draining, but the list in SSM does not (its publish failed):
+        // the fleet runs that list, so it is published first.
+        let mut o = draining_c(100, 10, 5);
+        o.parameter.as_mut().unwrap().list.mount_targets[2].draining = false;
+        let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::PublishFirst {
+                id: "fsmt-c".into()
+            }
+        );
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        assert_eq!(draining_id(&p), Some("fsmt-c"));
+        // Unlisted in the state, but still published: the list without it goes first, no delete.
+        let mut o = unlisted_c(100, 10);
+        let listed = draining_c(100, 10, 0).parameter.unwrap().list;
+        o.parameter.as_mut().unwrap().list = listed;
+        let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::PublishFirst {
+                id: "fsmt-c".into()
+            }
+        );
+        assert!(!p
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::DeleteMountTarget { .. })));
+        assert_eq!(p.list.mount_targets.len(), 2);
+    }
+
+    #[test]
     fn a_drain_never_ends_on_a_shard_whose_nested_files_remain() {
         // The direct count is 0, but the tree still holds files.
         let mut o = draining_c(100, 10, 0);
@@ -1947,15 +1995,25 @@ mod tests {
         let gone = o.mount_targets.remove(1); // b, deleted by hand two runs ago
         o.state.missing.insert(gone.id.clone(), NOW - 600);
         o.tree_has_files.insert("/shards/use1-az2".into(), true);
+        // First the list that marks its root draining goes out ...
+        let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::PublishFirst {
+                id: "fsmt-b".into()
+            }
+        );
+        assert_eq!(draining_id(&p), Some("fsmt-b"));
+        // ... and once the services run it, the files move.
+        o.state = saved(&p).unwrap().clone();
+        o.parameter.as_mut().unwrap().list = p.list.clone();
         let p = plan(&o, &policy());
         assert!(
             matches!(p.decision, Decision::MoveDrained { .. }),
             "{:?}",
             p.decision
         );
-        assert_eq!(draining_id(&p), Some("fsmt-b"));
         // Emptied: its root leaves the list.
-        o.state = saved(&p).unwrap().clone();
         o.tree_has_files.insert("/shards/use1-az2".into(), false);
         let p = plan(&o, &policy());
         assert_eq!(
@@ -2055,6 +2113,7 @@ mod tests {
             Decision::DeleteDrained { .. } => "delete drained",
             Decision::WaitForFleet { .. } => "wait for the fleet",
             Decision::Unlist { .. } => "unlist",
+            Decision::PublishFirst { .. } => "publish first",
             Decision::DropGone { .. } => "drop gone",
             Decision::WaitForRefresh { .. } => "wait for refresh",
             Decision::StartDrain { .. } => "start drain",

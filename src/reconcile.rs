@@ -271,7 +271,11 @@ fn respond(
             // Targets still creating, and services a drain waits for.
             let mut w = applied.waiting_for;
             if let Decision::WaitForFleet { services, .. } = &end.decision {
-                w.extend(services.iter().cloned());
+                for service in services {
+                    if !w.contains(service) {
+                        w.push(service.clone());
+                    }
+                }
             }
             w
         },
