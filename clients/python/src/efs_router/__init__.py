@@ -1015,6 +1015,19 @@ def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, Bas
     return out
 
 
+def _create_temporary(directory: str) -> Tuple[str, int]:
+    """A new ``.efs-router-<16 hex>.tmp`` in ``directory``, created exclusively, open for writing: its path and
+    descriptor. ``FileNotFoundError`` when the directory is missing."""
+    for attempt in range(9):
+        tmp = os.path.join(directory, _private_name(".tmp"))
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            if attempt == 8:
+                raise
+    raise AssertionError("unreachable")
+
+
 class _Snapshot:
     """A list checked against the layout, with what routing derives from it. Never changed:
     a refresh replaces the router's snapshot whole, and each operation keeps the one it began with."""
@@ -1175,15 +1188,13 @@ class Router:
         Creates missing directories; returns the real path."""
         home = self.resolve(path)
         directory = os.path.dirname(home.real)
-        os.makedirs(directory, exist_ok=True)
-        for attempt in range(9):
-            tmp = os.path.join(directory, _private_name(".tmp"))
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-                break
-            except FileExistsError:
-                if attempt == 8:
-                    raise
+        # The directory is made only when the create finds it missing: over NFS making it first would
+        # cost a round trip on every write.
+        try:
+            tmp, fd = _create_temporary(directory)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            tmp, fd = _create_temporary(directory)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
