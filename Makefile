@@ -98,7 +98,7 @@ bench-netfs: netfs-tools
 	RTT_MS=$(RTT_MS) scripts/bench-netfs.sh
 
 ## The function's whole reconcile run on the test bed, against moto_server (docs/benchmarks.md):
-## a steady run over 150,000 files, and a drain of 30,000 by the function; about 6 minutes.
+## a steady run over 150,000 files, and a drain of 30,000 by the function; about 5 minutes.
 ## One cargo invocation builds the function and the example together, as `make demo` does.
 bench-netfs-function: netfs-tools
 	scripts/ensure-tools.sh moto
