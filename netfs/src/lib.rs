@@ -1120,7 +1120,15 @@ impl Server {
             .ok_or(libc::EBADF)?;
         let mut st = state.lock().unwrap();
         let per = self.opts.names_per_readdir.max(1);
-        if offset < st.next_offset {
+        if offset == 0 && st.next_offset > 0 {
+            // A rewind to the start (`seekdir(0)`, `rewinddir`): as an NFS client does, read
+            // the directory again from cookie 0, so names removed meanwhile are gone.
+            let path = self.path_of(req.nodeid)?;
+            let md = fs::metadata(&path).map_err(|e| errno(&e))?;
+            st.reader = Some(fs::read_dir(&path).map_err(|e| errno(&e))?);
+            st.entries = vec![(md.ino(), ".".into()), (md.ino(), "..".into())];
+            st.fetched = None;
+        } else if offset < st.next_offset {
             // A rewind: the replies before this offset must be fetched again.
             st.fetched = (offset / per).checked_sub(1);
         }
