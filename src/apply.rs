@@ -28,12 +28,6 @@ pub struct Applied {
     pub unreadable: usize,
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// First and longest pause between two looks at a creating mount target.
 const FIRST_POLL: Duration = Duration::from_secs(1);
 const LONGEST_POLL: Duration = Duration::from_secs(10);
@@ -54,10 +48,7 @@ pub async fn apply(
                 let path = config.watch_path(root);
                 // One shard directory that cannot be made stops only itself: the shard is not
                 // published until it exists, and the next run tries again.
-                let rel = path.strip_prefix(&config.mount_path).unwrap_or(&path);
-                if let Err(source) =
-                    efs_router::dir::open_beneath(&config.mount_path, &rel.to_string_lossy(), true)
-                {
+                if let Err(source) = crate::shard::open_dir(config, &path, true) {
                     let e = Error::CreateShardDir { path, source };
                     warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
                     applied.warnings.push(crate::error::chain(&e));
@@ -146,7 +137,7 @@ async fn create(
             info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
             update_state(clients, config, |s| {
-                s.record_created(&target.id, &new.az_id, unix_now())
+                s.record_created(&target.id, &new.az_id, crate::state::now())
             })
             .await?;
             Ok(Some(target))
@@ -157,7 +148,7 @@ async fn create(
             whole_az,
             ..
         }) => {
-            let now = unix_now();
+            let now = crate::state::now();
             let until = now + config.subnet_exclusion.as_secs();
             let key = if whole_az { &new.az_id } else { &new.subnet_id };
             let reason = format!(

@@ -14,6 +14,7 @@
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
 use efs_router::relocation::relocate_many;
@@ -86,8 +87,7 @@ pub fn move_home(
     let roots: BTreeSet<&String> = roots.iter().collect();
     for root in roots {
         let dir = config.watch_path(root);
-        let rel = rel_to_mount(config, &dir);
-        let fd = match dir::open_beneath(&config.mount_path, &rel, false) {
+        let fd = match shard::open_dir(config, &dir, false) {
             Ok(fd) => fd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(source) => {
@@ -194,9 +194,7 @@ fn flush(
         .collect();
     let mut unmade = BTreeSet::new();
     for parent in parents {
-        if let Err(source) =
-            dir::open_beneath(&config.mount_path, &rel_to_mount(config, &parent), true)
-        {
+        if let Err(source) = shard::open_dir(config, &parent, true) {
             let e = Error::CreateShardDir {
                 path: parent.clone(),
                 source,
@@ -275,7 +273,7 @@ pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<St
 /// that is not one of the router's own names (a write in progress), nested ones included. A
 /// missing `dir` holds nothing; a part of the tree that cannot be read counts as holding one.
 pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
-    let fd = match dir::open_beneath(&config.mount_path, &rel_to_mount(config, dir), false) {
+    let fd = match shard::open_dir(config, dir, false) {
         Ok(fd) => fd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
@@ -303,12 +301,4 @@ pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
         Kind::Directory | Kind::Private(_) => Flow::Continue,
     })?;
     Ok(any)
-}
-
-/// `dir`'s path below the mount, for `open_beneath`.
-fn rel_to_mount(config: &Config, dir: &Path) -> String {
-    dir.strip_prefix(&config.mount_path)
-        .unwrap_or(dir)
-        .to_string_lossy()
-        .into_owned()
 }

@@ -5,11 +5,11 @@ use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::migration;
 use crate::observed::{LifeCycle, Observed};
-use crate::shard::root_for_az;
+use crate::shard::{self, root_for_az};
 use crate::state::{self, State};
-use efs_router::dir::{count_files_at, open_beneath};
+use efs_router::dir::count_files_at;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// What was observed, and how long counting the files took.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
@@ -73,7 +73,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     let state_stored = stored_state.is_some();
     let state = match stored_state {
         Some(state) => state,
-        None => migrated(config, unix_now(), &mut warnings),
+        None => migrated(config, state::now(), &mut warnings),
     };
 
     // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
@@ -89,18 +89,14 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         .into_iter()
         .map(|r| (config.watch_path(&r), r))
         .collect();
-    let watch_paths: BTreeMap<String, std::path::PathBuf> =
-        dirs.iter().map(|(p, r)| (r.clone(), p.clone())).collect();
     // The shards are counted at once, one thread each: over NFS a shard's count is a chain of
     // READDIR round trips, so the run takes as long as its largest shard, not the sum.
     // Results are read in the order of `dirs`, so the error reported is the same as one by one.
     // Each directory is opened beneath the mount without following a link a task could plant.
     let config_for_walk = config.clone();
     let counted = tokio::task::spawn_blocking(move || -> Result<Counted, Error> {
-        let mount = &config_for_walk.mount_path;
         let count = |path: &std::path::Path| -> std::io::Result<Option<u64>> {
-            let rel = path.strip_prefix(mount).unwrap_or(path).to_string_lossy();
-            match open_beneath(mount, &rel, false) {
+            match shard::open_dir(&config_for_walk, path, false) {
                 Ok(fd) => count_files_at(&fd).map(Some),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
@@ -134,7 +130,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         }
         // Emptiness of a draining shard is decided from its whole tree, nested files included.
         for root in draining_roots {
-            let path = watch_paths.get(&root).cloned().unwrap_or_default();
+            let path = config_for_walk.watch_path(&root);
             match migration::holds_files(&config_for_walk, &path) {
                 Ok(any) => {
                     out.tree_has_files.insert(root, any);
@@ -166,7 +162,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             state,
             state_stored,
             warnings,
-            now: unix_now(),
+            now: state::now(),
         },
         count_took,
     ))
@@ -225,10 +221,4 @@ fn migrated(config: &Config, now: u64, warnings: &mut Vec<String>) -> State {
             State::default()
         }
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -202,8 +202,8 @@ pub struct Plan {
     pub excluded: Vec<Excluded>,
     /// Services whose newest deployment failed to roll out.
     pub rollouts_failed: Vec<String>,
-    /// Services not yet running the list published last (only files moving wait for them).
-    pub fleet_waiting: Vec<String>,
+    /// Why no file may move now (a drain and a rebalance alike), if something holds them.
+    pub moves_wait: Option<MovesWait>,
     /// The fleet has not converged on a list published more than `FLEET_PATIENCE` ago.
     pub fleet_stuck: bool,
     /// Shard directories that could not be read or made (skipped).
@@ -211,6 +211,38 @@ pub struct Plan {
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<String>,
+}
+
+/// Why files may not move now, whatever moves them (a drain or a rebalance).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MovesWait {
+    /// The list the state calls for is not the one published: it goes out first.
+    ListPending,
+    /// These services do not run the list published last yet.
+    Fleet(Vec<String>),
+    /// Clients that refresh the list themselves may not have read it: seconds left.
+    Refresh(u64),
+}
+
+impl std::fmt::Display for MovesWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MovesWait::ListPending => write!(
+                f,
+                "the published list is about to change (a reconcile run publishes it first)"
+            ),
+            MovesWait::Fleet(services) => write!(
+                f,
+                "services {} do not run the list published last yet",
+                services.join(", ")
+            ),
+            MovesWait::Refresh(left) => write!(
+                f,
+                "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read the one \
+                 published last: {left} s more"
+            ),
+        }
+    }
 }
 
 /// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
@@ -241,12 +273,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let mut state = obs.state.clone();
     track_targets(obs, &shards, strategy, &mut state, &mut warnings);
     let fleet_waiting = fleet_waiting(obs);
-    let published_age = obs
-        .parameter
-        .as_ref()
-        .and_then(|p| p.last_modified)
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| obs.now.saturating_sub(d.as_secs()));
+    let published_age = published_at(obs).map(|t| obs.now.saturating_sub(t));
     let fleet_stuck =
         !fleet_waiting.is_empty() && published_age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
     if fleet_stuck {
@@ -261,6 +288,16 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let current = shards.iter().filter(|s| s.target.state.is_active()).count();
     let size = Size::of(counts.file_count, current, room.az_capacity, policy);
     let mut list = rebuild_list(published, &shards, &state, obs);
+    // Whatever moves files (a drain, a rebalance) waits for the same things, in this order.
+    let moves_wait = if published != Some(&list) {
+        Some(MovesWait::ListPending)
+    } else if !fleet_waiting.is_empty() {
+        Some(MovesWait::Fleet(fleet_waiting))
+    } else {
+        Some(refresh_left(obs, policy))
+            .filter(|left| *left > 0)
+            .map(MovesWait::Refresh)
+    };
     // The drain under way: the first in the list's order, then any unlisted one.
     let drain = list
         .mount_targets
@@ -302,11 +339,9 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             // A shard that could not be walked is not known to be empty.
             has_files: obs.tree_has_files.get(&d.root).copied().unwrap_or(true),
         }),
-        fleet_waiting: fleet_waiting.clone(),
-        list_pending: published != Some(&list),
+        moves_wait: moves_wait.clone(),
         creating: creating.first().copied(),
         allow_create: policy.allow_create,
-        refresh_left: refresh_left(obs, policy),
         next_target: room.eligible.first().map(|subnet| NewTarget {
             subnet_id: subnet.id.clone(),
             az: subnet.az.clone(),
@@ -411,7 +446,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         steps,
         excluded: room.excluded,
         rollouts_failed,
-        fleet_waiting,
+        moves_wait,
         fleet_stuck,
         unreadable: obs.unreadable.len(),
         reason,
@@ -422,7 +457,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
 /// Services that do not run the list published last yet: their PRIMARY deployment started
 /// before it, another deployment still has running tasks, or the rollout failed. Empty when
 /// nothing is published.
-pub fn fleet_waiting(obs: &Observed) -> Vec<String> {
+fn fleet_waiting(obs: &Observed) -> Vec<String> {
     let Some(published_at) = obs.parameter.as_ref().and_then(|p| p.last_modified) else {
         return Vec::new();
     };
@@ -779,14 +814,10 @@ struct Situation<'a> {
     serving: usize,
     /// The drain under way, if any.
     drain: Option<DrainView>,
-    /// Services not yet running the list published last.
-    fleet_waiting: Vec<String>,
-    /// The list the state calls for is not the one published.
-    list_pending: bool,
+    /// Why no file may move now.
+    moves_wait: Option<MovesWait>,
     creating: Option<&'a Shard>,
     allow_create: bool,
-    /// Seconds until every refreshing client has read the published list.
-    refresh_left: u64,
     /// Where a new target would go, if anywhere.
     next_target: Option<NewTarget>,
     bound: &'a Bound,
@@ -823,20 +854,16 @@ fn decide(s: &Situation) -> Decision {
         let id = d.id.clone();
         return if growing {
             Decision::CancelDrain { id }
-        } else if s.list_pending {
-            // The clients run the published list, not the one the state implies: publish it
-            // first, then wait for the fleet to run it.
-            Decision::PublishFirst { id }
-        } else if !s.fleet_waiting.is_empty() {
+        } else if let Some(wait) = &s.moves_wait {
             // publish → converge → move → publish → converge → delete.
-            Decision::WaitForFleet {
-                id,
-                services: s.fleet_waiting.clone(),
-            }
-        } else if s.refresh_left > 0 {
-            Decision::WaitForRefresh {
-                id,
-                left: s.refresh_left,
+            match wait {
+                // The clients run the published list, not the one the state implies.
+                MovesWait::ListPending => Decision::PublishFirst { id },
+                MovesWait::Fleet(services) => Decision::WaitForFleet {
+                    id,
+                    services: services.clone(),
+                },
+                MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
             }
         } else if d.has_files {
             Decision::MoveDrained {
@@ -1043,14 +1070,17 @@ fn housekeeping(
 
 /// Seconds left before clients that re-read the list every `CLIENT_REFRESH_SECONDS` have all
 /// read the one published last (0 when they have, or when no client refreshes by itself).
-pub fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
-    let published = obs
-        .parameter
+fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
+    (published_at(obs).unwrap_or(0) + policy.client_refresh_secs).saturating_sub(obs.now)
+}
+
+/// When the list was last published (Unix seconds), if it exists.
+fn published_at(obs: &Observed) -> Option<u64> {
+    obs.parameter
         .as_ref()
         .and_then(|p| p.last_modified)
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs());
-    (published + policy.client_refresh_secs).saturating_sub(obs.now)
+        .map(|d| d.as_secs())
 }
 
 /// The list clients should see. A listed target leaves it only through a drain:

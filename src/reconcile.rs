@@ -8,7 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
-use crate::plan::{self, plan, Decision, Plan, Policy, Step};
+use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -64,34 +64,14 @@ pub async fn run(
         }
         Action::Rebalance { max_moves } => {
             // The list clients use now: every shard is walked, files go where they route;
-            // not before every client that refreshes the list itself has read it.
-            let refresh_left = plan::refresh_left(&observed, &policy);
-            let fleet = plan::fleet_waiting(&observed);
-            if !fleet.is_empty() {
-                // Files move only while the whole fleet runs the list published last.
-                let why = format!(
-                    "services {} do not run the list published last yet: no file moves",
-                    fleet.join(", ")
-                );
-                warn!(services = ?fleet, "{why}");
-                applied.warnings.push(why);
-                applied.waiting_for.extend(fleet);
-            } else if refresh_left > 0 {
-                let why = format!(
-                    "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read the one \
-                     published last: no file moves for {refresh_left} s more"
-                );
-                warn!(refresh_left, "{why}");
-                applied.warnings.push(why);
-            } else if observed.parameter.as_ref().map(|p| &p.list) != Some(&first.list) {
-                // The list is about to change (a target gone, a mark to remove): files move
-                // by the list clients run, once the next reconcile has published it.
-                let why =
-                    "the published list is about to change (the next reconcile run publishes \
-                           it): no file moves until the services run the new one"
-                        .to_owned();
+            // only when a drain could move files too (the fleet runs that list, ...).
+            if let Some(wait) = &first.moves_wait {
+                let why = format!("{wait}: no file moves");
                 warn!("{why}");
                 applied.warnings.push(why);
+                if let MovesWait::Fleet(services) = wait {
+                    applied.waiting_for.extend(services.iter().cloned());
+                }
             } else if let Some(parameter) = &observed.parameter {
                 let roots: Vec<String> = parameter
                     .list

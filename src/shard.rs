@@ -11,6 +11,17 @@ pub struct Shard {
     pub root: String,
 }
 
+/// Opens `dir` (a shard's directory, or one below it) beneath the function's mount without
+/// following a link a task could plant, making missing directories when `create`.
+pub fn open_dir(
+    config: &crate::config::Config,
+    dir: &std::path::Path,
+    create: bool,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let rel = dir.strip_prefix(&config.mount_path).unwrap_or(dir);
+    efs_router::dir::open_beneath(&config.mount_path, &rel.to_string_lossy(), create)
+}
+
 pub fn root_for_az(az_id: &str) -> String {
     format!("/shards/{az_id}")
 }

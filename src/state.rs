@@ -111,6 +111,13 @@ impl State {
     }
 }
 
+/// Now, in Unix seconds: the clock of every timer in the state.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// The largest old state file read: a real one is a few hundred bytes.
 const OLD_FILE_MAX: u64 = 64 * 1024;
 
@@ -127,14 +134,11 @@ pub fn migrate_old_file(mount: &Path) -> Result<Option<OldFile>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}; ignored", dir.display())),
     }
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_flags::O_NOFOLLOW | libc_flags::O_NONBLOCK)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(&path, flags, Mode::empty()) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
         Err(e) => return Err(format!("{}: {e}; ignored", path.display())),
     };
     let meta = file
@@ -171,12 +175,6 @@ pub struct OldFile {
     pub created_azs: BTreeSet<String>,
     #[serde(default)]
     pub excluded: BTreeMap<String, Exclusion>,
-}
-
-/// Linux's open flags (the values are the same on x86_64 and aarch64).
-mod libc_flags {
-    pub const O_NONBLOCK: i32 = 0o4000;
-    pub const O_NOFOLLOW: i32 = 0o400000;
 }
 
 #[cfg(test)]

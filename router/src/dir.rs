@@ -795,9 +795,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_entries_are_entered_only_when_asked() {
-        // A local file system reports types; the walk's answer to `Enter` on a directory is
-        // what it does for an unknown entry that is one (the netfs tests see real DT_UNKNOWN).
+    fn enter_on_a_known_directory_walks_it_as_continue_does() {
+        // A local file system reports types, so this checks only that `Enter` on a directory
+        // walks it; entries of unknown type are entered only when asked in the netfs tests
+        // (`walking_reads_names_only_and_enters_an_unknown_entry_only_when_asked`).
         let d = tempfile::tempdir().unwrap();
         fs::create_dir(d.path().join("sub")).unwrap();
         fs::write(d.path().join("sub/x"), b"").unwrap();

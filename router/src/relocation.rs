@@ -96,12 +96,6 @@ impl fmt::Display for NotARegularFile {
 
 impl std::error::Error for NotARegularFile {}
 
-/// Whether `a` is newer than `b`: a later modification time, to the nanosecond. Equal times
-/// are not newer (the copy already in place wins a tie).
-pub fn newer(a: &fs::Metadata, b: &fs::Metadata) -> bool {
-    Stamp::of(a).newer_than(&Stamp::of(b))
-}
-
 /// What a move needs to know of a file: which one it is, how new, what type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stamp {

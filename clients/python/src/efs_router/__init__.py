@@ -1170,16 +1170,21 @@ class Router:
     def _find(self, s: _Snapshot, home: Resolved) -> Found:
         if _present(home.real):
             return Found("home")
-        for j in self._others(s, home.index):
-            real = self.layout.real_path(s.targets, j, home.logical)
-            if _present(real):
+        # A miss: the other shards are looked at all at once, as a fallback read does.
+        others = list(self._others(s, home.index))
+        reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
+        for j, real, there in zip(others, reals, _probe(reals, _present)):
+            if isinstance(there, BaseException):
+                raise there
+            if there:
                 return Found("elsewhere", j, real)
         if _present(home.real):  # moved home by a concurrent read while we looked elsewhere
             return Found("home")
         return Found("missing")
 
     def exists(self, path: str) -> bool:
-        """Whether ``path`` is in any shard: one stat at home; on a miss, one per other shard, then home again."""
+        """Whether ``path`` is in any shard: one stat at home; on a miss, one per other shard (at once), then home
+        again."""
         s = self._current()
         return self._find(s, self._resolve(s, path)).kind != "missing"
 
