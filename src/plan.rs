@@ -1111,6 +1111,8 @@ fn rebuild_list(
         subnet_id: Some(s.target.subnet_id.clone()),
         root: s.root.clone(),
         draining: draining(&s.target.id),
+        shards: 1,
+        draining_shards: 0,
     };
     let strategy = published.map_or(Strategy::Rendezvous, |l| l.strategy);
     let mut out = MountTargetList::new(strategy);

@@ -205,6 +205,8 @@ fn target(i: usize, root: &str, draining: bool) -> Target {
         subnet_id: None,
         root: root.to_owned(),
         draining,
+        shards: 1,
+        draining_shards: 0,
     }
 }
 

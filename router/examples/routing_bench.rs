@@ -18,6 +18,8 @@ fn target(i: usize, az_id: &str, root: &str) -> Target {
         subnet_id: None,
         root: root.to_owned(),
         draining: false,
+        shards: 1,
+        draining_shards: 0,
     }
 }
 

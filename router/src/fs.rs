@@ -130,6 +130,8 @@ pub struct Read {
 #[derive(Debug, Clone)]
 pub struct Router {
     list: MountTargetList,
+    /// The list's shards ([`MountTargetList::shards`]): what paths route to, by position.
+    shards: Vec<Target>,
     layout: Layout,
     /// Paths, relative to some shard's root, that are another shard's directory.
     reserved: Vec<(String, String)>,
@@ -137,10 +139,11 @@ pub struct Router {
 
 impl Router {
     pub fn new(list: MountTargetList, layout: Layout) -> Result<Router, Error> {
-        layout.check(&list.mount_targets)?;
+        let shards = list.shards();
+        layout.check(&shards)?;
         let mut reserved: Vec<(String, String)> = Vec::new();
-        for outer in &list.mount_targets {
-            for inner in &list.mount_targets {
+        for outer in &shards {
+            for inner in &shards {
                 if let Some(rel) = relative_to(&inner.root, &outer.root) {
                     if !rel.is_empty() && !reserved.iter().any(|(r, _)| r == rel) {
                         reserved.push((rel.to_owned(), inner.root.clone()));
@@ -150,6 +153,7 @@ impl Router {
         }
         Ok(Router {
             list,
+            shards,
             layout,
             reserved,
         })
@@ -163,8 +167,13 @@ impl Router {
         &self.layout
     }
 
+    /// The shards, by position: an index of [`Resolved`] or [`Found`] is one of these.
+    pub fn shards(&self) -> &[Target] {
+        &self.shards
+    }
+
     fn targets(&self) -> &[Target] {
-        &self.list.mount_targets
+        &self.shards
     }
 
     /// The home shard of `path` and the real path there.

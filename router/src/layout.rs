@@ -152,6 +152,8 @@ mod tests {
                 subnet_id: None,
                 root: (*r).to_owned(),
                 draining: false,
+                shards: 1,
+                draining_shards: 0,
             })
             .collect()
     }

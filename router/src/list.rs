@@ -4,6 +4,11 @@
 //! - the current form: `{"mount_targets":[{"id","ip","az","az_id","subnet_id","root"}],"strategy":"rendezvous"}`
 //! - the original two-field form: `{"mount_targets":[{"id","ip"}]}`, read as every entry rooted
 //!   at `/` with strategy `modulo-sha256`, which is how that system routed.
+//! - version 2, `{"mount_targets":[{…,"shards":5,"draining_shards":1}],"strategy":"rendezvous","version":2}`:
+//!   a mount target serves several shards, its `root` and then `/shards/<az_id>.<k>` for
+//!   k = 1 … shards − 1 ([`MountTargetList::shards`]). Its size does not grow with the shards.
+//!   A list is written as version 2 only when some target serves more than one shard; clients
+//!   older than version 2 refuse the `version` key, so no two clients route one list differently.
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -55,14 +60,65 @@ pub struct Target {
     /// A target being emptied before removal: it receives no new files, reads still look there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub draining: bool,
+    /// How many shards this target serves (version 2): `root`, then `/shards/<az_id>.<k>`
+    /// for k = 1 … shards − 1. 1 in the earlier forms.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub shards: u32,
+    /// The last this many of its shards are draining (version 2); fewer than `shards` (the
+    /// whole target drains with `draining`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draining_shards: u32,
 }
 
 fn default_root() -> String {
     "/".to_owned()
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The most shards one list may describe: the list's own checks are quadratic in it, and
+/// every shard is a directory a client may probe for a file that is not at home.
+pub const MAX_LIST_SHARDS: usize = 1000;
+
+/// The root of a mount target's `k`-th shard (k ≥ 1; its first is its `root`).
+pub fn extra_root(az_id: &str, k: u32) -> String {
+    format!("/shards/{az_id}.{k}")
+}
+
+impl Target {
+    /// The roots of this target's shards: `root`, then `/shards/<az_id>.<k>` for k = 1 … shards − 1.
+    pub fn shard_roots(&self) -> Vec<String> {
+        let az_id = self.az_id.as_deref().unwrap_or_default();
+        (0..self.shards.max(1))
+            .map(|k| {
+                if k == 0 {
+                    self.root.clone()
+                } else {
+                    extra_root(az_id, k)
+                }
+            })
+            .collect()
+    }
+
+    /// Whether its `k`-th shard is draining: the whole target is, or k is among its last
+    /// `draining_shards`.
+    pub fn shard_draining(&self, k: u32) -> bool {
+        self.draining || k >= self.shards.saturating_sub(self.draining_shards)
+    }
+}
+
 /// The whole published document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountTargetList {
     pub mount_targets: Vec<Target>,
     pub strategy: Strategy,
@@ -74,6 +130,17 @@ struct RawList {
     mount_targets: Vec<Target>,
     #[serde(default)]
     strategy: Option<Strategy>,
+    #[serde(default)]
+    version: Option<u32>,
+}
+
+/// The document as written: `version` only when it is 2.
+#[derive(Serialize)]
+struct OutList<'a> {
+    mount_targets: &'a [Target],
+    strategy: Strategy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
 }
 
 /// Why a published list was refused. The message says what is wrong and names the offending
@@ -84,6 +151,12 @@ pub enum ListError {
     Json(String),
     #[error("not a mount target list: the key {key:?} appears twice in one object")]
     DuplicateKey { key: String },
+    #[error("not a mount target list: version {found} is not 1 or 2")]
+    BadVersion { found: u32 },
+    #[error("mount target {id} has \"shards\" or \"draining_shards\", which only a version 2 list may have (clients before version 2 would route by its root alone)")]
+    ShardsNeedVersion { id: String },
+    #[error("mount target {id}: {why}")]
+    BadShards { id: String, why: String },
     #[error("mount target {index} has an empty id")]
     EmptyId { index: usize },
     #[error("mount target {id} is listed twice")]
@@ -109,12 +182,15 @@ pub enum ListError {
 
 impl ListError {
     /// The short name of the rule that refused the list, as `tests/vectors/lists.json` spells
-    /// it: `not-a-list`, `duplicate-key`, `empty-id`, `duplicate-id`, `bad-root`,
-    /// `reserved-root`, `duplicate-root` or `nested-root`.
+    /// it: `not-a-list`, `duplicate-key`, `bad-version`, `shards-need-version`, `bad-shards`,
+    /// `empty-id`, `duplicate-id`, `bad-root`, `reserved-root`, `duplicate-root` or `nested-root`.
     pub fn kind(&self) -> &'static str {
         match self {
             ListError::Json(_) => "not-a-list",
             ListError::DuplicateKey { .. } => "duplicate-key",
+            ListError::BadVersion { .. } => "bad-version",
+            ListError::ShardsNeedVersion { .. } => "shards-need-version",
+            ListError::BadShards { .. } => "bad-shards",
             ListError::EmptyId { .. } => "empty-id",
             ListError::DuplicateId { .. } => "duplicate-id",
             ListError::BadRoot { .. } => "bad-root",
@@ -151,6 +227,19 @@ impl MountTargetList {
         }
         let raw: RawList =
             serde_json::from_str(text).map_err(|e| ListError::Json(e.to_string()))?;
+        match raw.version {
+            None | Some(1) => {
+                if let Some(t) = raw
+                    .mount_targets
+                    .iter()
+                    .find(|t| t.shards != 1 || t.draining_shards != 0)
+                {
+                    return Err(ListError::ShardsNeedVersion { id: t.id.clone() });
+                }
+            }
+            Some(2) => {}
+            Some(found) => return Err(ListError::BadVersion { found }),
+        }
         let list = MountTargetList {
             mount_targets: raw.mount_targets,
             strategy: raw.strategy.unwrap_or(Strategy::ModuloSha256),
@@ -159,19 +248,63 @@ impl MountTargetList {
         Ok(list)
     }
 
+    /// The document: version 2 only when some target serves more than one shard, so that a
+    /// list today's clients can route is always written in the form they read.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a list of strings always serialises")
+        serde_json::to_string(&OutList {
+            mount_targets: &self.mount_targets,
+            strategy: self.strategy,
+            version: self.needs_version_2().then_some(2),
+        })
+        .expect("a list of strings always serialises")
+    }
+
+    /// Some target serves more than one shard, or drains some of them.
+    pub fn needs_version_2(&self) -> bool {
+        self.mount_targets
+            .iter()
+            .any(|t| t.shards != 1 || t.draining_shards != 0)
+    }
+
+    /// Every shard, in list order (each target's `root` first, then its `/shards/<az_id>.<k>`):
+    /// each a copy of its target's entry with the shard's root, `draining` when that shard
+    /// drains, and one shard. Routing, layouts and moves all work on this form.
+    pub fn shards(&self) -> Vec<Target> {
+        let mut out = Vec::with_capacity(self.shard_count());
+        for t in &self.mount_targets {
+            for (k, root) in (0u32..).zip(t.shard_roots()) {
+                out.push(Target {
+                    root,
+                    draining: t.shard_draining(k),
+                    shards: 1,
+                    draining_shards: 0,
+                    ..t.clone()
+                });
+            }
+        }
+        out
+    }
+
+    /// How many shards the list describes.
+    pub fn shard_count(&self) -> usize {
+        self.mount_targets
+            .iter()
+            .map(|t| t.shards.max(1) as usize)
+            .sum()
     }
 
     /// The rules every list obeys, in this order (router/README.md, "The published list"):
-    /// each entry in list order has a non-empty id not seen before, a clean absolute root, and
-    /// no root component starting with `.`; then, for each pair of entries (the later one in
-    /// list order, then the earlier), their roots are not the same (except `/` when every root
-    /// is `/`, or in a `modulo-sha256` list: the original form, before and after the function
-    /// appended shards to it) and neither lies inside the other (except `/shards/<name>…`
-    /// inside `/`).
+    /// each entry in list order has a non-empty id not seen before and sane shard counts
+    /// (`shards` ≥ 1; `draining_shards` < `shards`; more than one shard needs an `az_id` and
+    /// `rendezvous`; at most [`MAX_LIST_SHARDS`] in all); then each shard in list order
+    /// ([`MountTargetList::shards`]) has a clean absolute root with no component starting
+    /// with `.`; then, for each pair of shards (the later one in list order, then the
+    /// earlier), their roots are not the same (except `/` when every root is `/`, or in a
+    /// `modulo-sha256` list: the original form, before and after the function appended shards
+    /// to it) and neither lies inside the other (except `/shards/<name>…` inside `/`).
     pub fn validate(&self) -> Result<(), ListError> {
         let mut seen = HashSet::new();
+        let mut total = 0usize;
         for (index, t) in self.mount_targets.iter().enumerate() {
             if t.id.is_empty() {
                 return Err(ListError::EmptyId { index });
@@ -179,6 +312,33 @@ impl MountTargetList {
             if !seen.insert(t.id.as_str()) {
                 return Err(ListError::DuplicateId { id: t.id.clone() });
             }
+            let bad = |why: &str| {
+                Err(ListError::BadShards {
+                    id: t.id.clone(),
+                    why: why.to_owned(),
+                })
+            };
+            if t.shards == 0 {
+                return bad("\"shards\" is 0: a mount target in the list serves at least one shard");
+            }
+            if t.draining_shards >= t.shards {
+                return bad("\"draining_shards\" must be fewer than \"shards\" (a whole target drains with \"draining\")");
+            }
+            if t.shards > 1 && t.az_id.as_deref().is_none_or(str::is_empty) {
+                return bad("more than one shard needs an \"az_id\": its shards are /shards/<az_id>.<k>");
+            }
+            if t.shards > 1 && self.strategy != Strategy::Rendezvous {
+                return bad("more than one shard needs strategy rendezvous");
+            }
+            total += t.shards as usize;
+            if total > MAX_LIST_SHARDS {
+                return bad(&format!(
+                    "the list has more than {MAX_LIST_SHARDS} shards"
+                ));
+            }
+        }
+        let shards = self.shards();
+        for t in &shards {
             if !root_is_valid(&t.root) {
                 return Err(ListError::BadRoot {
                     id: t.id.clone(),
@@ -192,7 +352,7 @@ impl MountTargetList {
                 });
             }
         }
-        let t = &self.mount_targets;
+        let t = &shards;
         let slash_may_repeat =
             self.strategy == Strategy::ModuloSha256 || t.iter().all(|t| t.root == "/");
         for (j, later) in t.iter().enumerate() {

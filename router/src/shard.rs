@@ -166,6 +166,8 @@ mod tests {
             subnet_id: None,
             root: root.to_owned(),
             draining: false,
+            shards: 1,
+            draining_shards: 0,
         }
     }
 

@@ -19,6 +19,8 @@ fn target(i: usize, root: &str) -> Target {
         subnet_id: None,
         root: root.to_owned(),
         draining: false,
+        shards: 1,
+        draining_shards: 0,
     }
 }
 
