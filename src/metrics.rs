@@ -142,10 +142,24 @@ pub const METRICS: &[MetricSpec] = &[
 pub struct RunMetrics {
     pub file_system_id: String,
     /// `(shard id = mount target id, shard root, files)` for each counted shard.
+    /// TODO(helper): replaced by `files_per_target`.
     pub files_per_shard: Vec<(String, String, u64)>,
+    /// `(mount target id, files in all the shards it serves)`, in list order.
+    pub files_per_target: Vec<(String, u64)>,
+    /// The shard directory that holds the most files: `(root, files)`.
+    pub largest_shard: Option<(String, u64)>,
+    /// `FILE_THRESHOLD`: the line the largest shard is shown against.
+    pub threshold: u64,
     pub total_files: u64,
     pub mount_targets: u64,
+    /// Mount targets wanted (after the AZ and `MAX_MOUNT_TARGETS` caps).
     pub desired: u64,
+    /// Shards listed (each a directory; a mount target serves one or more).
+    pub shards: u64,
+    /// Shards the file count calls for, after `MAX_SHARDS`.
+    pub desired_shards: u64,
+    /// The file count calls for more shards than `MAX_SHARDS` allows (or, for a
+    /// `modulo-sha256` list, than there can be mount targets).
     pub at_capacity: bool,
     pub rollouts_failed: u64,
     pub fleet_not_converged: bool,
@@ -386,6 +400,11 @@ mod tests {
                 ("fsmt-1a2b".into(), "/".into(), 61_234),
                 ("fsmt-3c4d".into(), "/shards/use1-az4".into(), 17),
             ],
+            files_per_target: vec![],
+            largest_shard: None,
+            threshold: 50_000,
+            shards: 2,
+            desired_shards: 2,
             total_files: 61_251,
             mount_targets: 2,
             desired: 2,

@@ -201,9 +201,14 @@ fn emit_metrics(
                 )
             })
             .collect(),
+        files_per_target: Vec::new(),
+        largest_shard: None,
+        threshold: config.file_threshold,
         total_files: first.file_count,
         mount_targets: end.current as u64,
         desired: first.desired as u64,
+        shards: 0,
+        desired_shards: 0,
         at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
