@@ -66,7 +66,7 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Err
 /// A logical path routed: its home shard and the real path there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
-    /// Index of the home shard in the list.
+    /// Position of the home shard among the list's shards ([`Router::shards`]).
     pub index: usize,
     /// The normalised logical path.
     pub logical: LogicalPath,
@@ -172,10 +172,6 @@ impl Router {
         &self.shards
     }
 
-    fn targets(&self) -> &[Target] {
-        &self.shards
-    }
-
     /// The home shard of `path` and the real path there.
     pub fn resolve(&self, path: &str) -> Result<Resolved, Error> {
         let logical = LogicalPath::parse(path).map_err(RouteError::from)?;
@@ -189,8 +185,8 @@ impl Router {
                 root: root.clone(),
             });
         }
-        let index = index_of(path, &logical, self.targets(), self.list.strategy)?;
-        let real = self.layout.real_path(self.targets(), index, &logical);
+        let index = index_of(path, &logical, self.shards(), self.list.strategy)?;
+        let real = self.layout.real_path(self.shards(), index, &logical);
         Ok(Resolved {
             index,
             logical,
@@ -201,14 +197,14 @@ impl Router {
     /// The shards other than `home` that hold distinct directories, in list order: one per
     /// root, none with home's root.
     fn others(&self, home: usize) -> impl Iterator<Item = usize> + '_ {
-        let t = self.targets();
+        let t = self.shards();
         (0..t.len()).filter(move |&j| {
             t[j].root != t[home].root && !t[..j].iter().any(|k| k.root == t[j].root)
         })
     }
 
     fn real_in(&self, index: usize, logical: &LogicalPath) -> PathBuf {
-        self.layout.real_path(self.targets(), index, logical)
+        self.layout.real_path(self.shards(), index, logical)
     }
 
     /// Where `path` is now: home, elsewhere, or nowhere. Moves nothing.
@@ -353,7 +349,7 @@ impl Router {
     fn move_home(&self, from: usize, home: &Resolved, stamp: Stamp) -> Result<Move, Error> {
         let Some((src, dst)) =
             self.layout
-                .move_paths(self.targets(), from, home.index, &home.logical)
+                .move_paths(self.shards(), from, home.index, &home.logical)
         else {
             return Ok(Move::Done(Place::LeftElsewhere {
                 index: from,

@@ -3,8 +3,12 @@
 //! - [`Layout::SingleMount`] (Fargate, and this function): the file system root mounted once
 //!   at `base`; the file `path` of the shard rooted at `root` is `<base>/<root>/<path>`
 //!   (`<base>/<path>` for root `/`).
-//! - [`Layout::PerTarget`] (hosts that can mount, e.g. EC2): target i's `ip:root` mounted at
-//!   `mounts[i]`, typically `/mnt/efs-<i>`; the file is `<mounts[i]>/<path>`.
+//! - [`Layout::PerTarget`] (hosts that can mount, e.g. EC2): one mount per shard, shard i's
+//!   `ip:root` mounted at `mounts[i]`, typically `/mnt/efs-<i>`; the file is `<mounts[i]>/<path>`.
+//!   Shard i is the i-th of the list's shards ([`crate::MountTargetList::shards`]): a mount
+//!   target serving several shards has a mount for each.
+//!
+//! Every `targets` argument below is that list of shards, and every index a position in it.
 
 use crate::list::Target;
 use crate::path::LogicalPath;
@@ -15,16 +19,16 @@ use std::path::{Path, PathBuf};
 pub enum Layout {
     /// The file system root mounted once at `base`.
     SingleMount { base: PathBuf },
-    /// Target i of the list (by position) mounted, as `ip:root`, at `mounts[i]`.
+    /// Shard i of the list (by position among its shards) mounted, as `ip:root`, at `mounts[i]`.
     PerTarget { mounts: Vec<PathBuf> },
 }
 
 /// A layout that does not fit the list it is used with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
-    #[error("{mounts} mounts for {targets} mount targets: a per-target layout needs one mount per target, in list order")]
-    MountCount { mounts: usize, targets: usize },
-    #[error("mount template {0:?} has no '{{i}}' to put the target's index in")]
+    #[error("{mounts} mounts for {shards} shards: a per-target layout needs one mount per shard (its ip:root), in the list's shard order")]
+    MountCount { mounts: usize, shards: usize },
+    #[error("mount template {0:?} has no '{{i}}' to put the shard's position in")]
     Template(String),
 }
 
@@ -37,7 +41,8 @@ impl Layout {
         Layout::PerTarget { mounts }
     }
 
-    /// One mount per target from a template such as `/mnt/efs-{i}`, for `n` targets.
+    /// One mount per shard from a template such as `/mnt/efs-{i}`, for `n` shards
+    /// ([`crate::MountTargetList::shard_count`]).
     pub fn per_target_template(template: &str, n: usize) -> Result<Layout, LayoutError> {
         if !template.contains("{i}") {
             return Err(LayoutError::Template(template.to_owned()));
@@ -49,19 +54,19 @@ impl Layout {
         })
     }
 
-    /// Checks that the layout can serve `targets`.
-    pub fn check(&self, targets: &[Target]) -> Result<(), LayoutError> {
+    /// Checks that the layout can serve `shards` (the list's [`crate::MountTargetList::shards`]).
+    pub fn check(&self, shards: &[Target]) -> Result<(), LayoutError> {
         match self {
             Layout::SingleMount { .. } => Ok(()),
-            Layout::PerTarget { mounts } if mounts.len() == targets.len() => Ok(()),
+            Layout::PerTarget { mounts } if mounts.len() == shards.len() => Ok(()),
             Layout::PerTarget { mounts } => Err(LayoutError::MountCount {
                 mounts: mounts.len(),
-                targets: targets.len(),
+                shards: shards.len(),
             }),
         }
     }
 
-    /// The directory on this host that is target `index`'s root.
+    /// The directory on this host that is shard `index`'s root.
     ///
     /// # Panics
     /// If `index` is out of range of `targets` or of the mounts; [`Layout::check`] first.
@@ -80,8 +85,9 @@ impl Layout {
     /// The source and destination, both seen through one mount, for moving `path` from shard
     /// `from` to shard `to` by a rename within the file system. A rename between two different
     /// mounts fails with `EXDEV` even when they are of the same file system, so in a
-    /// per-target layout this picks the first target whose root contains both shards' roots
-    /// (the target rooted at `/`, in the layout of docs/design.md). `None` when no mount sees both.
+    /// per-target layout this picks the mount of the first shard whose root contains both
+    /// shards' roots (the shard rooted at `/`, in the layout of docs/design.md). `None` when no
+    /// mount sees both.
     pub fn move_paths(
         &self,
         targets: &[Target],
@@ -204,7 +210,7 @@ mod tests {
                 .check(&t),
             Err(LayoutError::MountCount {
                 mounts: 1,
-                targets: 2
+                shards: 2
             })
         );
         assert!(Layout::per_target_template("/mnt/efs", 1).is_err());

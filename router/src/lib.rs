@@ -1,10 +1,10 @@
 //! Client-side routing for efs-mount-autoscaler: reads the published list of mount targets
 //! and sends each logical path to its shard, as docs/design.md describes.
 //!
-//! - [`list`]: the published JSON, both forms.
+//! - [`list`]: the published JSON, every form (version 2: a mount target serving several shards).
 //! - [`path`]: logical paths, checked and normalised.
 //! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
-//! - [`layout`]: where a shard's files are on this host (one mount, or one per target).
+//! - [`layout`]: where a shard's files are on this host (one mount, or one per shard).
 //! - [`dir`]: reading directories without a stat per entry (counting, listing names, walking
 //!   a tree), opening a directory beneath a mount without following links, cleaning up.
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.

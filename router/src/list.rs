@@ -1,5 +1,5 @@
 //! The published list of mount targets: the JSON that efs-mount-autoscaler writes to SSM
-//! Parameter Store and every client reads. Both forms of the contract parse:
+//! Parameter Store and every client reads. Every form of the contract parses:
 //!
 //! - the current form: `{"mount_targets":[{"id","ip","az","az_id","subnet_id","root"}],"strategy":"rendezvous"}`
 //! - the original two-field form: `{"mount_targets":[{"id","ip"}]}`, read as every entry rooted
@@ -209,7 +209,7 @@ impl MountTargetList {
         }
     }
 
-    /// Parses and checks either form ([`MountTargetList::validate`]). Unknown top-level keys
+    /// Parses and checks every form ([`MountTargetList::validate`]). Unknown top-level keys
     /// and a key repeated in any object of the document are refused, so that a hand-edited
     /// parameter of another shape is never mistaken for a list and overwritten, and no reader
     /// picks a different one of two values than another.
@@ -319,22 +319,24 @@ impl MountTargetList {
                 })
             };
             if t.shards == 0 {
-                return bad("\"shards\" is 0: a mount target in the list serves at least one shard");
+                return bad(
+                    "\"shards\" is 0: a mount target in the list serves at least one shard",
+                );
             }
             if t.draining_shards >= t.shards {
                 return bad("\"draining_shards\" must be fewer than \"shards\" (a whole target drains with \"draining\")");
             }
             if t.shards > 1 && t.az_id.as_deref().is_none_or(str::is_empty) {
-                return bad("more than one shard needs an \"az_id\": its shards are /shards/<az_id>.<k>");
+                return bad(
+                    "more than one shard needs an \"az_id\": its shards are /shards/<az_id>.<k>",
+                );
             }
             if t.shards > 1 && self.strategy != Strategy::Rendezvous {
                 return bad("more than one shard needs strategy rendezvous");
             }
             total += t.shards as usize;
             if total > MAX_LIST_SHARDS {
-                return bad(&format!(
-                    "the list has more than {MAX_LIST_SHARDS} shards"
-                ));
+                return bad(&format!("the list has more than {MAX_LIST_SHARDS} shards"));
             }
         }
         let shards = self.shards();
@@ -516,5 +518,313 @@ mod tests {
         ] {
             assert!(MountTargetList::from_json(bad).is_err(), "accepted {bad:?}");
         }
+    }
+
+    const V2: &str = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az":"us-east-1a","az_id":"use1-az1","subnet_id":"subnet-1","root":"/","shards":3},{"id":"fsmt-b","ip":"10.0.2.7","az":"us-east-1b","az_id":"use1-az2","subnet_id":"subnet-2","root":"/shards/use1-az2","shards":4,"draining_shards":1}],"strategy":"rendezvous","version":2}"#;
+
+    /// The kind of error `text` is refused with, and its message.
+    fn refused(text: &str) -> (&'static str, String) {
+        match MountTargetList::from_json(text) {
+            Ok(l) => panic!("accepted {text}: {l:?}"),
+            Err(e) => (e.kind(), e.to_string()),
+        }
+    }
+
+    /// A version 2 document of these entries (each a JSON object's contents).
+    fn v2(entries: &[&str]) -> String {
+        let entries: Vec<String> = entries.iter().map(|e| format!("{{{e}}}")).collect();
+        format!(
+            r#"{{"mount_targets":[{}],"strategy":"rendezvous","version":2}}"#,
+            entries.join(",")
+        )
+    }
+
+    #[test]
+    fn version_2_round_trips() {
+        let list = MountTargetList::from_json(V2).unwrap();
+        assert!(list.needs_version_2());
+        assert_eq!(list.mount_targets.len(), 2);
+        assert_eq!(list.shard_count(), 7);
+        assert_eq!(list.to_json(), V2);
+        assert_eq!(MountTargetList::from_json(&list.to_json()), Ok(list));
+    }
+
+    #[test]
+    fn one_shard_per_target_is_written_in_the_current_form() {
+        let current = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/"},{"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2","draining":true}],"strategy":"rendezvous"}"#;
+        for text in [
+            current.to_owned(),
+            current.replace(r#""rendezvous"}"#, r#""rendezvous","version":2}"#),
+            current.replace(r#""rendezvous"}"#, r#""rendezvous","version":1}"#),
+            current.replace(
+                r#""root":"/","#,
+                r#""root":"/","shards":1,"draining_shards":0,"#,
+            ),
+        ] {
+            let list = MountTargetList::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(!list.needs_version_2(), "{text}");
+            assert_eq!(list.to_json(), current, "{text}");
+            assert_eq!(list.shards(), list.mount_targets, "{text}");
+        }
+        // Built in code: version 2 exactly when a target has more than one shard or drains some.
+        let mut list = MountTargetList::from_json(current).unwrap();
+        list.mount_targets[1].shards = 2;
+        assert!(list
+            .to_json()
+            .ends_with(r#""shards":2}],"strategy":"rendezvous","version":2}"#));
+        list.mount_targets[1].shards = 1;
+        list.mount_targets[0].draining_shards = 1;
+        assert!(list.needs_version_2());
+    }
+
+    #[test]
+    fn shards_expand_in_list_order_with_their_roots_and_draining() {
+        let mut list = MountTargetList::from_json(V2).unwrap();
+        let shards = list.shards();
+        let got: Vec<(&str, &str, bool)> = shards
+            .iter()
+            .map(|s| (s.id.as_str(), s.root.as_str(), s.draining))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("fsmt-a", "/", false),
+                ("fsmt-a", "/shards/use1-az1.1", false),
+                ("fsmt-a", "/shards/use1-az1.2", false),
+                ("fsmt-b", "/shards/use1-az2", false),
+                ("fsmt-b", "/shards/use1-az2.1", false),
+                ("fsmt-b", "/shards/use1-az2.2", false),
+                ("fsmt-b", "/shards/use1-az2.3", true),
+            ]
+        );
+        for s in &shards {
+            assert_eq!((s.shards, s.draining_shards), (1, 0));
+            let t = list.mount_targets.iter().find(|t| t.id == s.id).unwrap();
+            assert_eq!(
+                (&s.ip, &s.az, &s.az_id, &s.subnet_id),
+                (&t.ip, &t.az, &t.az_id, &t.subnet_id)
+            );
+        }
+        assert_eq!(
+            list.mount_targets[1].shard_roots(),
+            [
+                "/shards/use1-az2",
+                "/shards/use1-az2.1",
+                "/shards/use1-az2.2",
+                "/shards/use1-az2.3"
+            ]
+        );
+        let b = &list.mount_targets[1];
+        assert_eq!(
+            (0..4).map(|k| b.shard_draining(k)).collect::<Vec<_>>(),
+            [false, false, false, true]
+        );
+        // A draining target drains every one of its shards.
+        list.mount_targets[1].draining = true;
+        assert!(list.shards()[3..].iter().all(|s| s.draining));
+        assert!(list.shards()[..3].iter().all(|s| !s.draining));
+        assert_eq!(extra_root("use1-az9", 12), "/shards/use1-az9.12");
+    }
+
+    #[test]
+    fn version_must_be_1_or_2_and_shards_need_2() {
+        for (version, kind) in [
+            ("0", "bad-version"),
+            ("3", "bad-version"),
+            ("4294967295", "bad-version"),
+        ] {
+            let text =
+                format!(r#"{{"mount_targets":[],"strategy":"rendezvous","version":{version}}}"#);
+            let (got, message) = refused(&text);
+            assert_eq!(got, kind, "{text}");
+            assert!(
+                message.contains(&format!("version {version} ")),
+                "{message}"
+            );
+        }
+        // Not a number a version can be: not a list at all.
+        for version in ["\"2\"", "2.0", "-1", "-0", "true", "4294967296"] {
+            let text = format!(r#"{{"mount_targets":[],"version":{version}}}"#);
+            assert_eq!(refused(&text).0, "not-a-list", "{text}");
+        }
+        assert!(MountTargetList::from_json(r#"{"mount_targets":[],"version":null}"#).is_ok());
+        let entry = r#"{"id":"fsmt-a","ip":"1","az_id":"use1-az1","root":"/","#;
+        for (rest, version) in [
+            (r#""shards":2}"#, ""),
+            (r#""shards":2}"#, r#","version":1"#),
+            (r#""shards":3,"draining_shards":1}"#, ""),
+            // Even a count that is wrong in version 2: the version is looked at first.
+            (r#""shards":0}"#, ""),
+            (r#""shards":1,"draining_shards":1}"#, r#","version":1"#),
+        ] {
+            let text = format!(
+                r#"{{"mount_targets":[{{"id":"fsmt-0","ip":"1","root":"/shards/x"}},{entry}{rest}],"strategy":"rendezvous"{version}}}"#
+            );
+            let (kind, message) = refused(&text);
+            assert_eq!(kind, "shards-need-version", "{text}");
+            assert!(
+                message.contains("fsmt-a") && message.contains("version 2"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn shard_counts_are_checked() {
+        let cases = [
+            (v2(&[r#""id":"a","ip":"1","az_id":"z","shards":0"#]), "a", "is 0"),
+            (v2(&[r#""id":"a","ip":"1","az_id":"z","shards":2,"draining_shards":2"#]), "a", "fewer than"),
+            (v2(&[r#""id":"a","ip":"1","az_id":"z","draining_shards":1"#]), "a", "fewer than"),
+            (v2(&[r#""id":"a","ip":"1","shards":2"#]), "a", "az_id"),
+            (v2(&[r#""id":"a","ip":"1","az_id":null,"shards":2"#]), "a", "az_id"),
+            (v2(&[r#""id":"a","ip":"1","az_id":"","shards":2"#]), "a", "az_id"),
+            (
+                r#"{"mount_targets":[{"id":"a","ip":"1","az_id":"z","shards":2}],"strategy":"modulo-sha256","version":2}"#.to_owned(),
+                "a",
+                "rendezvous",
+            ),
+            // No strategy is modulo-sha256.
+            (
+                r#"{"mount_targets":[{"id":"a","ip":"1","az_id":"z","shards":2}],"version":2}"#.to_owned(),
+                "a",
+                "rendezvous",
+            ),
+            (
+                v2(&[
+                    r#""id":"a","ip":"1","az_id":"x","shards":600"#,
+                    r#""id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":401"#,
+                ]),
+                "b",
+                "more than 1000 shards",
+            ),
+            (v2(&[r#""id":"a","ip":"1","az_id":"x","shards":4294967295"#]), "a", "more than 1000 shards"),
+        ];
+        for (text, id, why) in cases {
+            let (kind, message) = refused(&text);
+            assert_eq!(kind, "bad-shards", "{text}: {message}");
+            assert!(
+                message.contains(&format!("mount target {id}:")),
+                "{message}"
+            );
+            assert!(message.contains(why), "{message}");
+        }
+        // Exactly the most is fine; a modulo-sha256 list of one-shard targets needs no az_id.
+        let most = v2(&[
+            r#""id":"a","ip":"1","az_id":"x","shards":600"#,
+            r#""id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":400"#,
+        ]);
+        assert_eq!(
+            MountTargetList::from_json(&most).unwrap().shard_count(),
+            MAX_LIST_SHARDS
+        );
+        // Counts that are not a u32 are not a list.
+        for n in [
+            "-1",
+            "-0",
+            "1.0",
+            "1e0",
+            "\"2\"",
+            "null",
+            "true",
+            "4294967296",
+        ] {
+            for key in ["shards", "draining_shards"] {
+                let text = v2(&[&format!(r#""id":"a","ip":"1","az_id":"z","{key}":{n}"#)]);
+                assert_eq!(refused(&text).0, "not-a-list", "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn entries_are_checked_in_order_then_the_expanded_shards() {
+        // A repeated id comes before a later entry's bad count; a bad count before any root.
+        let text = v2(&[
+            r#""id":"a","ip":"1","az_id":"x","root":"relative""#,
+            r#""id":"a","ip":"1""#,
+            r#""id":"b","ip":"1","shards":0"#,
+        ]);
+        assert_eq!(refused(&text).0, "duplicate-id");
+        let text = v2(&[
+            r#""id":"a","ip":"1","az_id":"x","root":"relative""#,
+            r#""id":"b","ip":"1","shards":0"#,
+        ]);
+        assert_eq!(refused(&text).0, "bad-shards");
+        let text = v2(&[
+            r#""id":"a","ip":"1","az_id":"x","shards":0"#,
+            r#""id":"","ip":"1""#,
+        ]);
+        assert_eq!(refused(&text).0, "bad-shards");
+    }
+
+    #[test]
+    fn derived_roots_are_checked_like_roots() {
+        for (entries, kind, mentions) in [
+            // Another entry's root is one of this target's derived roots.
+            (
+                vec![
+                    r#""id":"a","ip":"1","az_id":"z","root":"/","shards":2"#,
+                    r#""id":"b","ip":"1","root":"/shards/z.1""#,
+                ],
+                "duplicate-root",
+                vec!["a", "b", "/shards/z.1"],
+            ),
+            // Its own root is one of its derived roots.
+            (
+                vec![r#""id":"a","ip":"1","az_id":"z","root":"/shards/z.1","shards":2"#],
+                "duplicate-root",
+                vec!["a", "/shards/z.1"],
+            ),
+            // Two targets of one az_id.
+            (
+                vec![
+                    r#""id":"a","ip":"1","az_id":"z","root":"/","shards":2"#,
+                    r#""id":"b","ip":"1","az_id":"z","root":"/shards/z","shards":2"#,
+                ],
+                "duplicate-root",
+                vec!["a", "b", "/shards/z.1"],
+            ),
+            (
+                vec![r#""id":"a","ip":"1","az_id":"a//b","root":"/","shards":2"#],
+                "bad-root",
+                vec!["a", "/shards/a//b.1"],
+            ),
+            (
+                vec![r#""id":"a","ip":"1","az_id":"x/../y","root":"/","shards":2"#],
+                "bad-root",
+                vec!["/shards/x/../y.1"],
+            ),
+            (
+                vec![r#""id":"a","ip":"1","az_id":"z/","root":"/","shards":2"#],
+                "reserved-root",
+                vec!["a", "/shards/z/.1"],
+            ),
+            (
+                vec![r#""id":"a","ip":"1","az_id":"..","root":"/","shards":2"#],
+                "reserved-root",
+                vec!["/shards/...1"],
+            ),
+            // A derived root inside another entry's root.
+            (
+                vec![
+                    r#""id":"a","ip":"1","az_id":"z.1","root":"/","shards":1"#,
+                    r#""id":"b","ip":"1","az_id":"y/q","root":"/shards/y","shards":2"#,
+                ],
+                "nested-root",
+                vec!["b", "/shards/y/q.1", "/shards/y"],
+            ),
+        ] {
+            let text = v2(&entries);
+            let (got, message) = refused(&text);
+            assert_eq!(got, kind, "{text}: {message}");
+            for m in mentions {
+                assert!(message.contains(m), "{text}: {message}");
+            }
+        }
+        // Derived roots under / are shards, like /shards/<name>: not nested.
+        let ok = v2(&[
+            r#""id":"a","ip":"1","az_id":"x","root":"/","shards":3"#,
+            r#""id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":2"#,
+        ]);
+        assert_eq!(MountTargetList::from_json(&ok).unwrap().shard_count(), 5);
     }
 }

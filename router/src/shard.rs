@@ -10,9 +10,11 @@
 //!   the application spelled it (not normalised), so that existing deployments keep their
 //!   placement.
 //!
-//! For both, the candidates are the targets not marked `draining`, in list order. A draining
-//! target receives no new files; it is routed around exactly as if it were already removed,
-//! so draining and then removing it re-homes each file at most once.
+//! `targets` are the list's shards ([`crate::MountTargetList::shards`]; for a list where every
+//! mount target serves one shard, its entries). For both strategies, the candidates are the
+//! shards not marked `draining`, in order. A draining shard receives no new files; it is routed
+//! around exactly as if it were already removed, so draining and then removing it re-homes each
+//! file at most once.
 
 use crate::list::{Strategy, Target};
 use crate::path::{LogicalPath, PathError};
@@ -25,7 +27,7 @@ pub enum RouteError {
     Path(#[from] PathError),
     #[error("the mount target list is empty: there is no shard to route to")]
     NoTargets,
-    #[error("all {count} mount targets are draining: there is no shard to route new files to")]
+    #[error("all {count} shards are draining: there is no shard to route new files to")]
     AllDraining { count: usize },
 }
 
@@ -41,7 +43,8 @@ impl RouteError {
     }
 }
 
-/// The index, in `targets` (the published list's order), of the shard that `path` belongs to.
+/// The index, in `targets` (the published list's shards, in order: [`crate::MountTargetList::shards`],
+/// not its entries when a mount target serves several), of the shard that `path` belongs to.
 ///
 /// `path` is the logical path as the application spells it. It is checked and normalised
 /// ([`LogicalPath::parse`]) for both strategies; `rendezvous` hashes the normalised form,

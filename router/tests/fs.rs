@@ -55,10 +55,9 @@ fn misplaced(router: &Router, home: usize, other: usize, tag: &str) -> (String, 
         let p = format!("data/analysis/device-{tag}{i}-1700000000.json");
         let r = router.resolve(&p).unwrap();
         if r.index == home {
-            let elsewhere =
-                router
-                    .layout()
-                    .real_path(&router.list().mount_targets, other, &r.logical);
+            let elsewhere = router
+                .layout()
+                .real_path(router.shards(), other, &r.logical);
             return (p, r.real, elsewhere);
         }
     }
@@ -383,6 +382,92 @@ fn per_target_layout_moves_through_the_mount_of_root() {
         ),
         Err(Error::Layout(_))
     ));
+}
+
+/// Two mount targets of a version 2 list: fsmt-a serves `/`, `/shards/use1-az1.1` and
+/// `/shards/use1-az1.2`; fsmt-b serves `/shards/use1-az2` and `/shards/use1-az2.1`, the last draining.
+const V2: &str = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/","shards":3},{"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2","shards":2,"draining_shards":1}],"strategy":"rendezvous","version":2}"#;
+
+#[test]
+fn a_version_2_list_routes_over_its_shards_in_both_layouts() {
+    let l = MountTargetList::from_json(V2).unwrap();
+    let roots: Vec<String> = l.shards().into_iter().map(|s| s.root).collect();
+    let fsroot = tempfile::tempdir().unwrap();
+    for r in &roots {
+        fs::create_dir_all(fsroot.path().join(r.trim_start_matches('/'))).unwrap();
+    }
+    let router = Router::new(l.clone(), Layout::single_mount(fsroot.path())).unwrap();
+    assert_eq!(router.shards().len(), 5);
+    assert_eq!(router.shards()[4].root, "/shards/use1-az2.1");
+    let mut homes = [0; 5];
+    for i in 0..400 {
+        let p = format!("data/analysis/device-{i}-1.json");
+        let home = router.resolve(&p).unwrap();
+        assert_eq!(
+            home.real,
+            fsroot
+                .path()
+                .join(roots[home.index].trim_start_matches('/'))
+                .join(&p)
+        );
+        homes[home.index] += 1;
+    }
+    // Every shard but the draining one gets files.
+    assert!(
+        homes[..4].iter().all(|&h| h > 0) && homes[4] == 0,
+        "{homes:?}"
+    );
+    // A file in the draining shard, or in a sibling shard of the same target, moves home.
+    let (p, home, elsewhere) = misplaced(&router, 1, 4, "v");
+    put(&elsewhere, b"x");
+    assert_eq!(
+        router.locate(&p).unwrap().found,
+        Found::Elsewhere {
+            index: 4,
+            real: elsewhere.clone()
+        }
+    );
+    assert_eq!(
+        router.read_with_fallback(&p).unwrap().place,
+        Place::MovedHome { from: 4 }
+    );
+    assert!(home.exists() && !elsewhere.exists());
+    let (p, home, elsewhere) = misplaced(&router, 2, 1, "w");
+    put(&elsewhere, b"y");
+    assert_eq!(
+        router.read_with_fallback(&p).unwrap().place,
+        Place::MovedHome { from: 1 }
+    );
+    assert!(home.exists() && !elsewhere.exists());
+    // The derived roots are other shards' directories under /: refused as logical paths there.
+    assert!(matches!(
+        router.write("shards/use1-az1.2/x", b"x"),
+        Err(Error::InsideAnotherShard { .. })
+    ));
+
+    // Per target: one mount per shard (ip:root), in the list's shard order.
+    let mounts: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| fsroot.path().join(r.trim_start_matches('/')))
+        .collect();
+    let per = Router::new(l.clone(), Layout::per_target(mounts.clone())).unwrap();
+    let (p, home, elsewhere) = misplaced(&per, 3, 2, "x");
+    assert!(home.starts_with(&mounts[3]) && elsewhere.starts_with(&mounts[2]));
+    put(&elsewhere, b"z");
+    // Moved through the mount of shard 0, rooted at /, which sees both.
+    assert_eq!(
+        per.read_with_fallback(&p).unwrap().place,
+        Place::MovedHome { from: 2 }
+    );
+    assert!(home.exists() && !elsewhere.exists());
+    // One mount per mount target is not enough.
+    match Router::new(l, Layout::per_target(mounts[..2].to_vec())) {
+        Err(Error::Layout(e)) => assert_eq!(
+            e.to_string(),
+            "2 mounts for 5 shards: a per-target layout needs one mount per shard (its ip:root), in the list's shard order"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! `shard_index` and path normalisation against `tests/vectors/routing.json` (shared with the
-//! Python client), and `modulo-sha256` against the original Python expression run by CPython.
+//! Python client; each list routed over its shards, version 2 included), the published lists
+//! against `tests/vectors/lists.json`, and `modulo-sha256` against the original Python
+//! expression run by CPython.
 
 use efs_router::{modulo_sha256, shard_index, LogicalPath, MountTargetList, Strategy, Target};
 use serde_json::Value;
@@ -14,12 +16,19 @@ fn vectors() -> Value {
     serde_json::from_str(&text).expect("routing.json is JSON")
 }
 
+/// Each list of the file as its shards ([`MountTargetList::shards`]): what a case routes over.
 fn lists(v: &Value) -> HashMap<String, Vec<Target>> {
     v["lists"]
         .as_object()
         .unwrap()
         .iter()
-        .map(|(k, l)| (k.clone(), serde_json::from_value(l.clone()).unwrap()))
+        .map(|(k, l)| {
+            let list = MountTargetList {
+                mount_targets: serde_json::from_value(l.clone()).unwrap(),
+                strategy: Strategy::Rendezvous,
+            };
+            (k.clone(), list.shards())
+        })
         .collect()
 }
 
@@ -28,21 +37,66 @@ fn strategy(s: &Value) -> Strategy {
 }
 
 #[test]
+fn every_list_of_the_routing_vectors_is_valid() {
+    let v = vectors();
+    let mut version_2 = 0;
+    for (name, entries) in v["lists"].as_object().unwrap() {
+        let mut doc = serde_json::json!({"mount_targets": entries, "strategy": "rendezvous"});
+        if entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.get("shards").is_some())
+        {
+            doc["version"] = 2.into();
+            version_2 += 1;
+        }
+        let list =
+            MountTargetList::from_json(&doc.to_string()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(list.mount_targets.len(), entries.as_array().unwrap().len());
+    }
+    assert!(version_2 >= 3);
+}
+
+/// `tests/vectors/routing.json` is exactly what its generator writes.
+#[test]
+fn routing_vectors_are_the_generators_output() {
+    let Some(python) = python3() else {
+        eprintln!("SKIPPED: no python3 to run tests/vectors/generate_routing.py");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
+    let out = Command::new(python)
+        .arg(dir.join("generate_routing.py"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let file = std::fs::read(dir.join("routing.json")).unwrap();
+    assert!(
+        out.stdout == file,
+        "tests/vectors/routing.json differs from what generate_routing.py writes: regenerate it"
+    );
+}
+
+#[test]
 fn routing_vectors() {
     let v = vectors();
     let lists = lists(&v);
     let cases = v["routing"].as_array().unwrap();
     assert!(cases.len() >= 300);
+    let mut with_root = 0;
     for case in cases {
         let path = case["path"].as_str().unwrap();
-        let targets = &lists[case["list"].as_str().unwrap()];
-        let got = shard_index(path, targets, strategy(&case["strategy"]));
-        assert_eq!(
-            got,
-            Ok(case["index"].as_u64().unwrap() as usize),
-            "case {case}"
-        );
+        let shards = &lists[case["list"].as_str().unwrap()];
+        let got = shard_index(path, shards, strategy(&case["strategy"]));
+        let index = case["index"].as_u64().unwrap() as usize;
+        assert_eq!(got, Ok(index), "case {case}");
+        if let Some(root) = case.get("root") {
+            assert_eq!(shards[index].root, root.as_str().unwrap(), "case {case}");
+            with_root += 1;
+        }
     }
+    assert!(with_root >= 40, "too few version 2 cases: {with_root}");
 }
 
 #[test]
@@ -190,7 +244,9 @@ fn list_vectors_valid() {
     for case in cases {
         let list = MountTargetList::from_json(case["json"].as_str().unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
-        let roots: Vec<&str> = list.mount_targets.iter().map(|t| t.root.as_str()).collect();
+        let shards = list.shards();
+        assert_eq!(shards.len(), list.shard_count());
+        let roots: Vec<&str> = shards.iter().map(|t| t.root.as_str()).collect();
         let want: Vec<&str> = case["roots"]
             .as_array()
             .unwrap()
@@ -198,7 +254,21 @@ fn list_vectors_valid() {
             .map(|r| r.as_str().unwrap())
             .collect();
         assert_eq!(roots, want, "{}", case["name"]);
+        let draining: Vec<bool> = shards.iter().map(|t| t.draining).collect();
+        let want: Vec<bool> = match case.get("draining") {
+            Some(d) => d
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_bool().unwrap())
+                .collect(),
+            None => vec![false; roots.len()],
+        };
+        assert_eq!(draining, want, "{}", case["name"]);
         assert_eq!(list.strategy.as_str(), case["strategy"], "{}", case["name"]);
+        if let Some(text) = case.get("to_json") {
+            assert_eq!(list.to_json(), text.as_str().unwrap(), "{}", case["name"]);
+        }
         // What the function publishes is read back the same.
         assert_eq!(MountTargetList::from_json(&list.to_json()), Ok(list));
     }
@@ -208,7 +278,7 @@ fn list_vectors_valid() {
 fn list_vectors_invalid() {
     let v = list_vectors();
     let cases = v["invalid"].as_array().unwrap();
-    assert!(cases.len() >= 30);
+    assert!(cases.len() >= 70);
     for case in cases {
         let name = &case["name"];
         let e = match MountTargetList::from_json(case["json"].as_str().unwrap()) {

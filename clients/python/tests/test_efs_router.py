@@ -5,6 +5,7 @@ this file's place or named by the environment variable ``EFS_ROUTER_VECTORS``.
 """
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import json
@@ -12,6 +13,8 @@ import multiprocessing
 import os
 import queue
 import random
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -79,19 +82,37 @@ class Vectors(unittest.TestCase):
         with open(VECTORS, encoding="utf-8") as f:
             cls.v = json.load(f)
 
+    def shards(self, name: str) -> List[Target]:
+        """The list ``name`` of the file as its shards: what a case routes over."""
+        return MountTargetList([Target.from_dict(t) for t in self.v["lists"][name]]).shards()
+
     def test_routing(self) -> None:
         self.assertGreaterEqual(len(self.v["routing"]), 300)
+        with_root = 0
         for case in self.v["routing"]:
-            targets = self.v["lists"][case["list"]]
+            shards = self.shards(case["list"])
             with self.subTest(case=case):
-                self.assertEqual(shard_index(case["path"], targets, case["strategy"]), case["index"])
-                # The same with parsed Target objects instead of the JSON entries.
-                parsed = [Target.from_dict(t) for t in targets]
-                self.assertEqual(shard_index(case["path"], parsed, case["strategy"]), case["index"])
+                self.assertEqual(shard_index(case["path"], shards, case["strategy"]), case["index"])
+                # The same with the shards as JSON entries instead of Target objects.
+                entries = [t.to_dict() for t in shards]
+                self.assertEqual(shard_index(case["path"], entries, case["strategy"]), case["index"])
+                if "root" in case:
+                    self.assertEqual(shards[case["index"]].root, case["root"])
+                    with_root += 1
+                else:  # one shard per entry: the entries route as they are
+                    targets = self.v["lists"][case["list"]]
+                    self.assertEqual(shard_index(case["path"], targets, case["strategy"]), case["index"])
+        self.assertGreaterEqual(with_root, 40)
+
+    def test_the_file_is_what_its_generator_writes(self) -> None:
+        generator = os.path.join(os.path.dirname(VECTORS), "generate_routing.py")
+        out = subprocess.run([sys.executable, generator], check=True, stdout=subprocess.PIPE).stdout
+        with open(VECTORS, "rb") as f:
+            self.assertTrue(out == f.read(), "routing.json differs from what generate_routing.py writes: regenerate it")
 
     def test_routing_errors(self) -> None:
         for case in self.v["routing_errors"]:
-            targets = self.v["lists"][case["list"]]
+            targets = self.shards(case["list"])
             with self.subTest(case=case):
                 with self.assertRaises((PathError, RouteError)) as cm:
                     shard_index(case["path"], targets, case["strategy"])
@@ -110,9 +131,14 @@ class Vectors(unittest.TestCase):
                     self.assertEqual(cm.exception.kind, case["error"])
 
     def test_lists_parse(self) -> None:
+        version_2 = 0
         for name, targets in self.v["lists"].items():
-            doc = json.dumps({"mount_targets": targets, "strategy": "rendezvous"})
-            self.assertEqual(len(MountTargetList.from_json(doc).mount_targets), len(targets), name)
+            d: Dict[str, Any] = {"mount_targets": targets, "strategy": "rendezvous"}
+            if any("shards" in t for t in targets):
+                d["version"] = 2
+                version_2 += 1
+            self.assertEqual(len(MountTargetList.from_json(json.dumps(d)).mount_targets), len(targets), name)
+        self.assertGreaterEqual(version_2, 3)
 
 
 class ListVectors(unittest.TestCase):
@@ -128,12 +154,17 @@ class ListVectors(unittest.TestCase):
         for case in self.v["valid"]:
             with self.subTest(case=case["name"]):
                 ml = MountTargetList.from_json(case["json"])
-                self.assertEqual([t.root for t in ml.mount_targets], case["roots"])
+                shards = ml.shards()
+                self.assertEqual(len(shards), ml.shard_count())
+                self.assertEqual([t.root for t in shards], case["roots"])
+                self.assertEqual([t.draining for t in shards], case.get("draining", [False] * len(shards)))
                 self.assertEqual(ml.strategy, case["strategy"])
+                if "to_json" in case:
+                    self.assertEqual(ml.to_json(), case["to_json"])
                 self.assertEqual(MountTargetList.from_json(ml.to_json()), ml)  # what is published reads back
 
     def test_invalid(self) -> None:
-        self.assertGreaterEqual(len(self.v["invalid"]), 30)
+        self.assertGreaterEqual(len(self.v["invalid"]), 70)
         for case in self.v["invalid"]:
             with self.subTest(case=case["name"]):
                 with self.assertRaises(ListError) as cm:
@@ -235,6 +266,157 @@ class Lists(unittest.TestCase):
                     '{"mount_targets":[{"id":"a","ip":"1","draining":"yes"}]}']:
             with self.subTest(bad=bad), self.assertRaises(ListError):
                 MountTargetList.from_json(bad)
+
+
+V2 = ('{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az":"us-east-1a","az_id":"use1-az1","subnet_id":"subnet-1",'
+      '"root":"/","shards":3},{"id":"fsmt-b","ip":"10.0.2.7","az":"us-east-1b","az_id":"use1-az2",'
+      '"subnet_id":"subnet-2","root":"/shards/use1-az2","shards":4,"draining_shards":1}],"strategy":"rendezvous",'
+      '"version":2}')
+
+
+def v2(*entries: str) -> str:
+    """A version 2 document of these entries (each a JSON object's contents)."""
+    return '{"mount_targets":[%s],"strategy":"rendezvous","version":2}' % ",".join("{%s}" % e for e in entries)
+
+
+class Version2(unittest.TestCase):
+    def refused(self, text: str) -> ListError:
+        with self.assertRaises(ListError) as cm:
+            MountTargetList.from_json(text)
+        return cm.exception
+
+    def test_round_trips(self) -> None:
+        ml = MountTargetList.from_json(V2)
+        self.assertTrue(ml.needs_version_2())
+        self.assertEqual((len(ml.mount_targets), ml.shard_count()), (2, 7))
+        self.assertEqual(ml.to_json(), V2)
+        self.assertEqual(MountTargetList.from_json(ml.to_json()), ml)
+
+    def test_one_shard_per_target_is_written_in_the_current_form(self) -> None:
+        current = ('{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/"},{"id":"fsmt-b",'
+                   '"ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2","draining":true}],'
+                   '"strategy":"rendezvous"}')
+        for text in (current, current.replace('"rendezvous"}', '"rendezvous","version":2}'),
+                     current.replace('"rendezvous"}', '"rendezvous","version":1}'),
+                     current.replace('"root":"/",', '"root":"/","shards":1,"draining_shards":0,')):
+            with self.subTest(text=text):
+                ml = MountTargetList.from_json(text)
+                self.assertFalse(ml.needs_version_2())
+                self.assertEqual(ml.to_json(), current)
+                self.assertEqual(ml.shards(), ml.mount_targets)
+        ml = MountTargetList.from_json(current)
+        ml.mount_targets[1] = dataclasses.replace(ml.mount_targets[1], shards=2)
+        self.assertTrue(ml.to_json().endswith('"shards":2}],"strategy":"rendezvous","version":2}'))
+        ml.mount_targets[1] = dataclasses.replace(ml.mount_targets[1], shards=1)
+        ml.mount_targets[0] = dataclasses.replace(ml.mount_targets[0], draining_shards=1)
+        self.assertTrue(ml.needs_version_2())
+
+    def test_shards_expand_in_list_order_with_their_roots_and_draining(self) -> None:
+        ml = MountTargetList.from_json(V2)
+        shards = ml.shards()
+        self.assertEqual([(s.id, s.root, s.draining) for s in shards], [
+            ("fsmt-a", "/", False), ("fsmt-a", "/shards/use1-az1.1", False), ("fsmt-a", "/shards/use1-az1.2", False),
+            ("fsmt-b", "/shards/use1-az2", False), ("fsmt-b", "/shards/use1-az2.1", False),
+            ("fsmt-b", "/shards/use1-az2.2", False), ("fsmt-b", "/shards/use1-az2.3", True)])
+        for sh in shards:
+            self.assertEqual((sh.shards, sh.draining_shards), (1, 0))
+            t = next(t for t in ml.mount_targets if t.id == sh.id)
+            self.assertEqual((sh.ip, sh.az, sh.az_id, sh.subnet_id), (t.ip, t.az, t.az_id, t.subnet_id))
+        b = ml.mount_targets[1]
+        self.assertEqual(b.shard_roots(), ["/shards/use1-az2", "/shards/use1-az2.1", "/shards/use1-az2.2",
+                                           "/shards/use1-az2.3"])
+        self.assertEqual([b.shard_draining(k) for k in range(4)], [False, False, False, True])
+        ml.mount_targets[1] = dataclasses.replace(b, draining=True)
+        self.assertEqual([s.draining for s in ml.shards()], [False] * 3 + [True] * 4)
+        self.assertEqual(efs_router.extra_root("use1-az9", 12), "/shards/use1-az9.12")
+
+    def test_version_must_be_1_or_2_and_shards_need_2(self) -> None:
+        for version in ("0", "3", "4294967295"):
+            e = self.refused('{"mount_targets":[],"strategy":"rendezvous","version":%s}' % version)
+            self.assertEqual(e.kind, "bad-version")
+            self.assertIn("version %s " % version, str(e))
+        for version in ('"2"', "2.0", "-1", "-0", "true", "4294967296"):
+            self.assertEqual(self.refused('{"mount_targets":[],"version":%s}' % version).kind, "not-a-list", version)
+        MountTargetList.from_json('{"mount_targets":[],"version":null}')
+        entry = '{"id":"fsmt-a","ip":"1","az_id":"use1-az1","root":"/",'
+        for rest, version in (('"shards":2}', ""), ('"shards":2}', ',"version":1'),
+                              ('"shards":3,"draining_shards":1}', ""), ('"shards":0}', ""),
+                              ('"shards":1,"draining_shards":1}', ',"version":1')):
+            text = ('{"mount_targets":[{"id":"fsmt-0","ip":"1","root":"/shards/x"},%s%s],"strategy":"rendezvous"%s}'
+                    % (entry, rest, version))
+            e = self.refused(text)
+            self.assertEqual(e.kind, "shards-need-version", text)
+            self.assertIn("fsmt-a", str(e))
+            self.assertIn("version 2", str(e))
+
+    def test_shard_counts_are_checked(self) -> None:
+        cases = [
+            (v2('"id":"a","ip":"1","az_id":"z","shards":0'), "a", "is 0"),
+            (v2('"id":"a","ip":"1","az_id":"z","shards":2,"draining_shards":2'), "a", "fewer than"),
+            (v2('"id":"a","ip":"1","az_id":"z","draining_shards":1'), "a", "fewer than"),
+            (v2('"id":"a","ip":"1","shards":2'), "a", "az_id"),
+            (v2('"id":"a","ip":"1","az_id":null,"shards":2'), "a", "az_id"),
+            (v2('"id":"a","ip":"1","az_id":"","shards":2'), "a", "az_id"),
+            ('{"mount_targets":[{"id":"a","ip":"1","az_id":"z","shards":2}],"strategy":"modulo-sha256","version":2}',
+             "a", "rendezvous"),
+            ('{"mount_targets":[{"id":"a","ip":"1","az_id":"z","shards":2}],"version":2}', "a", "rendezvous"),
+            (v2('"id":"a","ip":"1","az_id":"x","shards":600', '"id":"b","ip":"1","az_id":"y","root":"/shards/y",'
+                '"shards":401'), "b", "more than 1000 shards"),
+            (v2('"id":"a","ip":"1","az_id":"x","shards":4294967295'), "a", "more than 1000 shards"),
+        ]
+        for text, target_id, why in cases:
+            with self.subTest(text=text):
+                e = self.refused(text)
+                self.assertEqual(e.kind, "bad-shards", str(e))
+                self.assertIn("mount target %s:" % target_id, str(e))
+                self.assertIn(why, str(e))
+        most = v2('"id":"a","ip":"1","az_id":"x","shards":600',
+                  '"id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":400')
+        self.assertEqual(MountTargetList.from_json(most).shard_count(), efs_router.MAX_LIST_SHARDS)
+        for n in ("-1", "-0", "1.0", "1e0", '"2"', "null", "true", "4294967296"):
+            for key in ("shards", "draining_shards"):
+                text = v2('"id":"a","ip":"1","az_id":"z","%s":%s' % (key, n))
+                self.assertEqual(self.refused(text).kind, "not-a-list", text)
+
+    def test_a_list_built_in_code_is_checked_by_the_same_rules(self) -> None:
+        for t, why in ((Target("a", "1", az_id="z", shards=-1), '"shards" is -1'),
+                       (Target("a", "1", az_id="z", shards=2, draining_shards=-1), "fewer than")):
+            with self.subTest(t=t), self.assertRaises(ListError) as cm:
+                MountTargetList([t]).validate()
+            self.assertEqual(cm.exception.kind, "bad-shards")
+            self.assertIn(why, str(cm.exception))
+
+    def test_entries_are_checked_in_order_then_the_expanded_shards(self) -> None:
+        self.assertEqual(self.refused(v2('"id":"a","ip":"1","az_id":"x","root":"relative"', '"id":"a","ip":"1"',
+                                         '"id":"b","ip":"1","shards":0')).kind, "duplicate-id")
+        self.assertEqual(self.refused(v2('"id":"a","ip":"1","az_id":"x","root":"relative"',
+                                         '"id":"b","ip":"1","shards":0')).kind, "bad-shards")
+        self.assertEqual(self.refused(v2('"id":"a","ip":"1","az_id":"x","shards":0', '"id":"","ip":"1"')).kind,
+                         "bad-shards")
+
+    def test_derived_roots_are_checked_like_roots(self) -> None:
+        for entries, kind, mentions in [
+            (['"id":"a","ip":"1","az_id":"z","root":"/","shards":2', '"id":"b","ip":"1","root":"/shards/z.1"'],
+             "duplicate-root", ["a", "b", "/shards/z.1"]),
+            (['"id":"a","ip":"1","az_id":"z","root":"/shards/z.1","shards":2'], "duplicate-root", ["/shards/z.1"]),
+            (['"id":"a","ip":"1","az_id":"z","root":"/","shards":2',
+              '"id":"b","ip":"1","az_id":"z","root":"/shards/z","shards":2'], "duplicate-root", ["/shards/z.1"]),
+            (['"id":"a","ip":"1","az_id":"a//b","root":"/","shards":2'], "bad-root", ["/shards/a//b.1"]),
+            (['"id":"a","ip":"1","az_id":"x/../y","root":"/","shards":2'], "bad-root", ["/shards/x/../y.1"]),
+            (['"id":"a","ip":"1","az_id":"z/","root":"/","shards":2'], "reserved-root", ["/shards/z/.1"]),
+            (['"id":"a","ip":"1","az_id":"..","root":"/","shards":2'], "reserved-root", ["/shards/...1"]),
+            (['"id":"a","ip":"1","az_id":"z.1","root":"/","shards":1',
+              '"id":"b","ip":"1","az_id":"y/q","root":"/shards/y","shards":2'], "nested-root",
+             ["b", "/shards/y/q.1", "/shards/y"]),
+        ]:
+            with self.subTest(entries=entries):
+                e = self.refused(v2(*entries))
+                self.assertEqual(e.kind, kind, str(e))
+                for m in mentions:
+                    self.assertIn(m, str(e))
+        ok = v2('"id":"a","ip":"1","az_id":"x","root":"/","shards":3',
+                '"id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":2')
+        self.assertEqual(MountTargetList.from_json(ok).shard_count(), 5)
 
 
 def put(path: str, data: bytes) -> None:
@@ -385,6 +567,49 @@ class FileSystem(FileSystemCase):
             self.assertEqual(r.read_with_fallback(p).place, HOME)
         self.assertEqual(homes, {0, 1, 2})
         self.assertEqual(len(files_under(self.base)), 90)
+
+    def test_a_version_2_list_routes_over_its_shards_in_both_layouts(self) -> None:
+        # fsmt-a serves /, /shards/use1-az1.1, .2; fsmt-b /shards/use1-az2 and /shards/use1-az2.1 (draining).
+        ml = MountTargetList.from_json(
+            v2('"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/","shards":3',
+               '"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2","shards":2,'
+               '"draining_shards":1'))
+        roots = [t.root for t in ml.shards()]
+        for root in roots:
+            os.makedirs(os.path.join(self.base, root.lstrip("/")), exist_ok=True)
+        r = Router(ml, Layout.single_mount(self.base))
+        self.assertEqual(len(r.shards), 5)
+        self.assertEqual(r.shards[4].root, "/shards/use1-az2.1")
+        self.assertIs(r.targets, r.shards)
+        homes = [0] * 5
+        for i in range(400):
+            p = "data/analysis/device-%d-1.json" % i
+            home = r.resolve(p)
+            self.assertEqual(home.real, os.path.join(self.base, roots[home.index].lstrip("/"), p))
+            homes[home.index] += 1
+        self.assertTrue(all(h > 0 for h in homes[:4]) and homes[4] == 0, homes)
+        p, home_real, elsewhere = self.misplaced(r, 1, 4, "v")
+        put(elsewhere, b"x")
+        self.assertEqual(r.locate(p).found, efs_router.Found("elsewhere", 4, elsewhere))
+        self.assertEqual(r.read_with_fallback(p).place, Place("moved-home", 4))
+        self.assertTrue(os.path.exists(home_real) and not os.path.exists(elsewhere))
+        p, home_real, elsewhere = self.misplaced(r, 2, 1, "w")
+        put(elsewhere, b"y")
+        self.assertEqual(r.read_with_fallback(p).place, Place("moved-home", 1))
+        with self.assertRaises(InsideAnotherShard):
+            r.write("shards/use1-az1.2/x", b"x")
+        # Per target: one mount per shard (its ip:root), in the list's shard order.
+        mounts = [os.path.join(self.base, root.lstrip("/")) if root != "/" else self.base for root in roots]
+        per = Router(ml, Layout.per_target(mounts))
+        p, home_real, elsewhere = self.misplaced(per, 3, 2, "x")
+        self.assertTrue(home_real.startswith(mounts[3] + "/") and elsewhere.startswith(mounts[2] + "/"))
+        put(elsewhere, b"z")
+        self.assertEqual(per.read_with_fallback(p).place, Place("moved-home", 2))
+        self.assertTrue(os.path.exists(home_real) and not os.path.exists(elsewhere))
+        with self.assertRaises(efs_router.LayoutError) as cm:
+            Router(ml, Layout.per_target(mounts[:2]))
+        self.assertEqual(str(cm.exception), "2 mounts for 5 shards: a per-target layout needs one mount per shard "
+                                            "(its ip:root), in the list's shard order")
 
 
 def read(path: str) -> bytes:

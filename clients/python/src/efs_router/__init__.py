@@ -12,8 +12,10 @@ router/README.md.
     data = router.read_with_fallback("data/analysis/device-42-1700000000.json").data
 
 The core function is ``shard_index(path, targets, strategy) -> int``: ``targets`` are the
-entries of the published list (dicts as parsed from JSON, or ``Target``), ``strategy`` is
-``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``.
+list's shards, ``MountTargetList.shards()`` (or, when every mount target serves one shard, the
+entries of the published list, as dicts parsed from JSON or ``Target``), ``strategy`` is
+``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``. A version 2
+list (``"version": 2``) has mount targets serving several shards: route over its ``shards()``.
 
 Installing: ``pip install ./clients/python`` (no dependency); ``pip install
 "./clients/python[ssm]"`` adds boto3, to read the list from SSM:
@@ -54,7 +56,7 @@ import secrets
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 logger = logging.getLogger(__name__)
@@ -63,7 +65,8 @@ __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
     "NotARegularFile",
-    "Target", "MountTargetList", "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
+    "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
+    "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
     "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name",
 ]
@@ -83,7 +86,8 @@ class RouterError(Exception):
 
 class ListError(RouterError, ValueError):
     """The published list was refused. ``kind`` names the rule, as ``tests/vectors/lists.json`` spells it:
-    not-a-list, duplicate-key, empty-id, duplicate-id, bad-root, reserved-root, duplicate-root or nested-root."""
+    not-a-list, duplicate-key, bad-version, shards-need-version, bad-shards, empty-id, duplicate-id, bad-root,
+    reserved-root, duplicate-root or nested-root."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -144,9 +148,23 @@ class NotARegularFile(RouterError, OSError):
 # The published list
 
 
+# The most shards one list may describe (router/src/list.rs).
+MAX_LIST_SHARDS = 1000
+
+_U32_MAX = 0xFFFFFFFF
+
+
+def extra_root(az_id: str, k: int) -> str:
+    """The root of a mount target's ``k``-th shard (k >= 1; its first is its ``root``): ``/shards/<az_id>.<k>``."""
+    return "/shards/%s.%d" % (az_id, k)
+
+
 @dataclass(frozen=True)
 class Target:
-    """One mount target as clients see it. ``root`` is the shard's directory in the file system."""
+    """One mount target as clients see it. ``root`` is its (first) shard's directory in the file system.
+
+    Version 2: it serves ``shards`` shards, ``root`` then ``/shards/<az_id>.<k>`` for k = 1 ... shards - 1
+    (``shard_roots()``); the last ``draining_shards`` of them drain (all of them with ``draining``)."""
 
     id: str
     ip: str
@@ -155,6 +173,8 @@ class Target:
     subnet_id: Optional[str] = None
     root: str = "/"
     draining: bool = False
+    shards: int = 1
+    draining_shards: int = 0
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], index: int = 0) -> "Target":
@@ -174,6 +194,16 @@ class Target:
                                 "not a mount target list: mount target %d: %r is not a string" % (index, key))
             return v
 
+        def count(key: str, default: int) -> int:
+            # As serde_json reads a u32: an integer from 0 to 2**32 - 1; not null, a float (2.0, -0) or a bool.
+            if key not in d:
+                return default
+            v = d[key]
+            if type(v) is not int or not 0 <= v <= _U32_MAX:
+                raise ListError("not-a-list", "not a mount target list: mount target %d: %r is not a whole number "
+                                              "from 0 to %d" % (index, key, _U32_MAX))
+            return v
+
         draining = d.get("draining", False)
         if not isinstance(draining, bool):
             raise ListError("not-a-list",
@@ -186,6 +216,8 @@ class Target:
             subnet_id=text("subnet_id"),
             root=text("root", nullable=False, default="/"),
             draining=draining,
+            shards=count("shards", 1),
+            draining_shards=count("draining_shards", 0),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -196,7 +228,19 @@ class Target:
         d["root"] = self.root
         if self.draining:
             d["draining"] = True
+        if self.shards != 1:
+            d["shards"] = self.shards
+        if self.draining_shards != 0:
+            d["draining_shards"] = self.draining_shards
         return d
+
+    def shard_roots(self) -> List[str]:
+        """The roots of its shards: ``root``, then ``/shards/<az_id>.<k>`` for k = 1 ... shards - 1."""
+        return [self.root if k == 0 else extra_root(self.az_id or "", k) for k in range(max(1, self.shards))]
+
+    def shard_draining(self, k: int) -> bool:
+        """Whether its ``k``-th shard drains: the whole target does, or k is among its last ``draining_shards``."""
+        return self.draining or k >= max(0, self.shards - self.draining_shards)
 
 
 def root_is_valid(root: str) -> bool:
@@ -217,12 +261,13 @@ class MountTargetList:
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "MountTargetList":
-        """Parses and checks either form (``validate``). Unknown top-level keys, and a key repeated in any
-        object of the document, are refused, exactly as the Rust library refuses them."""
+        """Parses and checks every form (``validate``). Unknown top-level keys, and a key repeated in any
+        object of the document, are refused, exactly as the Rust library refuses them. ``version`` is 1 (or
+        absent, or null), where every entry serves one shard, or 2."""
         raw = _load_json(text)
         if not isinstance(raw, dict) or "mount_targets" not in raw:
             raise ListError("not-a-list", "not a mount target list: no 'mount_targets'")
-        unknown = sorted(set(raw) - {"mount_targets", "strategy"})
+        unknown = sorted(set(raw) - {"mount_targets", "strategy", "version"})
         if unknown:
             raise ListError("not-a-list", "not a mount target list: unknown field %r" % unknown[0])
         entries = raw["mount_targets"]
@@ -233,24 +278,70 @@ class MountTargetList:
             strategy = MODULO_SHA256
         if strategy not in STRATEGIES:
             raise ListError("not-a-list", "not a mount target list: unknown strategy %r" % (strategy,))
+        version = raw.get("version")
+        if version is not None and (type(version) is not int or not 0 <= version <= _U32_MAX):
+            raise ListError("not-a-list", "not a mount target list: 'version' is not a whole number from 0 to %d"
+                            % _U32_MAX)
         ml = cls([Target.from_dict(e, i) for i, e in enumerate(entries)], strategy)
+        if version is None or version == 1:
+            for t in ml.mount_targets:
+                if t.shards != 1 or t.draining_shards != 0:
+                    raise ListError("shards-need-version",
+                                    "mount target %s has \"shards\" or \"draining_shards\", which only a version 2 "
+                                    "list may have (clients before version 2 would route by its root alone)" % t.id)
+        elif version != 2:
+            raise ListError("bad-version", "not a mount target list: version %d is not 1 or 2" % version)
         ml.validate()
         return ml
 
+    def needs_version_2(self) -> bool:
+        """Some target serves more than one shard, or drains some of them."""
+        return any(t.shards != 1 or t.draining_shards != 0 for t in self.mount_targets)
+
+    def shards(self) -> List[Target]:
+        """Every shard, in list order (each target's ``root`` first, then its ``/shards/<az_id>.<k>``): each a copy
+        of its target's entry with the shard's root, ``draining`` when that shard drains, and one shard. Routing,
+        layouts and moves all work on this form."""
+        return [replace(t, root=root, draining=t.shard_draining(k), shards=1, draining_shards=0)
+                for t in self.mount_targets for k, root in enumerate(t.shard_roots())]
+
+    def shard_count(self) -> int:
+        """How many shards the list describes."""
+        return sum(max(1, t.shards) for t in self.mount_targets)
+
     def validate(self) -> None:
         """The rules every list obeys, in this order (router/README.md, "The published list"): each entry in
-        list order has a non-empty id not seen before, a clean absolute root, and no root component starting
-        with ``.``; then, for each pair of entries (the later one in list order, then the earlier), their roots
+        list order has a non-empty id not seen before and sane shard counts (``shards`` >= 1; ``draining_shards``
+        < ``shards``; more than one shard needs an ``az_id`` and ``rendezvous``; at most ``MAX_LIST_SHARDS`` in
+        all); then each shard in list order (``shards()``) has a clean absolute root with no component starting
+        with ``.``; then, for each pair of shards (the later one in list order, then the earlier), their roots
         are not the same (except ``/`` when every root is ``/``, or in a ``modulo-sha256`` list) and neither
         lies inside the other (except ``/shards/<name>...`` inside ``/``). Raises ``ListError``."""
         seen = set()
-        targets = self.mount_targets
-        for i, t in enumerate(targets):
+        total = 0
+        for i, t in enumerate(self.mount_targets):
             if not t.id:
                 raise ListError("empty-id", "mount target %d has an empty id" % i)
             if t.id in seen:
                 raise ListError("duplicate-id", "mount target %s is listed twice" % t.id)
             seen.add(t.id)
+            why = None
+            if t.shards < 1:
+                why = '"shards" is %d: a mount target in the list serves at least one shard' % t.shards
+            elif not 0 <= t.draining_shards < t.shards:
+                why = '"draining_shards" must be fewer than "shards" (a whole target drains with "draining")'
+            elif t.shards > 1 and not t.az_id:
+                why = 'more than one shard needs an "az_id": its shards are /shards/<az_id>.<k>'
+            elif t.shards > 1 and self.strategy != RENDEZVOUS:
+                why = "more than one shard needs strategy rendezvous"
+            else:
+                total += t.shards
+                if total > MAX_LIST_SHARDS:
+                    why = "the list has more than %d shards" % MAX_LIST_SHARDS
+            if why is not None:
+                raise ListError("bad-shards", "mount target %s: %s" % (t.id, why))
+        targets = self.shards()
+        for t in targets:
             if not root_is_valid(t.root):
                 raise ListError("bad-root", "mount target %s has root %s: a root must be absolute, without '..', "
                                             "'.', empty parts or NUL" % (t.id, _quoted(t.root)))
@@ -280,8 +371,13 @@ class MountTargetList:
                                 % (inner.id, inner.root, outer.root, outer.id))
 
     def to_json(self) -> str:
-        return json.dumps({"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy},
-                          separators=(",", ":"), ensure_ascii=False)
+        """The document, as the Rust library writes it: ``"version": 2`` only when some target serves more than
+        one shard or drains some (``needs_version_2``), so that a list older clients can route is always written
+        in the form they read."""
+        doc: Dict[str, Any] = {"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy}
+        if self.needs_version_2():
+            doc["version"] = 2
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_ssm(cls, name: str, client: Any = None) -> "MountTargetList":
@@ -336,7 +432,9 @@ def _finite(text: str) -> float:
     return value
 
 
-def _finite_int(text: str) -> int:
+def _finite_int(text: str) -> Union[int, float]:
+    if text == "-0":
+        return -0.0  # serde_json reads -0 as a float: not an integer where one is expected
     value = int(text)
     try:
         float(value)
@@ -494,10 +592,11 @@ def modulo_sha256(path: str, n: int) -> int:
 
 
 def shard_index(path: str, targets: Sequence[TargetLike], strategy: str) -> int:
-    """The index in ``targets`` (the list's order) of the shard that ``path`` belongs to.
+    """The index in ``targets`` (the list's shards in order, ``MountTargetList.shards()``; not its entries when a
+    mount target serves several) of the shard that ``path`` belongs to.
 
     ``path`` is checked and normalised for both strategies; ``rendezvous`` hashes the normalised
-    path, ``modulo-sha256`` the path exactly as given (as the original did). Draining targets
+    path, ``modulo-sha256`` the path exactly as given (as the original did). Draining shards
     are never chosen: routing is as if they were already removed.
     """
     normalised = normalise(path)
@@ -511,8 +610,8 @@ def _index_of(raw: str, normalised: str, targets: Sequence[TargetLike], strategy
         raise RouteError("no-targets", "the mount target list is empty: there is no shard to route to")
     active = [i for i, t in enumerate(targets) if not _field(t, "draining", False)]
     if not active:
-        raise RouteError("all-draining", "all %d mount targets are draining: there is no shard to route new "
-                                         "files to" % len(targets))
+        raise RouteError("all-draining", "all %d shards are draining: there is no shard to route new files to"
+                         % len(targets))
     if strategy == MODULO_SHA256:
         return active[modulo_sha256(raw, len(active))]
     best: Optional[Tuple[int, bytes, int]] = None
@@ -547,8 +646,9 @@ def _join(base: str, rel: str) -> str:
 @dataclass(frozen=True)
 class Layout:
     """How the shards are mounted on this host: ``single_mount(base)`` (the file system root once,
-    a file is ``<base>/<root>/<path>``) or ``per_target(mounts)`` (target i's ``ip:root`` at
-    ``mounts[i]``, a file is ``<mounts[i]>/<path>``)."""
+    a file is ``<base>/<root>/<path>``) or ``per_target(mounts)`` (one mount per shard: shard i's ``ip:root``
+    at ``mounts[i]``, a file is ``<mounts[i]>/<path>``). Shard i is the i-th of ``MountTargetList.shards()``;
+    every ``targets`` argument below is that list of shards."""
 
     base: Optional[str] = None
     mounts: Optional[Tuple[str, ...]] = None
@@ -563,14 +663,16 @@ class Layout:
 
     @classmethod
     def per_target_template(cls, template: str, n: int) -> "Layout":
+        """One mount per shard from a template such as ``/mnt/efs-{i}``, for ``n`` shards (``shard_count()``)."""
         if "{i}" not in template:
-            raise LayoutError("mount template %r has no '{i}' to put the target's index in" % template)
+            raise LayoutError("mount template %r has no '{i}' to put the shard's position in" % template)
         return cls(mounts=tuple(template.replace("{i}", str(i)) for i in range(n)))
 
-    def check(self, targets: Sequence[Target]) -> None:
-        if self.mounts is not None and len(self.mounts) != len(targets):
-            raise LayoutError("%d mounts for %d mount targets: a per-target layout needs one mount per target, "
-                              "in list order" % (len(self.mounts), len(targets)))
+    def check(self, shards: Sequence[Target]) -> None:
+        """Checks that the layout can serve ``shards`` (the list's ``shards()``)."""
+        if self.mounts is not None and len(self.mounts) != len(shards):
+            raise LayoutError("%d mounts for %d shards: a per-target layout needs one mount per shard (its ip:root), "
+                              "in the list's shard order" % (len(self.mounts), len(shards)))
 
     def shard_dir(self, targets: Sequence[Target], index: int) -> str:
         if self.mounts is not None:
@@ -896,7 +998,7 @@ def _without_links(src: str, dst: str, s: os.stat_result) -> str:
 
 
 class Resolved(NamedTuple):
-    index: int  # type: ignore[assignment]  # the home shard's index in the list (shadows tuple.index)
+    index: int  # type: ignore[assignment]  # the home shard's position in shards() (shadows tuple.index)
     logical: str  # the normalised logical path
     real: str  # where the file is, or will be, on this host
 
@@ -1032,14 +1134,16 @@ class _Snapshot:
     """A list checked against the layout, with what routing derives from it. Never changed:
     a refresh replaces the router's snapshot whole, and each operation keeps the one it began with."""
 
-    __slots__ = ("list", "reserved")
+    __slots__ = ("list", "shards", "reserved")
 
     def __init__(self, mount_list: MountTargetList, layout: Layout):
-        layout.check(mount_list.mount_targets)
+        # What paths route to, by position: the list's shards.
+        self.shards = mount_list.shards()
+        layout.check(self.shards)
         self.list = mount_list
         # Outer-root-relative directories of other shards: a path there would alias their files.
         self.reserved: List[Tuple[str, str]] = []
-        roots = [t.root for t in mount_list.mount_targets]
+        roots = [t.root for t in self.shards]
         for outer in roots:
             for inner in roots:
                 rel = _relative_to(inner, outer)
@@ -1048,7 +1152,7 @@ class _Snapshot:
 
     @property
     def targets(self) -> List[Target]:
-        return self.list.mount_targets
+        return self.shards
 
 
 class Router:
@@ -1110,8 +1214,14 @@ class Router:
         self._snapshot = _Snapshot(mount_list, self.layout)
 
     @property
+    def shards(self) -> List[Target]:
+        """The shards of the list, by position: an index of ``Resolved``, ``Found`` or ``Place`` is one of these."""
+        return self._snapshot.shards
+
+    @property
     def targets(self) -> List[Target]:
-        return self._snapshot.targets
+        """The same as ``shards`` (the name from before version 2, when each mount target was one shard)."""
+        return self._snapshot.shards
 
     def _current(self) -> _Snapshot:
         """The snapshot an operation uses from start to end, refreshed first when it is due."""
@@ -1137,8 +1247,8 @@ class Router:
                 self._last_read = began
                 return
             if snapshot.list != self._snapshot.list:
-                logger.info("efs_router: %s changed: now %d mount targets (%s)", self._source,
-                            len(snapshot.targets), snapshot.list.strategy)
+                logger.info("efs_router: %s changed: now %d mount targets, %d shards (%s)", self._source,
+                            len(snapshot.list.mount_targets), len(snapshot.shards), snapshot.list.strategy)
             self._snapshot = snapshot
             self._last_read = began
 
