@@ -12,6 +12,14 @@ const LIST: &str = r#"{"mount_targets":[
   {"id":"fsmt-c","ip":"10.0.3.9","az":"us-east-1c","az_id":"use1-az1","subnet_id":"subnet-3","root":"/shards/use1-az1"}
  ],"strategy":"rendezvous"}"#;
 
+/// Version 2: fsmt-a serves `/`, `/shards/use1-az1.1`, `/shards/use1-az1.2`; fsmt-b serves
+/// `/shards/use1-az2` and `/shards/use1-az2.1`, the last draining; fsmt-c drains whole.
+const V2: &str = r#"{"mount_targets":[
+  {"id":"fsmt-a","ip":"10.0.1.4","az":"us-east-1a","az_id":"use1-az1","subnet_id":"subnet-1","root":"/","shards":3},
+  {"id":"fsmt-b","ip":"10.0.2.7","az":"us-east-1b","az_id":"use1-az2","subnet_id":"subnet-2","root":"/shards/use1-az2","shards":2,"draining_shards":1},
+  {"id":"fsmt-c","ip":"10.0.3.9","az":"us-east-1c","az_id":"use1-az3","subnet_id":"subnet-3","root":"/shards/use1-az3","draining":true}
+ ],"strategy":"rendezvous","version":2}"#;
+
 fn run(args: &[&str], stdin: Option<&str>) -> Output {
     run_with_env(args, stdin, &[])
 }
@@ -94,7 +102,7 @@ fn where_says_home_elsewhere_or_missing() {
     let other = (b.index + 1) % 3;
     let misplaced = router
         .layout()
-        .real_path(&router.list().mount_targets, other, &b.logical);
+        .real_path(router.shards(), other, &b.logical);
     std::fs::create_dir_all(misplaced.parent().unwrap()).unwrap();
     std::fs::write(&misplaced, b"b").unwrap();
 
@@ -157,7 +165,179 @@ fn errors_and_usage() {
 
     let o = run(&["--list", "-", "show"], Some(LIST));
     assert!(o.status.success());
-    assert!(stdout(&o).starts_with("strategy: rendezvous\n0: fsmt-a 10.0.1.4 us-east-1a root /\n"));
+    assert!(
+        stdout(&o).starts_with(
+            "strategy: rendezvous\nversion:  1\ntargets:  3\nshards:   3 (0 draining)\n\n\
+             fsmt-a 10.0.1.4 us-east-1a/use1-az6 subnet-1\n  shard 0: /\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn show_groups_a_version_2_lists_shards_by_mount_target() {
+    let o = run(&["--list", "-", "show"], Some(V2));
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        stdout(&o),
+        "\
+strategy: rendezvous
+version:  2
+targets:  3
+shards:   6 (2 draining)
+
+fsmt-a 10.0.1.4 us-east-1a/use1-az1 subnet-1
+  shard 0: /
+  shard 1: /shards/use1-az1.1
+  shard 2: /shards/use1-az1.2
+
+fsmt-b 10.0.2.7 us-east-1b/use1-az2 subnet-2
+  shard 3: /shards/use1-az2
+  shard 4: /shards/use1-az2.1 (draining)
+
+fsmt-c 10.0.3.9 us-east-1c/use1-az3 subnet-3 (draining)
+  shard 5: /shards/use1-az3 (draining)
+"
+    );
+
+    let o = run(&["--list", "-", "--json", "show"], Some(V2));
+    assert!(o.status.success(), "{o:?}");
+    let v = &json_lines(&o)[0];
+    assert_eq!(
+        (
+            &v["strategy"],
+            &v["version"],
+            &v["targets"],
+            &v["shards"],
+            &v["draining_shards"]
+        ),
+        (
+            &"rendezvous".into(),
+            &2.into(),
+            &3.into(),
+            &6.into(),
+            &2.into()
+        )
+    );
+    let b = &v["mount_targets"][1];
+    assert_eq!(b["id"], "fsmt-b");
+    assert_eq!(b["az_id"], "use1-az2");
+    assert_eq!(
+        b["shards"],
+        serde_json::json!([
+            {"shard": 3, "root": "/shards/use1-az2", "draining": false},
+            {"shard": 4, "root": "/shards/use1-az2.1", "draining": true},
+        ])
+    );
+    assert_eq!(v["mount_targets"][2]["draining"], true);
+}
+
+#[test]
+fn resolve_and_where_over_a_version_2_list_name_the_shard_and_its_target() {
+    let list = efs_router::MountTargetList::from_json(V2).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("efs");
+    let router = efs_router::Router::new(list, efs_router::Layout::single_mount(&base)).unwrap();
+    // A path at home in a derived shard of fsmt-a, and one misplaced into fsmt-b's draining shard.
+    let path = |want: usize, tag: &str| {
+        (0..)
+            .map(|i| format!("data/{tag}-{i}.json"))
+            .find(|p| router.resolve(p).unwrap().index == want)
+            .unwrap()
+    };
+    let at_home = path(2, "h");
+    let misplaced = path(1, "m");
+    router.write(&at_home, b"h").unwrap();
+    let m = router.resolve(&misplaced).unwrap();
+    let in_draining = router.layout().real_path(router.shards(), 4, &m.logical);
+    std::fs::create_dir_all(in_draining.parent().unwrap()).unwrap();
+    std::fs::write(&in_draining, b"m").unwrap();
+
+    let o = run(
+        &[
+            "--list",
+            "-",
+            "--base",
+            base.to_str().unwrap(),
+            "--json",
+            "where",
+            &at_home,
+            &misplaced,
+        ],
+        Some(V2),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let v = json_lines(&o);
+    assert_eq!(
+        (&v[0]["shard"], &v[0]["id"], &v[0]["root"], &v[0]["status"]),
+        (
+            &2.into(),
+            &"fsmt-a".into(),
+            &"/shards/use1-az1.2".into(),
+            &"home".into()
+        )
+    );
+    assert_eq!(
+        v[0]["real_path"],
+        base.join("shards/use1-az1.2")
+            .join(&at_home)
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(
+        (&v[1]["shard"], &v[1]["root"]),
+        (&1.into(), &"/shards/use1-az1.1".into())
+    );
+    assert_eq!(v[1]["status"], "elsewhere");
+    assert_eq!(
+        v[1]["found"],
+        serde_json::json!({"shard": 4, "id": "fsmt-b", "ip": "10.0.2.7", "root": "/shards/use1-az2.1",
+                           "real_path": in_draining.to_str().unwrap()})
+    );
+
+    let o = run(
+        &[
+            "--list",
+            "-",
+            "--base",
+            base.to_str().unwrap(),
+            "where",
+            &misplaced,
+        ],
+        Some(V2),
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("shard:      1 (root /shards/use1-az1.1, mount target fsmt-a 10.0.1.4)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "found at:   shard 4 (root /shards/use1-az2.1, mount target fsmt-b): {}\n",
+            in_draining.display()
+        )),
+        "{text}"
+    );
+
+    // --mounts: {i} is the shard's position, one mount per shard.
+    let o = run(
+        &[
+            "--list",
+            "-",
+            "--mounts",
+            "/mnt/efs-{i}",
+            "--json",
+            "resolve",
+            &at_home,
+        ],
+        Some(V2),
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        json_lines(&o)[0]["real_path"],
+        format!("/mnt/efs-2/{at_home}")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,11 +3,14 @@
 //! ```text
 //! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] resolve PATH...
 //! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] where PATH...
-//! efs-route (--list FILE|- | --ssm NAME) show
+//! efs-route (--list FILE|- | --ssm NAME) [--json] show
 //! ```
+//!
+//! A shard is a directory; a mount target of a version 2 list serves several. Shard positions
+//! (`resolve`'s `shard`, `--mounts`' `{i}`) count the list's shards in order, as `show` lists them.
 
 use efs_mount_autoscaler::aws::Clients;
-use efs_router::{Found, Layout, MountTargetList, Resolved, Router};
+use efs_router::{Found, Layout, MountTargetList, Resolved, Router, Target};
 use serde_json::json;
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -19,20 +22,23 @@ usage: efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [
 Routes logical paths by the published list of mount targets (efs-mount-autoscaler).
 
 commands:
-  resolve PATH...   the home shard of each path and its real path (touches no file)
+  resolve PATH...   the home shard of each path (its position, root and mount target)
+                    and its real path (touches no file)
   where PATH...     the same, and whether the file is at home, elsewhere or missing
                     (looks at each shard directory; moves nothing)
-  show              the list as this tool reads it: strategy and targets
+  show              the list as this tool reads it: strategy, version, and each mount
+                    target with its shards (position, root, draining), with totals
 
 options:
-  --list FILE       the published list (JSON, either form); '-' reads standard input
+  --list FILE       the published list (JSON, any form); '-' reads standard input
   --ssm NAME        read it from this SSM parameter (AWS_REGION, credentials and
                     AWS_ENDPOINT_URL from the environment, as the AWS CLI does)
   --base DIR        the file system root is mounted once at DIR (default /mnt/efs):
                     a file is DIR/<root>/<path>
-  --mounts TEMPLATE one mount per target, TEMPLATE with {i} for the target's position,
-                    e.g. /mnt/efs-{i}: a file is <mount i>/<path>
-  --json            one JSON object per path instead of text
+  --mounts TEMPLATE one mount per shard, TEMPLATE with {i} for the shard's position
+                    (as show numbers them), e.g. /mnt/efs-{i}: shard i's ip:root is
+                    mounted at <mount i>, and a file is <mount i>/<path>
+  --json            one JSON object per path (show: one for the list) instead of text
 ";
 
 /// Where the published list comes from.
@@ -169,7 +175,7 @@ fn run(args: &Args) -> Result<bool, String> {
         show(&list, args.json);
         return Ok(true);
     }
-    let n = list.mount_targets.len();
+    let n = list.shard_count();
     let layout = match (&args.mounts, &args.base) {
         (Some(t), _) => Layout::per_target_template(t, n).map_err(|e| e.to_string())?,
         (None, base) => Layout::single_mount(base.clone().unwrap_or_else(|| "/mnt/efs".into())),
@@ -197,21 +203,87 @@ fn run(args: &Args) -> Result<bool, String> {
     Ok(all_ok)
 }
 
+/// The version the list is written as ([`MountTargetList::to_json`]).
+fn version(list: &MountTargetList) -> u32 {
+    if list.needs_version_2() {
+        2
+    } else {
+        1
+    }
+}
+
+/// The mount targets, each with its shards and their positions among the list's shards.
 fn show(list: &MountTargetList, as_json: bool) {
+    let shards = list.shard_count();
+    let draining = list.shards().iter().filter(|s| s.draining).count();
+    let mut first = 0;
+    let grouped: Vec<(&Target, usize)> = list
+        .mount_targets
+        .iter()
+        .map(|t| {
+            let at = first;
+            first += t.shard_roots().len();
+            (t, at)
+        })
+        .collect();
     if as_json {
-        println!("{}", list.to_json());
+        let targets: Vec<_> = grouped
+            .iter()
+            .map(|(t, at)| {
+                let shards: Vec<_> = (0u32..)
+                    .zip(t.shard_roots())
+                    .map(|(k, root)| {
+                        json!({"shard": at + k as usize, "root": root, "draining": t.shard_draining(k)})
+                    })
+                    .collect();
+                json!({
+                    "id": t.id,
+                    "ip": t.ip,
+                    "az": t.az,
+                    "az_id": t.az_id,
+                    "subnet_id": t.subnet_id,
+                    "draining": t.draining,
+                    "shards": shards,
+                })
+            })
+            .collect();
+        let v = json!({
+            "strategy": list.strategy.as_str(),
+            "version": version(list),
+            "targets": list.mount_targets.len(),
+            "shards": shards,
+            "draining_shards": draining,
+            "mount_targets": targets,
+        });
+        println!("{v}");
         return;
     }
     println!("strategy: {}", list.strategy);
-    for (i, t) in list.mount_targets.iter().enumerate() {
+    println!("version:  {}", version(list));
+    println!("targets:  {}", list.mount_targets.len());
+    println!("shards:   {shards} ({draining} draining)");
+    for (t, at) in grouped {
+        println!();
         println!(
-            "{i}: {} {} {} root {}{}",
+            "{} {} {}/{} {}{}",
             t.id,
             t.ip,
             t.az.as_deref().unwrap_or("-"),
-            t.root,
+            t.az_id.as_deref().unwrap_or("-"),
+            t.subnet_id.as_deref().unwrap_or("-"),
             if t.draining { " (draining)" } else { "" }
         );
+        for (k, root) in (0u32..).zip(t.shard_roots()) {
+            println!(
+                "  shard {}: {root}{}",
+                at + k as usize,
+                if t.shard_draining(k) {
+                    " (draining)"
+                } else {
+                    ""
+                }
+            );
+        }
     }
 }
 
@@ -223,7 +295,8 @@ fn print_answer(
     as_json: bool,
     k: usize,
 ) {
-    let t = &router.list().mount_targets[home.index];
+    // The home shard: a copy of its mount target's entry with the shard's root.
+    let t = &router.shards()[home.index];
     let (status, at) = match found {
         None => (None, None),
         Some(Found::Home) => (Some("home"), None),
@@ -245,7 +318,9 @@ fn print_answer(
             v["status"] = json!(s);
         }
         if let Some((index, real)) = at {
-            v["found"] = json!({"shard": index, "id": router.list().mount_targets[index].id, "real_path": real});
+            let o = &router.shards()[index];
+            v["found"] =
+                json!({"shard": index, "id": o.id, "ip": o.ip, "root": o.root, "real_path": real});
         }
         println!("{v}");
         return;
@@ -256,19 +331,19 @@ fn print_answer(
     println!("path:       {path}");
     println!("normalised: {}", home.logical);
     println!(
-        "shard:      {} ({} {}, root {})",
-        home.index, t.id, t.ip, t.root
+        "shard:      {} (root {}, mount target {} {})",
+        home.index, t.root, t.id, t.ip
     );
     println!("real path:  {}", home.real.display());
     if let Some(s) = status {
         println!("status:     {s}");
     }
     if let Some((index, real)) = at {
-        let o = &router.list().mount_targets[index];
+        let o = &router.shards()[index];
         println!(
-            "found at:   shard {index} ({} root {}): {}",
-            o.id,
+            "found at:   shard {index} (root {}, mount target {}): {}",
             o.root,
+            o.id,
             real.display()
         );
     }
