@@ -13,6 +13,7 @@ pub const ENV_VARS: &[&str] = &[
     "SUBNET_IDS",
     "SECURITY_GROUP_IDS",
     "MAX_MOUNT_TARGETS",
+    "MAX_SHARDS",
     "SCALE_IN_RATIO",
     "SCALE_IN_COOLDOWN_SECONDS",
     "PROTECTED_SUBNET_IDS",
@@ -24,8 +25,13 @@ pub const ENV_VARS: &[&str] = &[
 ];
 
 use crate::error::ConfigError;
+use efs_router::list::MAX_LIST_SHARDS;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// `MAX_SHARDS` when unset: 10 million files at the default threshold need about 204 shards;
+/// the list's size does not grow with them (docs/scaling.md).
+pub const DEFAULT_MAX_SHARDS: usize = 256;
 
 /// The function's settings. An unset or empty optional variable takes its default
 /// (CloudFormation passes optional parameters as empty strings).
@@ -44,6 +50,9 @@ pub struct Config {
     pub subnet_ids: Option<Vec<String>>,
     pub security_group_ids: Option<Vec<String>>,
     pub max_mount_targets: Option<usize>,
+    /// The most shards (directories) the list may have: `MAX_SHARDS`, 1 to
+    /// `efs_router::list::MAX_LIST_SHARDS`.
+    pub max_shards: usize,
     pub scale_in_ratio: f64,
     pub scale_in_cooldown: Duration,
     pub protected_subnet_ids: Vec<String>,
@@ -121,6 +130,16 @@ impl Config {
         let file_threshold = positive("FILE_THRESHOLD")?.unwrap_or(50_000);
         let max_mount_targets =
             positive("MAX_MOUNT_TARGETS")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let max_shards = match positive("MAX_SHARDS")? {
+            None => DEFAULT_MAX_SHARDS,
+            Some(n) if n <= MAX_LIST_SHARDS as u64 => n as usize,
+            Some(n) => return Err(ConfigError {
+                var: "MAX_SHARDS",
+                problem: format!(
+                    "{n} is more than the {MAX_LIST_SHARDS} shards one published list may describe"
+                ),
+            }),
+        };
         let scale_in_ratio = match value("SCALE_IN_RATIO") {
             None => 0.6,
             Some(v) => match v.parse::<f64>() {
@@ -176,6 +195,7 @@ impl Config {
             subnet_ids: optional_list("SUBNET_IDS")?,
             security_group_ids: optional_list("SECURITY_GROUP_IDS")?,
             max_mount_targets,
+            max_shards,
             scale_in_ratio,
             scale_in_cooldown,
             protected_subnet_ids: optional_list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
@@ -289,6 +309,7 @@ mod tests {
         assert_eq!(c.subnet_ids, None);
         assert_eq!(c.security_group_ids, None);
         assert_eq!(c.max_mount_targets, None);
+        assert_eq!(c.max_shards, DEFAULT_MAX_SHARDS);
         assert_eq!(c.scale_in_ratio, 0.6);
         assert_eq!(c.scale_in_cooldown, Duration::from_secs(1800));
         assert!(c.protected_subnet_ids.is_empty());
@@ -343,6 +364,8 @@ mod tests {
             failing_var(&[("MAX_MOUNT_TARGETS", "0")]),
             "MAX_MOUNT_TARGETS"
         );
+        assert_eq!(failing_var(&[("MAX_SHARDS", "0")]), "MAX_SHARDS");
+        assert_eq!(failing_var(&[("MAX_SHARDS", "1001")]), "MAX_SHARDS");
         assert_eq!(failing_var(&[("SCALE_IN_RATIO", "1.5")]), "SCALE_IN_RATIO");
         assert_eq!(
             failing_var(&[("SCALE_IN_COOLDOWN_SECONDS", "30m")]),

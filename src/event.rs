@@ -11,6 +11,8 @@ pub enum Action {
     Plan,
     /// Move misplaced files home, at most `max_moves`.
     Rebalance { max_moves: u64 },
+    /// Reconcile, republishing a `modulo-sha256` list under `rendezvous` first.
+    Migrate,
 }
 
 /// The most files one rebalancing run may be asked to move: anyone allowed to invoke the
@@ -30,6 +32,17 @@ impl Action {
         match event.get("action").and_then(Value::as_str) {
             Some("reconcile") => Ok(Action::Reconcile),
             Some("plan") => Ok(Action::Plan),
+            // Explicit about where it goes: the only strategy a list can migrate to.
+            Some("migrate") => match event.get("strategy").and_then(Value::as_str) {
+                Some("rendezvous") => Ok(Action::Migrate),
+                other => Err(Error::UnsupportedEvent {
+                    received: format!(
+                        "migrate to strategy {}: only {{\"action\":\"migrate\",\"strategy\":\"rendezvous\"}} \
+                         is supported",
+                        other.map_or("(none given)".to_owned(), |s| format!("{s:?}"))
+                    ),
+                }),
+            },
             Some("rebalance") => match event.get("max_moves") {
                 None | Some(Value::Null) => Ok(Action::Rebalance {
                     max_moves: DEFAULT_MAX_MOVES,
@@ -60,6 +73,7 @@ impl Action {
             Action::Reconcile => "reconcile",
             Action::Plan => "plan",
             Action::Rebalance { .. } => "rebalance",
+            Action::Migrate => "migrate",
         }
     }
 }
@@ -95,6 +109,10 @@ mod tests {
             Action::from_event(&serde_json::json!({"action": "rebalance"})).unwrap(),
             Action::Rebalance { max_moves: 10_000 }
         );
+        assert_eq!(
+            Action::from_event(&event_file("migrate.json")).unwrap(),
+            Action::Migrate
+        );
     }
 
     #[test]
@@ -104,6 +122,8 @@ mod tests {
             serde_json::json!({"action": "explode"}),
             serde_json::json!({"action": 1}),
             serde_json::json!({"action": "rebalance", "max_moves": -1}),
+            serde_json::json!({"action": "migrate"}),
+            serde_json::json!({"action": "migrate", "strategy": "modulo-sha256"}),
             serde_json::json!({"action": "rebalance", "max_moves": "lots"}),
             serde_json::json!({"action": "rebalance", "max_moves": MOST_MOVES + 1}),
             serde_json::json!({"detail-type": "EC2 Instance State-change Notification"}),

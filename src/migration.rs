@@ -85,6 +85,8 @@ pub fn move_home(
 ) -> Result<Moves, Error> {
     let mut moves = Moves::default();
     let roots: BTreeSet<&String> = roots.iter().collect();
+    // Files route over the list's shards (several per mount target in a version 2 list).
+    let shards = list.shards();
     for root in roots {
         let dir = config.watch_path(root);
         let fd = match shard::open_dir(config, &dir, false) {
@@ -126,15 +128,15 @@ pub fn move_home(
             } else {
                 format!("{}/{rel_path}", config.watch_dir)
             };
-            match shard_index(&logical, &list.mount_targets, list.strategy) {
-                Ok(i) if list.mount_targets[i].root != *root => {
+            match shard_index(&logical, &shards, list.strategy) {
+                Ok(i) if shards[i].root != *root => {
                     if moves.moved + moves.dropped_older + batch.len() as u64 >= budget.max_moves
                         || Instant::now() >= budget.until
                     {
                         moves.remaining += 1;
                         return flow;
                     }
-                    let home = config.watch_path(&list.mount_targets[i].root);
+                    let home = config.watch_path(&shards[i].root);
                     batch.push((dir.join(entry.path), home.join(entry.path)));
                     if batch.len() == BATCH {
                         if let Err(e) = flush(config, &mut batch, budget, &mut moves) {

@@ -79,11 +79,22 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
     let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
     if let Some(p) = &parameter {
-        roots.extend(p.list.mount_targets.iter().map(|t| t.root.clone()));
+        roots.extend(p.list.shards().into_iter().map(|t| t.root));
     }
     roots.extend(holding.iter().map(|t| root_for_az(&t.az_id)));
-    roots.extend(state.draining.values().map(|d| d.root.clone()));
-    let draining_roots: Vec<String> = state.draining.values().map(|d| d.root.clone()).collect();
+    // Draining: each target's roots (all the shards a target gone by hand served), each shard's.
+    let mut draining_roots: BTreeSet<String> = BTreeSet::new();
+    for (id, d) in &state.draining {
+        draining_roots.insert(d.root.clone());
+        let listed = parameter
+            .as_ref()
+            .and_then(|p| p.list.mount_targets.iter().find(|t| &t.id == id));
+        if let Some(t) = listed.filter(|t| t.root == d.root) {
+            draining_roots.extend(t.shard_roots());
+        }
+    }
+    draining_roots.extend(state.draining_shards.keys().cloned());
+    roots.extend(draining_roots.iter().cloned());
     let started = Instant::now();
     let dirs: Vec<_> = roots
         .into_iter()

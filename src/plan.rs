@@ -11,8 +11,8 @@
 
 use crate::observed::{LifeCycle, Observed, Subnet};
 use crate::shard::{self, Shard};
-use crate::state::{Drain, State};
-use efs_router::list::{MountTargetList, Strategy, Target};
+use crate::state::{Drain, ShardDrain, State};
+use efs_router::list::{extra_root, MountTargetList, Strategy, Target, MAX_LIST_SHARDS};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The settings that shape a plan.
@@ -20,6 +20,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Policy {
     pub file_threshold: u64,
     pub max_mount_targets: Option<usize>,
+    /// `MAX_SHARDS`: the most shards (directories) the list may have.
+    pub max_shards: usize,
+    /// The migrate event: a `modulo-sha256` list is published again under `rendezvous`.
+    pub migrate: bool,
     pub subnet_ids: Option<Vec<String>>,
     pub security_group_ids: Option<Vec<String>>,
     pub services: Vec<String>,
@@ -112,8 +116,14 @@ impl Step {
 /// What a run decides about the number of mount targets: exactly one of these a run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
+    /// The migrate event: the `modulo-sha256` list is published again under `rendezvous`
+    /// (every entry keeps its target; entries that shared `/` get `/shards/<az-id>`).
+    Migrate { entries: usize },
     /// Add a mount target in this subnet.
     Create(NewTarget),
+    /// More shards are wanted and no mount target is to be added: the existing targets take
+    /// `added` new shards between them, evenly.
+    AddShards { added: usize },
     /// More are wanted, but one is still creating: wait for it first.
     WaitForCreating { id: String, az: String },
     /// More are wanted, but this run already created one.
@@ -136,6 +146,9 @@ pub enum Decision {
     /// A drained shard is empty: the list goes out without it (the target goes once the fleet
     /// has converged on that list).
     Unlist { id: String },
+    /// A drained shard (not the target's own root) is empty: it leaves the list; the target
+    /// keeps serving its other shards.
+    DropShard { id: String, root: String },
     /// The shard of a target someone else deleted is empty: its root leaves the list.
     DropGone { id: String },
     /// A target is draining, but clients that refresh the list themselves may not have read
@@ -145,6 +158,9 @@ pub enum Decision {
     DeleteDrained { id: String },
     /// Within the scale-in band for long enough: this target starts draining.
     StartDrain { id: String, held: u64 },
+    /// Within the scale-in band for long enough: the last shard of the target that serves the
+    /// most starts draining (a target's shards go before the target).
+    StartShardDrain { id: String, root: String, held: u64 },
     /// Within the scale-in band, but no target goes yet.
     Hold(Hold),
     /// More are needed than can exist.
@@ -177,22 +193,33 @@ pub enum Bound {
         usable: usize,
         excluded: usize,
     },
+    /// `MAX_SHARDS` (or the list's own cap).
+    MaxShards(usize),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// Each mount target's first shard.
     pub shards: Vec<Shard>,
     pub file_count: u64,
-    /// By mount target id.
+    /// Files in each shard of the list (by root), and in each root that holds files but
+    /// belongs to no listed shard yet.
     pub files_per_shard: BTreeMap<String, u64>,
+    /// Files in all the shards each mount target serves, by mount target id.
+    pub files_per_target: BTreeMap<String, u64>,
     /// Mount targets creating, available or updating.
     pub current: usize,
-    /// `ceil(files / threshold)`, at least 1, before any bound.
+    /// Shards that take new files (and those of targets still creating, which will).
+    pub current_shards: usize,
+    /// Shards the files need (`ceil(files / per-shard mean)`, at least 1), before any bound.
     pub needed: usize,
     /// AZs that can hold a mount target (with one, or with a free eligible subnet).
     pub az_capacity: usize,
+    /// Mount targets wanted.
     pub desired: usize,
-    /// Needed more than the AZs (or MAX_MOUNT_TARGETS) allow.
+    /// Shards wanted: `needed` within `MAX_SHARDS` (and, for a modulo list, the targets).
+    pub desired_shards: usize,
+    /// Needed more shards than `MAX_SHARDS` (or, for a modulo list, the targets) allow.
     pub at_capacity: bool,
     pub decision: Decision,
     /// The list clients should see once the steps have run.
@@ -259,19 +286,38 @@ pub const FLEET_PATIENCE_SECS: u64 = 1800;
 
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let published = obs.parameter.as_ref().map(|p| &p.list);
-    let shards = shard::assign(&obs.mount_targets, published, |root| {
+    let mut warnings = obs.warnings.clone();
+    // The migrate event: the plan starts from the list as rendezvous would have it; the
+    // comparison with what is published (below) makes it go out.
+    let migrated = if policy.migrate {
+        match published {
+            Some(l) if l.strategy == Strategy::ModuloSha256 => migrate(l, obs, &mut warnings),
+            _ => {
+                warnings.push(
+                    "the migrate event asks for rendezvous, and the list already is (or none \
+                     is published): nothing to migrate"
+                        .to_owned(),
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let base = migrated.as_ref().or(published);
+    let shards = shard::assign(&obs.mount_targets, base, |root| {
         obs.files.contains_key(root)
     });
-    let mut warnings = obs.warnings.clone();
-    let counts = Counts::of(obs, &shards, &mut warnings);
+    let counts = Counts::of(obs, &shards, base, &mut warnings);
     let room = Room::of(obs, policy, &mut warnings);
     let rollouts_failed = rollouts_failed(obs, &mut warnings);
     for (root, why) in &obs.unreadable {
         warnings.push(format!("shard {root} skipped: {why}"));
     }
-    let strategy = published.map_or(Strategy::Rendezvous, |l| l.strategy);
+    let strategy = base.map_or(Strategy::Rendezvous, |l| l.strategy);
+    let modulo = strategy == Strategy::ModuloSha256;
     let mut state = obs.state.clone();
-    track_targets(obs, &shards, strategy, &mut state, &mut warnings);
+    track_targets(obs, base, &shards, strategy, &mut state, &mut warnings);
     let fleet_waiting = fleet_waiting(obs);
     let published_age = published_at(obs).map(|t| obs.now.saturating_sub(t));
     let fleet_stuck =
@@ -286,8 +332,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     }
 
     let current = shards.iter().filter(|s| s.target.state.is_active()).count();
-    let size = Size::of(counts.file_count, current, room.az_capacity, policy);
-    let mut list = rebuild_list(published, &shards, &state, obs);
+    let mut list = rebuild_list(base, &shards, &state, obs);
     // Whatever moves files (a drain, a rebalance) waits for the same things, in this order.
     let moves_wait = if published != Some(&list) {
         Some(MovesWait::ListPending)
@@ -298,47 +343,36 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             .filter(|left| *left > 0)
             .map(MovesWait::Refresh)
     };
-    // The drain under way: the first in the list's order, then any unlisted one.
-    let drain = list
-        .mount_targets
-        .iter()
-        .find_map(|t| state.draining.get_key_value(&t.id))
-        .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone))
-        .map(|(id, d)| (id.clone(), d.clone()));
-    // A target being drained (listed or not any more) serves no new files.
-    let draining_serving = drain.as_ref().is_some_and(|(id, _)| {
-        shards
-            .iter()
-            .any(|s| &s.target.id == id && s.target.state.is_active())
-    });
-    let serving = current - usize::from(draining_serving);
+    let drain = drain_under_way(&list, base, &shards, &state, obs);
+    let serving = serving_shards(&list, &shards);
+    let size = Size::of(
+        counts.file_count,
+        current,
+        serving,
+        room.az_capacity,
+        policy,
+        modulo,
+    );
     let band = Band::of(policy, serving, counts.file_count);
-    let candidate = if strategy == Strategy::Rendezvous {
-        scale_in_candidate(obs, &list, &counts, &state)
-    } else {
+    let candidate = if modulo {
         None
+    } else {
+        scale_in_candidate(obs, &list, &shards, &counts, &state)
     };
     let creating: Vec<&Shard> = shards
         .iter()
         .filter(|s| s.target.state == LifeCycle::Creating)
         .collect();
-    let bound = room.bound(obs, policy);
+    let growth = if modulo {
+        Vec::new()
+    } else {
+        grow_shards(&list, &shards, size.desired_shards, size.desired)
+    };
+    let bound = room.bound(obs, policy, modulo);
     let situation = Situation {
         size: &size,
         serving,
-        drain: drain.as_ref().map(|(id, d)| DrainView {
-            id: id.clone(),
-            az: shards
-                .iter()
-                .find(|s| &s.target.id == id)
-                .map(|s| s.target.az.clone())
-                .unwrap_or_default(),
-            root: d.root.clone(),
-            unlisted: d.unlisted,
-            gone: d.gone,
-            // A shard that could not be walked is not known to be empty.
-            has_files: obs.tree_has_files.get(&d.root).copied().unwrap_or(true),
-        }),
+        drain: drain.clone(),
         moves_wait: moves_wait.clone(),
         creating: creating.first().copied(),
         allow_create: policy.allow_create,
@@ -356,9 +390,11 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 (None, None) => SecurityGroups::VpcDefault,
             },
         }),
+        shards_to_add: growth.iter().map(|(_, added)| *added as usize).sum(),
         bound: &bound,
         in_band: band.holds,
-        modulo: strategy == Strategy::ModuloSha256,
+        modulo,
+        migrating: migrated.as_ref().map(|l| l.mount_targets.len()),
         candidate,
         below_since: state.below_since,
         last_scale_out: state.last_scale_out,
@@ -366,14 +402,16 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         now: obs.now,
     };
     let decision = decide(&situation);
-    let reason = reason(&decision, &size, &band, policy, serving);
+    let reason = reason(&decision, &size, &band, policy, serving, modulo);
 
     // The decision's own steps, and what it does to the list and the state.
     let mut steps = Vec::new();
     state.below_since = match &decision {
         // The band holds: its clock runs from when it began.
         Decision::Hold(_) => Some(state.below_since.unwrap_or(obs.now)),
-        Decision::StartDrain { .. } | Decision::Keep { .. } => None,
+        Decision::StartDrain { .. } | Decision::StartShardDrain { .. } | Decision::Keep { .. } => {
+            None
+        }
         _ => state.below_since,
     };
     match &decision {
@@ -389,7 +427,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         }
         Decision::CancelDrain { id } => {
             state.draining.remove(id);
-            list = rebuild_list(published, &shards, &state, obs);
+            state.draining_shards.retain(|_, d| &d.target != id);
+            list = rebuild_list(base, &shards, &state, obs);
         }
         Decision::StartDrain { id, .. } => {
             let root = list
@@ -407,22 +446,59 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                     gone: false,
                 },
             );
-            list = rebuild_list(published, &shards, &state, obs);
+            list = rebuild_list(base, &shards, &state, obs);
         }
-        Decision::MoveDrained { root, .. } => steps.push(Step::MoveFiles {
-            root: root.clone(),
-            list: list.clone(),
-        }),
+        Decision::StartShardDrain { id, root, .. } => {
+            state.draining_shards.insert(
+                root.clone(),
+                ShardDrain {
+                    target: id.clone(),
+                    since: obs.now,
+                },
+            );
+            list = rebuild_list(base, &shards, &state, obs);
+        }
+        Decision::MoveDrained { .. } => {
+            for root in drain.iter().flat_map(|d| d.with_files.iter()) {
+                steps.push(Step::MoveFiles {
+                    root: root.clone(),
+                    list: list.clone(),
+                });
+            }
+        }
         Decision::Unlist { id } | Decision::DropGone { id } => {
             if let Some(d) = state.draining.get_mut(id) {
                 d.unlisted = true;
             }
-            list = rebuild_list(published, &shards, &state, obs);
+            list = rebuild_list(base, &shards, &state, obs);
+        }
+        Decision::DropShard { id, root } => {
+            state.draining_shards.remove(root);
+            list = rebuild_list(base, &shards, &state, obs);
+            if let Some(e) = list.mount_targets.iter_mut().find(|e| &e.id == id) {
+                e.shards = e.shards.saturating_sub(1).max(1);
+            }
         }
         Decision::DeleteDrained { id } => steps.push(Step::DeleteMountTarget {
             mount_target_id: id.clone(),
         }),
         _ => {}
+    }
+    // New shards go on the targets that serve now, in the runs that grow (a target being
+    // added, waited for, or none to add): a scale-out like a new target.
+    if matches!(
+        decision,
+        Decision::Create(_)
+            | Decision::WaitForCreating { .. }
+            | Decision::OneARun
+            | Decision::AddShards { .. }
+    ) && !growth.is_empty()
+    {
+        for (index, added) in &growth {
+            list.mount_targets[*index].shards += added;
+        }
+        state.last_scale_out = Some(obs.now);
+        state.below_since = None;
     }
     // Saved when it changed, or when it was carried over from the old file.
     if state != obs.state || (!obs.state_stored && state != State::default()) {
@@ -431,15 +507,19 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     housekeeping(
         obs, policy, &shards, &creating, published, &list, &mut steps,
     );
+    let (files_per_shard, files_per_target) = counts.per_shard_and_target(&list, &shards);
 
     Plan {
         shards,
         file_count: counts.file_count,
-        files_per_shard: counts.files_per_shard,
+        files_per_shard,
+        files_per_target,
         current,
+        current_shards: serving,
         needed: size.needed,
         az_capacity: room.az_capacity,
         desired: size.desired,
+        desired_shards: size.desired_shards,
         at_capacity: size.at_capacity,
         decision,
         list,
@@ -452,6 +532,175 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         reason,
         warnings,
     }
+}
+
+/// The drain under way, if any: a target's (the first in the list's order, then any unlisted
+/// one), else a shard's.
+fn drain_under_way(
+    list: &MountTargetList,
+    base: Option<&MountTargetList>,
+    shards: &[Shard],
+    state: &State,
+    obs: &Observed,
+) -> Option<DrainView> {
+    let az_of = |id: &str| {
+        shards
+            .iter()
+            .find(|s| s.target.id == id)
+            .map(|s| s.target.az.clone())
+            .unwrap_or_default()
+    };
+    // A shard that could not be walked is not known to be empty.
+    let has_files = |root: &str| obs.tree_has_files.get(root).copied().unwrap_or(true);
+    let target = list
+        .mount_targets
+        .iter()
+        .find_map(|t| state.draining.get_key_value(&t.id))
+        .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone));
+    if let Some((id, d)) = target {
+        // A target's drain empties every shard it serves (a target gone by hand may serve several).
+        let roots = base
+            .and_then(|l| l.mount_targets.iter().find(|t| &t.id == id))
+            .filter(|t| t.root == d.root)
+            .map_or_else(|| vec![d.root.clone()], |t| t.shard_roots());
+        return Some(DrainView {
+            id: id.clone(),
+            az: az_of(id),
+            root: d.root.clone(),
+            unlisted: d.unlisted,
+            gone: d.gone,
+            shard: false,
+            with_files: roots.into_iter().filter(|r| has_files(r)).collect(),
+        });
+    }
+    let (root, d) = state.draining_shards.iter().next()?;
+    Some(DrainView {
+        id: d.target.clone(),
+        az: az_of(&d.target),
+        root: root.clone(),
+        unlisted: false,
+        gone: false,
+        shard: true,
+        with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
+    })
+}
+
+/// Shards that take new files: those of each listed target that serves (creating, available
+/// or updating) and is not draining, less its draining shards; and one for each serving
+/// target not listed yet (it will serve its first shard).
+fn serving_shards(list: &MountTargetList, shards: &[Shard]) -> usize {
+    shards
+        .iter()
+        .filter(|s| s.target.state.is_active())
+        .map(
+            |s| match list.mount_targets.iter().find(|e| e.id == s.target.id) {
+                Some(e) if e.draining => 0,
+                Some(e) => (e.shards - e.draining_shards) as usize,
+                None => 1,
+            },
+        )
+        .sum()
+}
+
+/// Where new shards go: `desired` shards spread over `desired_targets` mount targets as
+/// evenly as they can be (the one with the fewest takes the next), counting targets still to
+/// come (creating, or to be created in a later run) at one shard each. Only a listed target
+/// that serves now, with an AZ id, takes shards now; the others get theirs once they serve.
+/// Returns (index in the list, shards added).
+fn grow_shards(
+    list: &MountTargetList,
+    shards: &[Shard],
+    desired: usize,
+    desired_targets: usize,
+) -> Vec<(usize, u32)> {
+    let active = |id: &str| {
+        shards
+            .iter()
+            .find(|s| s.target.id == id && s.target.state.is_active())
+    };
+    // (shards it serves, index in the list when it can take one now)
+    let mut takers: Vec<(u32, Option<usize>)> = Vec::new();
+    for (i, e) in list.mount_targets.iter().enumerate() {
+        let Some(s) = active(&e.id) else { continue };
+        if e.draining {
+            continue;
+        }
+        let can_take = s.target.state == LifeCycle::Available
+            && s.target.ip.is_some()
+            && e.az_id.as_deref().is_some_and(|a| !a.is_empty())
+            && e.draining_shards == 0;
+        takers.push((e.shards - e.draining_shards, can_take.then_some(i)));
+    }
+    for s in shards.iter().filter(|s| s.target.state.is_active()) {
+        if !list.mount_targets.iter().any(|e| e.id == s.target.id) {
+            takers.push((1, None));
+        }
+    }
+    while takers.len() < desired_targets {
+        takers.push((1, None));
+    }
+    let mut total: usize = takers.iter().map(|(n, _)| *n as usize).sum();
+    let mut room = MAX_LIST_SHARDS.saturating_sub(list.shard_count());
+    let mut added: BTreeMap<usize, u32> = BTreeMap::new();
+    while total < desired && room > 0 {
+        // The fewest first; on a tie, one that can take it now, then list order.
+        let Some(next) = (0..takers.len()).min_by_key(|&j| (takers[j].0, takers[j].1.is_none(), j))
+        else {
+            break;
+        };
+        takers[next].0 += 1;
+        total += 1;
+        if let Some(index) = takers[next].1 {
+            *added.entry(index).or_default() += 1;
+            room -= 1;
+        }
+    }
+    added.into_iter().collect()
+}
+
+/// The list a `modulo-sha256` list becomes under `rendezvous`: the same entries in the same
+/// order; the first rooted at `/` keeps it, each other entry that shared `/` gets
+/// `/shards/<az-id>` (its AZ from the list or from AWS). None, with a warning, when an AZ is
+/// unknown or the result would not be a valid list.
+fn migrate(
+    list: &MountTargetList,
+    obs: &Observed,
+    warnings: &mut Vec<String>,
+) -> Option<MountTargetList> {
+    let mut out = MountTargetList::new(Strategy::Rendezvous);
+    let mut slash_taken = false;
+    for e in &list.mount_targets {
+        let mut e = e.clone();
+        if e.root == "/" {
+            if slash_taken {
+                let az_id = e.az_id.clone().or_else(|| {
+                    obs.mount_targets
+                        .iter()
+                        .find(|t| t.id == e.id)
+                        .map(|t| t.az_id.clone())
+                });
+                let Some(az_id) = az_id else {
+                    warnings.push(format!(
+                        "cannot migrate: the AZ of listed mount target {} is known neither from \
+                         the list nor from AWS, so its shard cannot be named; nothing changed",
+                        e.id
+                    ));
+                    return None;
+                };
+                e.root = shard::root_for_az(&az_id);
+                e.az_id = Some(az_id);
+            }
+            slash_taken = true;
+        }
+        out.mount_targets.push(e);
+    }
+    if let Err(err) = out.validate() {
+        warnings.push(format!(
+            "cannot migrate: the list under rendezvous would be refused ({err}); nothing changed"
+        ));
+        return None;
+    }
+    Some(out)
 }
 
 /// Services that do not run the list published last yet: their PRIMARY deployment started
@@ -476,12 +725,12 @@ fn fleet_waiting(obs: &Observed) -> Vec<String> {
 /// any more (or that the function did not start) dropped with a warning.
 fn track_targets(
     obs: &Observed,
+    published: Option<&MountTargetList>,
     shards: &[Shard],
     strategy: Strategy,
     state: &mut State,
     warnings: &mut Vec<String>,
 ) {
-    let published = obs.parameter.as_ref().map(|p| &p.list);
     let seen = |id: &str| {
         obs.mount_targets
             .iter()
@@ -576,6 +825,30 @@ fn track_targets(
             state.draining.remove(&id);
         }
     }
+    // A shard drain holds while its target serves, listed, and the shard is still its last.
+    let roots: Vec<String> = state.draining_shards.keys().cloned().collect();
+    for root in roots {
+        let d = state.draining_shards[&root].clone();
+        let entry = published.and_then(|l| l.mount_targets.iter().find(|t| t.id == d.target));
+        let last = entry.and_then(|t| {
+            let az_id = t.az_id.as_deref().filter(|_| t.shards > 1)?;
+            Some(extra_root(az_id, t.shards - 1))
+        });
+        let holds = strategy == Strategy::Rendezvous
+            && seen(&d.target)
+            && entry.is_some_and(|t| !t.draining)
+            && last.as_deref() == Some(root.as_str());
+        if !holds {
+            if entry.is_some() && seen(&d.target) {
+                warnings.push(format!(
+                    "the drain of shard {root} stopped: it is no longer the last shard of {} \
+                     (the list was changed by hand?)",
+                    d.target
+                ));
+            }
+            state.draining_shards.remove(&root);
+        }
+    }
     // A draining mark the function did not make is not obeyed.
     if let Some(l) = published {
         for t in l.mount_targets.iter().filter(|t| t.draining) {
@@ -586,6 +859,20 @@ fn track_targets(
                 ));
             }
         }
+        for t in l.mount_targets.iter().filter(|t| t.draining_shards > 0) {
+            let marked = state
+                .draining_shards
+                .values()
+                .filter(|d| d.target == t.id)
+                .count();
+            if (t.draining_shards as usize) > marked {
+                warnings.push(format!(
+                    "the list marks {} shard(s) of {} draining, but this function did not: the \
+                     mark is removed",
+                    t.draining_shards, t.id
+                ));
+            }
+        }
     }
 }
 
@@ -593,25 +880,27 @@ fn track_targets(
 struct Counts<'a> {
     by_root: &'a BTreeMap<String, u64>,
     file_count: u64,
-    files_per_shard: BTreeMap<String, u64>,
 }
 
 impl<'a> Counts<'a> {
-    fn of(obs: &'a Observed, shards: &[Shard], warnings: &mut Vec<String>) -> Counts<'a> {
+    fn of(
+        obs: &'a Observed,
+        shards: &[Shard],
+        list: Option<&MountTargetList>,
+        warnings: &mut Vec<String>,
+    ) -> Counts<'a> {
+        let mut roots: BTreeSet<String> = shards.iter().map(|s| s.root.clone()).collect();
+        roots.insert("/".to_owned());
+        if let Some(l) = list {
+            roots.extend(l.shards().into_iter().map(|t| t.root));
+        }
         let mut counts = Counts {
             by_root: &obs.files,
             file_count: 0,
-            files_per_shard: BTreeMap::new(),
         };
-        let mut roots: BTreeSet<&str> = shards.iter().map(|s| s.root.as_str()).collect();
-        roots.insert("/");
         counts.file_count = roots.iter().map(|r| counts.files_of(r)).sum();
-        counts.files_per_shard = shards
-            .iter()
-            .map(|s| (s.target.id.clone(), counts.files_of(&s.root)))
-            .collect();
         for (root, files) in &obs.files {
-            if *files > 0 && !roots.contains(root.as_str()) {
+            if *files > 0 && !roots.contains(root) {
                 warnings.push(format!(
                     "{files} files under {root} belong to no mount target and are not counted"
                 ));
@@ -630,6 +919,30 @@ impl<'a> Counts<'a> {
 
     fn files_of(&self, root: &str) -> u64 {
         self.by_root.get(root).copied().unwrap_or(0)
+    }
+
+    /// Files by shard root (the list's shards, then the first shard of each target not
+    /// listed yet), and by mount target (all the shards it serves).
+    fn per_shard_and_target(
+        &self,
+        list: &MountTargetList,
+        shards: &[Shard],
+    ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+        let mut per_shard = BTreeMap::new();
+        let mut per_target = BTreeMap::new();
+        for t in list.shards() {
+            let files = self.files_of(&t.root);
+            per_shard.insert(t.root.clone(), files);
+            *per_target.entry(t.id).or_insert(0) += files;
+        }
+        for s in shards {
+            if !per_target.contains_key(&s.target.id) {
+                let files = self.files_of(&s.root);
+                per_shard.entry(s.root.clone()).or_insert(files);
+                per_target.insert(s.target.id.clone(), files);
+            }
+        }
+        (per_shard, per_target)
     }
 }
 
@@ -708,8 +1021,12 @@ impl<'a> Room<'a> {
         }
     }
 
-    /// What bounds the number of mount targets.
-    fn bound(&self, obs: &Observed, policy: &Policy) -> Bound {
+    /// What bounds the number of shards: `MAX_SHARDS`; for a modulo list, whatever bounds
+    /// the number of mount targets.
+    fn bound(&self, obs: &Observed, policy: &Policy, modulo: bool) -> Bound {
+        if !modulo {
+            return Bound::MaxShards(policy.max_shards.min(MAX_LIST_SHARDS));
+        }
         let fs = &obs.file_system;
         if fs.is_one_zone() {
             return Bound::OneZone {
@@ -730,34 +1047,84 @@ impl<'a> Room<'a> {
     }
 }
 
-/// How many mount targets: needed by the files, possible, wanted.
+/// How many shards and mount targets: needed by the files, possible, wanted.
 struct Size {
     file_count: u64,
+    /// Mount targets creating, available or updating.
     current: usize,
+    /// Shards that take new files.
+    current_shards: usize,
     needed: usize,
+    desired_shards: usize,
+    /// Mount targets wanted: one per shard while the AZs last.
     desired: usize,
     at_capacity: bool,
 }
 
 impl Size {
-    fn of(file_count: u64, current: usize, az_capacity: usize, policy: &Policy) -> Size {
-        let limit = az_capacity
+    fn of(
+        file_count: u64,
+        current: usize,
+        current_shards: usize,
+        az_capacity: usize,
+        policy: &Policy,
+        modulo: bool,
+    ) -> Size {
+        let target_limit = az_capacity
             .min(policy.max_mount_targets.unwrap_or(usize::MAX))
             .max(1);
-        let needed = usize::try_from(file_count.div_ceil(policy.file_threshold))
-            .unwrap_or(usize::MAX)
-            .max(1);
+        // A modulo list cannot have more shards than entries, one per mount target.
+        let shard_limit = if modulo {
+            target_limit
+        } else {
+            policy.max_shards.clamp(1, MAX_LIST_SHARDS)
+        };
+        let needed = shards_needed(file_count, policy.file_threshold);
+        let desired_shards = needed.min(shard_limit);
         Size {
             file_count,
             current,
+            current_shards,
             needed,
-            desired: needed.min(limit),
-            at_capacity: needed > limit,
+            desired_shards,
+            desired: desired_shards.min(target_limit),
+            at_capacity: needed > shard_limit,
         }
     }
 }
 
-/// Hysteresis: a target may go only well below the scale-out line (no flapping at it).
+/// The mean number of files per shard that keeps every shard at or below `threshold` once
+/// balanced. Rendezvous sends each file to one of n shards with equal chance, so a shard's
+/// count is binomial, with mean μ and a standard deviation below √μ; requiring
+/// μ + 4·√μ ≤ threshold gives μ = (√(threshold + 4) − 2)². A shard then exceeds the threshold
+/// with a chance under 1 in 30,000 (under 1 % for all of 256 shards at once). At the default
+/// 50,000 that is 49,113 (1.8 % headroom); at 100 it is 67.
+pub fn per_shard(threshold: u64) -> u64 {
+    let root = ((threshold as f64) + 4.0).sqrt() - 2.0;
+    ((root * root).floor() as u64).max(1)
+}
+
+/// The files `n` shards hold with none above `threshold`: all of them in one shard, else
+/// `n` times [`per_shard`] (several shards are balanced only on average).
+pub fn capacity(n: usize, threshold: u64) -> u64 {
+    match n {
+        0 => 0,
+        1 => threshold,
+        n => (n as u64).saturating_mul(per_shard(threshold)),
+    }
+}
+
+/// The fewest shards whose [`capacity`] holds `files`: at least 1.
+pub fn shards_needed(files: u64, threshold: u64) -> usize {
+    if files <= threshold {
+        return 1;
+    }
+    usize::try_from(files.div_ceil(per_shard(threshold)))
+        .unwrap_or(usize::MAX)
+        .max(2)
+}
+
+/// Hysteresis: a shard may go only well below the scale-out line (no flapping at it).
 struct Band {
     files: f64,
     holds: bool,
@@ -765,8 +1132,8 @@ struct Band {
 
 impl Band {
     fn of(policy: &Policy, serving: usize, file_count: u64) -> Band {
-        let files =
-            policy.scale_in_ratio * policy.file_threshold as f64 * serving.saturating_sub(1) as f64;
+        let files = policy.scale_in_ratio
+            * capacity(serving.saturating_sub(1), policy.file_threshold) as f64;
         Band {
             files,
             holds: serving > 1 && file_count as f64 <= files,
@@ -774,23 +1141,61 @@ impl Band {
     }
 }
 
-/// The target a scale-in would drain: only one this function created (never the first shard,
-/// never one that was there before), never one in a protected AZ; the one with the fewest
-/// files, the newest on a tie.
+/// What a scale-in would drain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Candidate {
+    /// The last shard of a target that serves several.
+    Shard { id: String, root: String },
+    /// A whole target (serving one shard).
+    Target(String),
+}
+
+/// What a scale-in would drain. First a shard: the last of the serving target with the most
+/// shards (the later in the list on a tie), since a target's shards go before the target.
+/// Then a target: only one this function created (never the first shard, never one that was
+/// there before), never one in a protected AZ; the one with the fewest files, the newest on
+/// a tie.
 fn scale_in_candidate(
     obs: &Observed,
     list: &MountTargetList,
+    shards: &[Shard],
     counts: &Counts,
     state: &State,
-) -> Option<String> {
+) -> Option<Candidate> {
+    let serves = |id: &str| {
+        shards
+            .iter()
+            .any(|s| s.target.id == id && s.target.state.is_active())
+    };
+    let shard = list
+        .mount_targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.shards > 1 && !t.draining && t.draining_shards == 0 && serves(&t.id))
+        .max_by_key(|(i, t)| (t.shards, *i))
+        .and_then(|(_, t)| {
+            let az_id = t.az_id.as_deref()?;
+            Some(Candidate::Shard {
+                id: t.id.clone(),
+                root: extra_root(az_id, t.shards - 1),
+            })
+        });
+    if shard.is_some() {
+        return shard;
+    }
     let protected =
         |az: &Option<String>| az.as_ref().is_some_and(|az| obs.protected_azs.contains(az));
     list.mount_targets
         .iter()
         .enumerate()
-        .filter(|(_, t)| t.root != "/" && state.created.contains_key(&t.id) && !protected(&t.az_id))
+        .filter(|(_, t)| {
+            t.root != "/"
+                && t.shards == 1
+                && state.created.contains_key(&t.id)
+                && !protected(&t.az_id)
+        })
         .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
-        .map(|(_, t)| t.id.clone())
+        .map(|(_, t)| Candidate::Target(t.id.clone()))
 }
 
 fn rollouts_failed(obs: &Observed, warnings: &mut Vec<String>) -> Vec<String> {
@@ -820,11 +1225,15 @@ struct Situation<'a> {
     allow_create: bool,
     /// Where a new target would go, if anywhere.
     next_target: Option<NewTarget>,
+    /// Shards the serving targets can take now, towards the desired number.
+    shards_to_add: usize,
     bound: &'a Bound,
     in_band: bool,
     /// The list is `modulo-sha256`: no entry may leave it.
     modulo: bool,
-    candidate: Option<String>,
+    /// The migrate event, with the number of entries of the list it republishes.
+    migrating: Option<usize>,
+    candidate: Option<Candidate>,
     below_since: Option<u64>,
     last_scale_out: Option<u64>,
     cooldown: u64,
@@ -832,24 +1241,32 @@ struct Situation<'a> {
 }
 
 /// A drain as [`decide`] sees it.
+#[derive(Debug, Clone)]
 struct DrainView {
+    /// The target drained, or the one whose shard is drained.
     id: String,
     az: String,
     root: String,
+    /// One shard of a target that keeps serving its others: it leaves the list once empty.
+    shard: bool,
+    /// The roots it drains that still hold a file (nested ones too).
+    with_files: Vec<String>,
     /// The list without it has been published; the target goes next.
     unlisted: bool,
     /// Someone else deleted the target; only its root is left to empty.
     gone: bool,
-    /// Its whole tree still holds a file.
-    has_files: bool,
 }
 
-/// The one decision of a run, in order of precedence: a drain under way is finished (or
-/// cancelled by growth) first; then growth; then capacity; then scale-in.
+/// The one decision of a run, in order of precedence: the migrate event; a drain under way
+/// is finished (or cancelled by growth); then growth (a mount target, then shards); then
+/// capacity; then scale-in.
 fn decide(s: &Situation) -> Decision {
-    // A drain yields to growth: a target's drain is cancelled, and the root of a target gone
-    // by hand (which cannot serve again) waits while a new target is added.
-    let growing = s.size.needed > s.serving;
+    if let Some(entries) = s.migrating {
+        return Decision::Migrate { entries };
+    }
+    // A drain yields to growth: a drain is cancelled, and the root of a target gone by hand
+    // (which cannot serve again) waits while shards or a target are added.
+    let growing = s.size.desired_shards > s.serving;
     if let Some(d) = s.drain.as_ref().filter(|d| !(d.gone && growing)) {
         let id = d.id.clone();
         return if growing {
@@ -865,10 +1282,15 @@ fn decide(s: &Situation) -> Decision {
                 },
                 MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
             }
-        } else if d.has_files {
+        } else if let Some(root) = d.with_files.first() {
             Decision::MoveDrained {
                 id,
                 az: d.az.clone(),
+                root: root.clone(),
+            }
+        } else if d.shard {
+            Decision::DropShard {
+                id,
                 root: d.root.clone(),
             }
         } else if d.gone {
@@ -879,21 +1301,25 @@ fn decide(s: &Situation) -> Decision {
             Decision::DeleteDrained { id }
         };
     }
-    if s.size.desired > s.size.current {
-        return if let Some(c) = s.creating {
-            Decision::WaitForCreating {
+    let short_of_targets = s.size.desired > s.size.current;
+    if short_of_targets {
+        if let Some(c) = s.creating {
+            return Decision::WaitForCreating {
                 id: c.target.id.clone(),
                 az: c.target.az.clone(),
-            }
+            };
         } else if !s.allow_create {
-            Decision::OneARun
+            return Decision::OneARun;
         } else if let Some(new) = &s.next_target {
-            Decision::Create(new.clone())
-        } else {
-            Decision::AtCapacity(s.bound.clone())
+            return Decision::Create(new.clone());
+        }
+    }
+    if s.shards_to_add > 0 {
+        return Decision::AddShards {
+            added: s.shards_to_add,
         };
     }
-    if s.size.at_capacity {
+    if s.size.at_capacity || (short_of_targets && s.modulo) {
         return Decision::AtCapacity(s.bound.clone());
     }
     if s.in_band {
@@ -912,14 +1338,19 @@ fn decide(s: &Situation) -> Decision {
                     cooldown: s.cooldown,
                 })
             }
-            Some(id) => Decision::StartDrain {
+            Some(Candidate::Target(id)) => Decision::StartDrain {
                 id: id.clone(),
+                held,
+            },
+            Some(Candidate::Shard { id, root }) => Decision::StartShardDrain {
+                id: id.clone(),
+                root: root.clone(),
                 held,
             },
         };
     }
     Decision::Keep {
-        fewer_would_do: s.size.desired < s.size.current,
+        fewer_would_do: s.size.desired_shards < s.size.current_shards,
     }
 }
 
@@ -930,24 +1361,57 @@ fn reason(
     band: &Band,
     policy: &Policy,
     serving: usize,
+    modulo: bool,
 ) -> String {
     let need = format!(
-        "{} files need {} mount target{} at {} per target",
+        "{} files need {} shard{} (at most {} files each, {} on average); {} serving on {} \
+         mount target{}",
         size.file_count,
         size.needed,
         if size.needed == 1 { "" } else { "s" },
-        policy.file_threshold
+        policy.file_threshold,
+        per_shard(policy.file_threshold),
+        serving,
+        size.current,
+        if size.current == 1 { "" } else { "s" },
     );
     let current = size.current;
     let in_band = format!(
-        "{need}; {serving} serving, within the scale-in band (<= {:.0} files)",
+        "{need}; within the scale-in band (<= {:.0} files)",
         band.files
     );
+    let migrate_lifts = if modulo {
+        "; a modulo-sha256 list has one shard per mount target: the event \
+         {\"action\":\"migrate\",\"strategy\":\"rendezvous\"} lifts that cap"
+    } else {
+        ""
+    };
     match decision {
+        Decision::Migrate { entries } => format!(
+            "the migrate event: the list of {entries} entries goes out under rendezvous (each \
+             keeps its target; those that shared / get /shards/<az-id>); misplaced files are \
+             found through the fallback and moved home by the rebalance"
+        ),
         Decision::Create(n) => format!(
-            "{need}; had {current}; adding one in {} ({}, {})",
+            "{need}; adding a mount target in {} ({}, {})",
             n.az, n.az_id, n.subnet_id
         ),
+        Decision::AddShards { added } => format!(
+            "{need}; no mount target to add, so the {current} that serve take {added} new \
+             shard{} between them",
+            if *added == 1 { "" } else { "s" }
+        ),
+        Decision::DropShard { id, root } => format!(
+            "{need}; shard {root} of {id} is drained (its tree is empty): it leaves the list"
+        ),
+        Decision::StartShardDrain { id, root, held } => {
+            format!(
+                "{in_band} for {held} s: draining shard {root} of {id} before it leaves the list"
+            )
+        }
+        Decision::AtCapacity(Bound::MaxShards(m)) => {
+            format!("{need}; MAX_SHARDS is {m}: at capacity")
+        }
         Decision::WaitForCreating { id, az } => {
             format!("{need}; have {current}; waiting for {id} in {az} before adding another")
         }
@@ -1001,15 +1465,15 @@ fn reason(
             format!("{in_band}, but the last scale-out was {ago} s ago (cool-down {cooldown} s)")
         }
         Decision::AtCapacity(Bound::OneZone { az }) => format!(
-            "{need}; have {current}; a One Zone file system (in {az}) takes exactly one mount \
-             target, in its own AZ: at capacity"
+            "{need}; a One Zone file system (in {az}) takes exactly one mount target, in its \
+             own AZ: at capacity{migrate_lifts}"
         ),
         Decision::AtCapacity(Bound::MaxMountTargets(m)) => {
-            format!("{need}; have {current}; MAX_MOUNT_TARGETS is {m}: at capacity")
+            format!("{need}; MAX_MOUNT_TARGETS is {m}: at capacity{migrate_lifts}")
         }
         Decision::AtCapacity(Bound::Azs { usable, excluded }) => format!(
-            "{need}; have {current}; no AZ without a mount target has an eligible subnet \
-             ({usable} AZ{} usable{}): at capacity",
+            "{need}; no AZ without a mount target has an eligible subnet ({usable} AZ{} \
+             usable{}): at capacity{migrate_lifts}",
             if *usable == 1 { "" } else { "s" },
             match excluded {
                 0 => String::new(),
@@ -1018,10 +1482,10 @@ fn reason(
         ),
         Decision::Keep {
             fewer_would_do: true,
-        } => format!("{need}; have {current}: above the scale-in band, keeping them"),
+        } => format!("{need}: above the scale-in band, keeping them"),
         Decision::Keep {
             fewer_would_do: false,
-        } => format!("{need}; have {current}: nothing to add"),
+        } => format!("{need}: nothing to add"),
     }
 }
 
@@ -1036,11 +1500,23 @@ fn housekeeping(
     list: &MountTargetList,
     steps: &mut Vec<Step>,
 ) {
-    for s in shards.iter().filter(|s| s.target.state.is_active()) {
-        if !obs.files.contains_key(&s.root) && !obs.unreadable.contains_key(&s.root) {
-            steps.push(Step::CreateShardDir {
-                root: s.root.clone(),
-            });
+    let mut roots: Vec<String> = shards
+        .iter()
+        .filter(|s| s.target.state.is_active())
+        .map(|s| s.root.clone())
+        .collect();
+    // New shards of a serving target get their directory before the list names them.
+    for t in list.shards() {
+        let serves = shards
+            .iter()
+            .any(|s| s.target.id == t.id && s.target.state.is_active());
+        if serves && !t.draining && !roots.contains(&t.root) {
+            roots.push(t.root);
+        }
+    }
+    for root in roots {
+        if !obs.files.contains_key(&root) && !obs.unreadable.contains_key(&root) {
+            steps.push(Step::CreateShardDir { root });
         }
     }
     for s in creating {
@@ -1103,7 +1579,13 @@ fn rebuild_list(
     };
     let unlisted = |id: &str| state.draining.get(id).is_some_and(|d| d.unlisted);
     let draining = |id: &str| state.draining.get(id).is_some_and(|d| !d.unlisted);
-    let entry = |s: &Shard| Target {
+    // A listed target keeps the shards the list gives it (those a re-created one inherits).
+    let shards_of = |id: &str| {
+        published
+            .and_then(|l| l.mount_targets.iter().find(|e| e.id == id))
+            .map_or(1, |e| e.shards.max(1))
+    };
+    let entry = |s: &Shard, shards: u32| Target {
         id: s.target.id.clone(),
         ip: s.target.ip.clone().unwrap_or_default(),
         az: Some(s.target.az.clone()),
@@ -1111,7 +1593,7 @@ fn rebuild_list(
         subnet_id: Some(s.target.subnet_id.clone()),
         root: s.root.clone(),
         draining: draining(&s.target.id),
-        shards: 1,
+        shards,
         draining_shards: 0,
     };
     let strategy = published.map_or(Strategy::Rendezvous, |l| l.strategy);
@@ -1133,7 +1615,7 @@ fn rebuild_list(
         match found.filter(|s| !used.contains(&s.target.id)) {
             Some(s) => {
                 used.insert(s.target.id.clone());
-                out.mount_targets.push(entry(s));
+                out.mount_targets.push(entry(s, shards_of(&e.id)));
             }
             None => {
                 // Not serving now (missing for a run, gone with files left, updating without
@@ -1152,8 +1634,21 @@ fn rebuild_list(
             && obs.files.contains_key(&s.root)
         {
             used.insert(s.target.id.clone());
-            out.mount_targets.push(entry(s));
+            out.mount_targets.push(entry(s, 1));
         }
+    }
+    // Shards are marked draining as the state says: only ever the last of a target's.
+    for e in &mut out.mount_targets {
+        let marked = state
+            .draining_shards
+            .values()
+            .filter(|d| d.target == e.id)
+            .count() as u32;
+        e.draining_shards = if e.draining {
+            0
+        } else {
+            marked.min(e.shards - 1)
+        };
     }
     out
 }
@@ -1226,8 +1721,16 @@ mod tests {
             tree_has_files: BTreeMap::new(),
             now: NOW,
         };
+        // Published as it was before the files grew: one shard.
         o.parameter = Some(Parameter {
-            list: plan(&o, &policy()).list,
+            list: plan(
+                &o,
+                &Policy {
+                    file_threshold: 1 << 50,
+                    ..policy()
+                },
+            )
+            .list,
             last_modified: at(100),
         });
         o
@@ -1237,6 +1740,8 @@ mod tests {
         Policy {
             file_threshold: 50_000,
             max_mount_targets: None,
+            max_shards: 256,
+            migrate: false,
             subnet_ids: None,
             security_group_ids: None,
             services: vec!["app".into()],
@@ -1265,7 +1770,15 @@ mod tests {
         let t = target(id, az, LifeCycle::Available);
         o.files.insert(shard::root_for_az(&t.az_id), files);
         o.mount_targets.push(t);
-        let list = plan(o, &policy()).list;
+        // The list as published once the target served: one shard each, nothing grown yet.
+        let list = plan(
+            o,
+            &Policy {
+                file_threshold: 1 << 50,
+                ..policy()
+            },
+        )
+        .list;
         o.parameter = Some(Parameter {
             list,
             last_modified: at(100),
@@ -1278,7 +1791,8 @@ mod tests {
         assert_eq!((p.needed, p.desired, p.current), (1, 1, 1));
         assert!(p.steps.is_empty(), "{:?}", p.steps);
         assert!(!p.at_capacity);
-        assert_eq!(p.files_per_shard["fsmt-a"], 49_999);
+        assert_eq!(p.files_per_shard["/"], 49_999);
+        assert_eq!(p.files_per_target["fsmt-a"], 49_999);
     }
 
     #[test]
@@ -1316,22 +1830,192 @@ mod tests {
         assert!(p.steps.is_empty(), "{:?}", p.steps);
     }
 
+    /// Each entry's (id, shards, draining_shards).
+    fn shard_counts(list: &MountTargetList) -> Vec<(&str, u32, u32)> {
+        list.mount_targets
+            .iter()
+            .map(|t| (t.id.as_str(), t.shards, t.draining_shards))
+            .collect()
+    }
+
     #[test]
-    fn azs_exhausted_is_at_capacity_and_creates_nothing() {
+    fn azs_exhausted_new_shards_go_on_the_existing_targets() {
         let mut o = world(100_000);
         add_shard(&mut o, "fsmt-b", 'b', 50_000);
         add_shard(&mut o, "fsmt-c", 'c', 50_000);
         let p = plan(&o, &policy());
-        assert_eq!((p.needed, p.desired, p.az_capacity), (4, 3, 3));
-        assert!(p.at_capacity);
+        // 200,000 files at 49,113 a shard on average: 5 shards on the 3 targets.
+        assert_eq!(
+            (p.needed, p.desired_shards, p.desired, p.az_capacity),
+            (5, 5, 3, 3)
+        );
+        assert!(!p.at_capacity);
         assert!(created(&p).is_none());
+        assert_eq!(p.decision, Decision::AddShards { added: 2 });
+        assert_eq!(
+            shard_counts(&p.list),
+            [("fsmt-a", 2, 0), ("fsmt-b", 2, 0), ("fsmt-c", 1, 0)]
+        );
+        // Their directories are made before the list that names them goes out.
+        assert_eq!(
+            names(&p),
+            [
+                "save_state",
+                "create_shard_directory",
+                "create_shard_directory",
+                "publish",
+                "force_deployment"
+            ]
+        );
+        assert!(p.steps.contains(&Step::CreateShardDir {
+            root: "/shards/use1-az1.1".into()
+        }));
+        assert!(p.steps.contains(&Step::CreateShardDir {
+            root: "/shards/use1-az2.1".into()
+        }));
+        assert!(p.list.to_json().contains(r#""version":2"#));
+        // A scale-out like a new target: the scale-in clock starts again.
+        assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
+        // Once published, the next run has nothing to add.
+        let mut o = o;
+        o.files.insert("/shards/use1-az1.1".into(), 0);
+        o.files.insert("/shards/use1-az2.1".into(), 0);
+        o.state = saved(&p).unwrap().clone();
+        o.parameter = Some(Parameter {
+            list: p.list.clone(),
+            last_modified: at(NOW - 10),
+        });
+        o.deployments[0].created_at = at(NOW - 5);
+        let p = plan(&o, &policy());
         assert_eq!(
             p.decision,
-            Decision::AtCapacity(Bound::Azs {
-                usable: 3,
-                excluded: 0
-            })
+            Decision::Keep {
+                fewer_would_do: false
+            }
         );
+        assert!(p.steps.is_empty(), "{:?}", p.steps);
+        assert_eq!(p.current_shards, 5);
+    }
+
+    #[test]
+    fn a_new_target_and_new_shards_in_one_run() {
+        // Two targets, a third AZ free, 15 shards wanted: the third target is created and the
+        // two that serve take their even share (5 each) at once; the third gets its own later.
+        let mut o = world(400_000);
+        add_shard(&mut o, "fsmt-b", 'b', 300_000);
+        let p = plan(&o, &policy());
+        assert_eq!((p.needed, p.desired), (15, 3));
+        assert!(matches!(&p.decision, Decision::Create(n) if n.az_id == "use1-az3"));
+        assert_eq!(shard_counts(&p.list), [("fsmt-a", 5, 0), ("fsmt-b", 5, 0)]);
+        // The next run: c serves, not listed yet; it joins with its first shard and takes
+        // the rest of its share.
+        let mut o = o;
+        add_shard(&mut o, "fsmt-c", 'c', 0);
+        o.parameter.as_mut().unwrap().list = p.list.clone();
+        let p = plan(&o, &policy());
+        assert_eq!(p.decision, Decision::AddShards { added: 4 });
+        assert_eq!(
+            shard_counts(&p.list),
+            [("fsmt-a", 5, 0), ("fsmt-b", 5, 0), ("fsmt-c", 5, 0)]
+        );
+        let roots: Vec<String> = p.list.shards().into_iter().map(|t| t.root).collect();
+        assert_eq!(roots.len(), 15);
+        assert!(roots.contains(&"/shards/use1-az3.4".to_owned()));
+    }
+
+    #[test]
+    fn max_shards_is_the_capacity_and_the_reason_says_so() {
+        let mut o = world(10_000_000);
+        add_shard(&mut o, "fsmt-b", 'b', 0);
+        add_shard(&mut o, "fsmt-c", 'c', 0);
+        let capped = Policy {
+            max_shards: 12,
+            ..policy()
+        };
+        let p = plan(&o, &capped);
+        assert_eq!((p.needed, p.desired_shards), (204, 12));
+        assert!(p.at_capacity);
+        assert_eq!(p.decision, Decision::AddShards { added: 9 });
+        let mut o = o;
+        o.parameter.as_mut().unwrap().list = p.list.clone();
+        let p = plan(&o, &capped);
+        assert_eq!(p.decision, Decision::AtCapacity(Bound::MaxShards(12)));
+        assert!(p.reason.contains("MAX_SHARDS is 12"), "{}", p.reason);
+    }
+
+    #[test]
+    fn a_modulo_list_at_capacity_says_migrating_lifts_the_cap() {
+        let mut o = world(200_000);
+        add_shard(&mut o, "fsmt-b", 'b', 0);
+        add_shard(&mut o, "fsmt-c", 'c', 0);
+        o.parameter = Some(Parameter {
+            list: MountTargetList::from_json(
+                r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"},{"id":"fsmt-c","ip":"10.0.3.4"}]}"#,
+            )
+            .unwrap(),
+            last_modified: at(100),
+        });
+        let p = plan(&o, &policy());
+        assert_eq!((p.needed, p.desired_shards), (5, 3));
+        assert!(p.at_capacity);
+        assert!(matches!(
+            p.decision,
+            Decision::AtCapacity(Bound::Azs { .. })
+        ));
+        assert!(
+            p.reason
+                .contains(r#"{"action":"migrate","strategy":"rendezvous"}"#),
+            "{}",
+            p.reason
+        );
+        assert!(p.list.mount_targets.iter().all(|t| t.shards == 1));
+    }
+
+    #[test]
+    fn migrate_republishes_a_modulo_list_under_rendezvous() {
+        let mut o = world(200_000);
+        add_shard(&mut o, "fsmt-b", 'b', 0);
+        let original = MountTargetList::from_json(
+            r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
+        )
+        .unwrap();
+        o.parameter = Some(Parameter {
+            list: original.clone(),
+            last_modified: at(100),
+        });
+        let migrating = Policy {
+            migrate: true,
+            ..policy()
+        };
+        let p = plan(&o, &migrating);
+        assert_eq!(p.decision, Decision::Migrate { entries: 2 });
+        assert_eq!(p.list.strategy, Strategy::Rendezvous);
+        let got: Vec<(&str, &str)> = p
+            .list
+            .mount_targets
+            .iter()
+            .map(|t| (t.id.as_str(), t.root.as_str()))
+            .collect();
+        assert_eq!(got, [("fsmt-a", "/"), ("fsmt-b", "/shards/use1-az2")]);
+        assert_eq!(names(&p), ["publish", "force_deployment"]);
+        // Files wait for the fleet to run it; nothing else is decided in that run.
+        assert_eq!(p.moves_wait, Some(MovesWait::ListPending));
+        // Without the event, the modulo list stays as it is.
+        let p = plan(&o, &policy());
+        assert_eq!(p.list.strategy, Strategy::ModuloSha256);
+        // Once published, the next run grows past the AZs.
+        o.parameter.as_mut().unwrap().list = plan(&o, &migrating).list;
+        o.files.insert("/shards/use1-az2".into(), 0);
+        let p = plan(&o, &policy());
+        assert!(
+            matches!(p.decision, Decision::Create(_) | Decision::AddShards { .. }),
+            "{:?}",
+            p.decision
+        );
+        // A rendezvous list is not migrated again.
+        let p2 = plan(&o, &migrating);
+        assert!(!matches!(p2.decision, Decision::Migrate { .. }));
+        assert!(p2.warnings.iter().any(|w| w.contains("nothing to migrate")));
     }
 
     #[test]
@@ -1365,10 +2049,12 @@ mod tests {
                 ..policy()
             },
         );
-        assert_eq!((p.needed, p.desired), (10, 2));
-        assert!(p.at_capacity);
+        assert_eq!((p.needed, p.desired_shards, p.desired), (11, 11, 2));
+        assert!(!p.at_capacity);
         assert!(created(&p).is_none());
-        assert_eq!(p.decision, Decision::AtCapacity(Bound::MaxMountTargets(2)));
+        // The two targets take the shards a third would have served.
+        assert_eq!(p.decision, Decision::AddShards { added: 9 });
+        assert_eq!(shard_counts(&p.list), [("fsmt-a", 6, 0), ("fsmt-b", 5, 0)]);
     }
 
     #[test]
@@ -1378,7 +2064,7 @@ mod tests {
         o.subnets = vec![subnet("subnet-a", VPC, 'a'), subnet("subnet-a2", VPC, 'a')];
         let p = plan(&o, &policy());
         assert!(created(&p).is_none());
-        assert!(p.at_capacity);
+        assert_eq!(p.decision, Decision::AddShards { added: 2 });
         assert_eq!(p.az_capacity, 1);
     }
 
@@ -1395,7 +2081,7 @@ mod tests {
         o.subnets.pop();
         let p = plan(&o, &policy());
         assert!(created(&p).is_none());
-        assert!(p.at_capacity);
+        assert_eq!(p.decision, Decision::AddShards { added: 2 });
     }
 
     #[test]
@@ -1508,7 +2194,8 @@ mod tests {
                 ("fsmt-c", "/shards/use1-az3")
             ]
         );
-        assert_eq!(p.files_per_shard["fsmt-b2"], 7);
+        assert_eq!(p.files_per_target["fsmt-b2"], 7);
+        assert_eq!(p.files_per_shard["/shards/use1-az2"], 7);
     }
 
     #[test]
@@ -1573,6 +2260,134 @@ mod tests {
         o.state.record_created("fsmt-c", "use1-az3", 0);
         o.state.last_scale_out = None;
         o
+    }
+
+    /// fsmt-a (created before, root `/`) serving `n` shards, b and c one each, all published
+    /// and run by the fleet; `files` in each shard.
+    fn sharded_a(files: u64, n: u32) -> Observed {
+        let mut o = three_shards(files, files, files);
+        let list = &mut o.parameter.as_mut().unwrap().list;
+        list.mount_targets[0].shards = n;
+        for k in 1..n {
+            o.files.insert(extra_root("use1-az1", k), files);
+        }
+        o
+    }
+
+    /// `sharded_a(100, 3)` with its last shard draining, marked and published, the fleet on
+    /// that list; `left` files still in it.
+    fn draining_shard(left: u64) -> Observed {
+        let mut o = sharded_a(100, 3);
+        let root = extra_root("use1-az1", 2);
+        o.state.draining_shards.insert(
+            root.clone(),
+            ShardDrain {
+                target: "fsmt-a".into(),
+                since: NOW - 600,
+            },
+        );
+        o.parameter.as_mut().unwrap().list.mount_targets[0].draining_shards = 1;
+        o.files.insert(root.clone(), left);
+        o.tree_has_files.insert(root, left > 0);
+        o
+    }
+
+    #[test]
+    fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
+        let no_cooldown = Policy {
+            scale_in_cooldown_secs: 0,
+            ..policy()
+        };
+        // a serves 3 shards, b and c one each: the shard goes first, the last of a's.
+        let p = plan(&sharded_a(100, 3), &no_cooldown);
+        assert_eq!(
+            p.decision,
+            Decision::StartShardDrain {
+                id: "fsmt-a".into(),
+                root: "/shards/use1-az1.2".into(),
+                held: 0
+            }
+        );
+        assert_eq!(
+            shard_counts(&p.list),
+            [("fsmt-a", 3, 1), ("fsmt-b", 1, 0), ("fsmt-c", 1, 0)]
+        );
+        let routes = p.list.shards();
+        assert!(routes[2].draining && !routes[1].draining && !routes[0].draining);
+        assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
+        // Marked and published: its files move home, by the list that marks it.
+        let p = plan(&draining_shard(5), &policy());
+        assert_eq!(
+            p.decision,
+            Decision::MoveDrained {
+                id: "fsmt-a".into(),
+                az: "us-east-1a".into(),
+                root: "/shards/use1-az1.2".into()
+            }
+        );
+        assert!(
+            matches!(&p.steps[..], [Step::MoveFiles { root, list }] if root == "/shards/use1-az1.2" && list.mount_targets[0].draining_shards == 1)
+        );
+        // Empty: it leaves the list; the target serves on with its other two. Nothing is deleted.
+        let p = plan(&draining_shard(0), &policy());
+        assert_eq!(
+            p.decision,
+            Decision::DropShard {
+                id: "fsmt-a".into(),
+                root: "/shards/use1-az1.2".into()
+            }
+        );
+        assert_eq!(
+            shard_counts(&p.list),
+            [("fsmt-a", 2, 0), ("fsmt-b", 1, 0), ("fsmt-c", 1, 0)]
+        );
+        assert!(saved(&p).unwrap().draining_shards.is_empty());
+        assert!(!names(&p).contains(&"delete_mount_target"));
+        // Once no target serves more than one shard, targets drain as before: c, the emptier.
+        let p = plan(&three_shards(100, 10, 5), &no_cooldown);
+        assert_eq!(
+            p.decision,
+            Decision::StartDrain {
+                id: "fsmt-c".into(),
+                held: 0
+            }
+        );
+        // Growth cancels a shard drain like a target's.
+        let mut o = draining_shard(5);
+        o.files.insert("/".into(), 400_000);
+        let p = plan(&o, &policy());
+        assert_eq!(
+            p.decision,
+            Decision::CancelDrain {
+                id: "fsmt-a".into()
+            }
+        );
+        assert_eq!(p.list.mount_targets[0].draining_shards, 0);
+    }
+
+    #[test]
+    fn a_shard_drain_the_function_did_not_start_or_that_is_not_the_last_is_not_obeyed() {
+        // The list marks a's last shard draining, the state does not: the mark is removed.
+        let mut o = sharded_a(100, 3);
+        o.parameter.as_mut().unwrap().list.mount_targets[0].draining_shards = 1;
+        let p = plan(&o, &policy());
+        assert_eq!(p.list.mount_targets[0].draining_shards, 0);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("did not")),
+            "{:?}",
+            p.warnings
+        );
+        // The state drains a shard that is not the last one: dropped with a warning.
+        let mut o = draining_shard(5);
+        o.parameter.as_mut().unwrap().list.mount_targets[0].shards = 4;
+        o.parameter.as_mut().unwrap().list.mount_targets[0].draining_shards = 0;
+        let p = plan(&o, &policy());
+        assert!(saved(&p).unwrap().draining_shards.is_empty());
+        assert!(
+            !matches!(p.decision, Decision::MoveDrained { .. }),
+            "{:?}",
+            p.decision
+        );
     }
 
     fn draining_id(p: &Plan) -> Option<&str> {
@@ -1641,7 +2456,7 @@ mod tests {
             .exclude("subnet-c", NOW + 60, "SubnetNotFound".into(), NOW);
         let p = plan(&o, &policy());
         assert_eq!(created(&p), None);
-        assert!(p.at_capacity);
+        assert_eq!(p.decision, Decision::AddShards { added: 1 });
         assert_eq!(p.az_capacity, 1);
         assert!(
             p.warnings.iter().any(|w| w.contains("subnet-c")),
@@ -1661,14 +2476,21 @@ mod tests {
         one_zone(&mut o, 'a');
         let p = plan(&o, &policy());
         assert_eq!(created(&p), None, "{:?}", p.steps);
+        // Its one target serves all the shards.
+        assert!(!p.at_capacity);
+        assert_eq!((p.az_capacity, p.desired, p.desired_shards), (1, 1, 5));
+        assert_eq!(p.decision, Decision::AddShards { added: 4 });
+        // Under a modulo list, one target is one shard: at capacity, and migrating lifts it.
+        o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
+        let p = plan(&o, &policy());
         assert!(p.at_capacity);
-        assert_eq!((p.az_capacity, p.desired), (1, 1));
         assert_eq!(
             p.decision,
             Decision::AtCapacity(Bound::OneZone {
                 az: "us-east-1a".into()
             })
         );
+        assert!(p.reason.contains("migrate"), "{}", p.reason);
     }
 
     #[test]
@@ -2137,7 +2959,11 @@ mod tests {
     /// The decision's name, for the table below.
     fn kind(d: &Decision) -> &'static str {
         match d {
+            Decision::Migrate { .. } => "migrate",
             Decision::Create(_) => "create",
+            Decision::AddShards { .. } => "add shards",
+            Decision::DropShard { .. } => "drop shard",
+            Decision::StartShardDrain { .. } => "start shard drain",
             Decision::WaitForCreating { .. } => "wait for creating",
             Decision::OneARun => "one a run",
             Decision::CancelDrain { .. } => "cancel drain",
@@ -2172,6 +2998,14 @@ mod tests {
         };
         let one_max = Policy {
             max_mount_targets: Some(1),
+            ..policy()
+        };
+        let three_max = Policy {
+            max_shards: 3,
+            ..policy()
+        };
+        let migrating = Policy {
+            migrate: true,
             ..policy()
         };
         let creating_b = {
@@ -2253,11 +3087,56 @@ mod tests {
                 "hold",
             ),
             (
-                "more needed than allowed",
-                world(200_000),
-                &one_max,
+                "more needed than MAX_SHARDS allows",
+                three_shards(100_000, 50_000, 50_000),
+                &three_max,
                 "at capacity",
             ),
+            (
+                "one target allowed, more shards needed",
+                world(200_000),
+                &one_max,
+                "add shards",
+            ),
+            (
+                "the AZs exhausted",
+                three_shards(100_000, 50_000, 50_000),
+                &default,
+                "add shards",
+            ),
+            (
+                "a modulo list at capacity",
+                {
+                    let mut o = three_shards(100_000, 50_000, 50_000);
+                    o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
+                    o
+                },
+                &default,
+                "at capacity",
+            ),
+            (
+                "the migrate event on a modulo list",
+                {
+                    let mut o = three_shards(100, 10, 5);
+                    o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
+                    o
+                },
+                &migrating,
+                "migrate",
+            ),
+            (
+                "the band held long enough, a target serves several shards",
+                sharded_a(100, 3),
+                &no_cooldown,
+                "start shard drain",
+            ),
+            (
+                "a draining shard with files",
+                draining_shard(5),
+                &default,
+                "move drained files",
+            ),
+            ("a drained shard", draining_shard(0), &default, "drop shard"),
             ("few files, one target", world(10), &default, "keep"),
         ];
         for (case, o, policy, want) in table {

@@ -22,9 +22,18 @@ pub struct Response {
     /// `reconcile` or `plan` (a plan changed nothing; `actions` are what it would do).
     pub action: &'static str,
     pub file_count: u64,
+    /// Files in each shard directory, by root.
     pub files_per_shard: BTreeMap<String, u64>,
+    /// Files in all the shards each mount target serves, by mount target id.
+    pub files_per_target: BTreeMap<String, u64>,
     pub threshold: u64,
+    /// Mount targets wanted.
     pub desired: usize,
+    /// Shards that take new files after this run.
+    pub shards: usize,
+    /// Shards wanted (within `MAX_SHARDS`).
+    pub desired_shards: usize,
+    /// More shards are needed than `MAX_SHARDS` (or, for a modulo list, the AZs) allow.
     pub at_capacity: bool,
     pub new_mount_target: Option<NewMountTarget>,
     /// Mount targets creating, available or updating after this run.

@@ -32,6 +32,10 @@ pub struct State {
     /// Shards being emptied, by mount target id: only the function marks a target draining.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub draining: BTreeMap<String, Drain>,
+    /// Shards being emptied before they leave the list, by root: always the last shard of
+    /// the target that serves it (a target's own root goes only with the target).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub draining_shards: BTreeMap<String, ShardDrain>,
     /// Listed mount targets that DescribeMountTargets did not show, since when (Unix seconds):
     /// kept in place for a run, then drained as gone.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -70,6 +74,15 @@ pub struct Drain {
     /// files are home; there is nothing to delete.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gone: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardDrain {
+    /// The mount target that serves the shard.
+    pub target: String,
+    /// When the drain began (Unix seconds).
+    pub since: u64,
 }
 
 impl State {
