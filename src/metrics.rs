@@ -22,20 +22,51 @@ pub const NAMESPACE: &str = "EfsMountAutoscaler";
 
 /// Dimension on every metric: the managed file system's id.
 pub const DIM_FILE_SYSTEM_ID: &str = "FileSystemId";
-/// Dimension on the per-shard metric: the shard's id, which is its mount target's id.
-pub const DIM_SHARD: &str = "Shard";
-/// Not a dimension: the shard's root directory, carried on the per-shard line for the logs.
-pub const PROP_SHARD_ROOT: &str = "ShardRoot";
+/// Dimension on the per-target [`FILE_COUNT`]: the mount target's id.
+///
+/// Named `MountTarget`, not `Shard` as before issue 11: the value always was a mount target id,
+/// and now that a shard is a directory and a mount target serves several, a `Shard` dimension
+/// holding a mount target id would read as one shard's count. CloudWatch cannot rename a
+/// dimension: a metric is its name with its dimensions, so the `{FileSystemId, Shard}` series
+/// stop receiving data at the stack update that brings this code (they stay viewable, unbilled,
+/// until CloudWatch ages them out after 15 months), and the template's dashboard, updated in the
+/// same stack update, searches `{FileSystemId, MountTarget}`. No alarm uses `FileCount`.
+pub const DIM_MOUNT_TARGET: &str = "MountTarget";
+/// Not a dimension: the root of the shard directory that holds the most files, carried on the
+/// summary line beside [`LARGEST_SHARD_FILES`] for the logs (a dimension would make each root a
+/// metric of its own, billed).
+pub const PROP_LARGEST_SHARD_ROOT: &str = "LargestShardRoot";
+/// Not a dimension: `FILE_THRESHOLD`, carried on the summary line so that the log shows the
+/// largest shard against it (the dashboard draws it from the stack parameter).
+pub const PROP_FILE_THRESHOLD: &str = "FileThreshold";
 
-/// Files in one shard's watched directory (dimensions `FileSystemId`, `Shard`).
+/// Files in all the shards one mount target serves (dimensions `FileSystemId`,
+/// `MountTarget`).
+///
+/// One series per mount target, not per shard: CloudWatch bills every metric (a name with one
+/// set of dimension values) by the month — $0.30 a metric a month for the first 10,000 in
+/// us-east-1, on AWS's CloudWatch pricing page — so a per-shard series would cost up to
+/// `MAX_SHARDS` (1000) x $0.30 = $300 a month for one file system. Mount targets are capped by
+/// the AZs (at most 6), so this metric is at most 6 series, and the function's metrics at most
+/// 18 (about $5.40 a month) however many shards there are. The fullest shard is
+/// [`LARGEST_SHARD_FILES`].
 pub const FILE_COUNT: &str = "FileCount";
 /// Files in all shards together.
 pub const TOTAL_FILES: &str = "TotalFiles";
+/// Files in the fullest shard directory (dimension `FileSystemId`; the shard's root is the
+/// property [`PROP_LARGEST_SHARD_ROOT`]): what the scale-out compares with `FILE_THRESHOLD`.
+/// Absent from a run that counted no shard.
+pub const LARGEST_SHARD_FILES: &str = "LargestShardFiles";
+/// Shards (directories) in the list, as published.
+pub const SHARDS: &str = "Shards";
+/// Shards the file count calls for, after the `MAX_SHARDS` cap.
+pub const DESIRED_SHARDS: &str = "DesiredShards";
 /// Mount targets of the file system, as observed.
 pub const MOUNT_TARGETS: &str = "MountTargets";
-/// Mount targets the file count calls for, after the AZ and `MAX_MOUNT_TARGETS` caps.
+/// Mount targets wanted, after the AZ and `MAX_MOUNT_TARGETS` caps.
 pub const DESIRED_MOUNT_TARGETS: &str = "DesiredMountTargets";
-/// 1 when the file count calls for more mount targets than the AZs (or the cap) allow, else 0.
+/// 1 when the file count calls for more shards than `MAX_SHARDS` allows (for a
+/// `modulo-sha256` list, more than there can be mount targets: the AZs), else 0.
 pub const AT_CAPACITY: &str = "AtCapacity";
 /// How long counting the files took.
 pub const COUNT_DURATION: &str = "CountDuration";
@@ -80,7 +111,7 @@ pub struct MetricSpec {
 }
 
 const FS_DIMS: &[&str] = &[DIM_FILE_SYSTEM_ID];
-const SHARD_DIMS: &[&str] = &[DIM_FILE_SYSTEM_ID, DIM_SHARD];
+const TARGET_DIMS: &[&str] = &[DIM_FILE_SYSTEM_ID, DIM_MOUNT_TARGET];
 
 /// Every metric the function emits: the one list the template's alarms and dashboard are
 /// checked against.
@@ -88,10 +119,25 @@ pub const METRICS: &[MetricSpec] = &[
     MetricSpec {
         name: FILE_COUNT,
         unit: Unit::Count,
-        dimensions: SHARD_DIMS,
+        dimensions: TARGET_DIMS,
     },
     MetricSpec {
         name: TOTAL_FILES,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: LARGEST_SHARD_FILES,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: SHARDS,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: DESIRED_SHARDS,
         unit: Unit::Count,
         dimensions: FS_DIMS,
     },
@@ -141,9 +187,6 @@ pub const METRICS: &[MetricSpec] = &[
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunMetrics {
     pub file_system_id: String,
-    /// `(shard id = mount target id, shard root, files)` for each counted shard.
-    /// TODO(helper): replaced by `files_per_target`.
-    pub files_per_shard: Vec<(String, String, u64)>,
     /// `(mount target id, files in all the shards it serves)`, in list order.
     pub files_per_target: Vec<(String, u64)>,
     /// The shard directory that holds the most files: `(root, files)`.
@@ -176,23 +219,34 @@ pub fn timestamp_ms_now() -> u64 {
 
 /// The EMF log lines for one run, each a single-line JSON object.
 ///
-/// The first line carries the file-system-wide metrics (dimension `FileSystemId`); then one
-/// line per shard carries its `FileCount` (dimensions `FileSystemId`, `Shard`), since EMF
-/// takes a dimension's value from the line's root and each shard has its own.
+/// The first line carries the file-system-wide metrics (dimension `FileSystemId`), with the
+/// fullest shard's root and `FILE_THRESHOLD` as properties; then one line per mount target
+/// carries its `FileCount` (dimensions `FileSystemId`, `MountTarget`), since EMF takes a
+/// dimension's value from the line's root and each mount target has its own. However many
+/// shards there are, the lines (and the metrics CloudWatch bills) are one plus the mount
+/// targets.
 ///
 /// CloudWatch drops every metric of a line whose dimension value is not valid (empty, not
-/// ASCII, a control character, longer than 1024), so such a shard gets no line (its files
-/// still count in `TotalFiles`), and a file system id that is not valid gives no lines at
-/// all.
+/// ASCII, a control character, longer than 1024), so such a mount target gets no line (its
+/// files still count in `TotalFiles`), and a file system id that is not valid gives no lines
+/// at all. A run without a largest shard (none counted) leaves `LargestShardFiles` out rather
+/// than report 0.
 pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     if !valid_dimension_value(&m.file_system_id) {
         return Vec::new();
     }
-    let mut lines = Vec::with_capacity(1 + m.files_per_shard.len());
+    let mut lines = Vec::with_capacity(1 + m.files_per_target.len());
 
     let mut summary = Map::new();
     summary.insert(DIM_FILE_SYSTEM_ID.into(), json!(m.file_system_id));
     summary.insert(TOTAL_FILES.into(), json!(m.total_files));
+    if let Some((root, files)) = &m.largest_shard {
+        summary.insert(LARGEST_SHARD_FILES.into(), json!(files));
+        summary.insert(PROP_LARGEST_SHARD_ROOT.into(), json!(root));
+    }
+    summary.insert(PROP_FILE_THRESHOLD.into(), json!(m.threshold));
+    summary.insert(SHARDS.into(), json!(m.shards));
+    summary.insert(DESIRED_SHARDS.into(), json!(m.desired_shards));
     summary.insert(MOUNT_TARGETS.into(), json!(m.mount_targets));
     summary.insert(DESIRED_MOUNT_TARGETS.into(), json!(m.desired));
     summary.insert(AT_CAPACITY.into(), json!(u8::from(m.at_capacity)));
@@ -209,27 +263,26 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     );
     lines.push(document(timestamp_ms, FS_DIMS, summary));
 
-    for (shard, root, files) in &m.files_per_shard {
-        if !valid_dimension_value(shard) {
+    for (target, files) in &m.files_per_target {
+        if !valid_dimension_value(target) {
             continue;
         }
         let mut line = Map::new();
         line.insert(DIM_FILE_SYSTEM_ID.into(), json!(m.file_system_id));
-        line.insert(DIM_SHARD.into(), json!(shard));
-        line.insert(PROP_SHARD_ROOT.into(), json!(root));
+        line.insert(DIM_MOUNT_TARGET.into(), json!(target));
         line.insert(FILE_COUNT.into(), json!(files));
-        lines.push(document(timestamp_ms, SHARD_DIMS, line));
+        lines.push(document(timestamp_ms, TARGET_DIMS, line));
     }
     lines
 }
 
-/// One EMF document: `root` holds the dimension values and metric values; the metrics
-/// declared are those of [`METRICS`] whose dimension set is `dims` (all of them are in
-/// `root`, by construction).
+/// One EMF document: `root` holds the dimension values, the metric values and any
+/// properties; the metrics declared are those of [`METRICS`] whose dimension set is `dims`
+/// and whose value `root` holds (a metric left out of a run is not declared).
 fn document(timestamp_ms: u64, dims: &[&str], mut root: Map<String, Value>) -> String {
     let metrics: Vec<Value> = METRICS
         .iter()
-        .filter(|spec| spec.dimensions == dims)
+        .filter(|spec| spec.dimensions == dims && root.contains_key(spec.name))
         .map(|spec| json!({"Name": spec.name, "Unit": spec.unit.as_str()}))
         .collect();
     root.insert(
@@ -393,25 +446,24 @@ mod tests {
         out
     }
 
+    /// Two mount targets over three shards: `fsmt-1a2b` serves `/` (40,000 files, the
+    /// fullest) and `/shards/use1-az1.1` (21,234), `fsmt-3c4d` serves `/shards/use1-az4` (17).
+    /// Every count differs from the others, so that a value under the wrong name shows.
     fn sample() -> RunMetrics {
         RunMetrics {
             file_system_id: "fs-0123456789abcdef0".into(),
-            files_per_shard: vec![
-                ("fsmt-1a2b".into(), "/".into(), 61_234),
-                ("fsmt-3c4d".into(), "/shards/use1-az4".into(), 17),
-            ],
-            files_per_target: vec![],
-            largest_shard: None,
-            threshold: 50_000,
-            shards: 2,
-            desired_shards: 2,
+            files_per_target: vec![("fsmt-1a2b".into(), 61_234), ("fsmt-3c4d".into(), 17)],
+            largest_shard: Some(("/".into(), 40_000)),
+            threshold: 20_000,
             total_files: 61_251,
+            shards: 3,
+            desired_shards: 4,
             mount_targets: 2,
-            desired: 2,
+            desired: 3,
             at_capacity: false,
-            rollouts_failed: 0,
+            rollouts_failed: 5,
             fleet_not_converged: false,
-            unreadable_shards: 0,
+            unreadable_shards: 6,
             count_duration: Duration::from_micros(1_234_567),
         }
     }
@@ -419,7 +471,11 @@ mod tests {
     #[test]
     fn every_line_is_valid_emf() {
         let lines = emf_lines(&sample(), 1_764_468_900_000);
-        assert_eq!(lines.len(), 3, "a summary line and one line per shard");
+        assert_eq!(
+            lines.len(),
+            3,
+            "a summary line and one line per mount target"
+        );
         for line in &lines {
             check_emf(line);
         }
@@ -435,13 +491,16 @@ mod tests {
         let got = metrics_of(&doc);
         let want = [
             (TOTAL_FILES, "Count", json!(61_251)),
+            (LARGEST_SHARD_FILES, "Count", json!(40_000)),
+            (SHARDS, "Count", json!(3)),
+            (DESIRED_SHARDS, "Count", json!(4)),
             (MOUNT_TARGETS, "Count", json!(2)),
-            (DESIRED_MOUNT_TARGETS, "Count", json!(2)),
+            (DESIRED_MOUNT_TARGETS, "Count", json!(3)),
             (AT_CAPACITY, "None", json!(0)),
             (COUNT_DURATION, "Milliseconds", json!(1234.567)),
-            (ROLLOUTS_FAILED, "Count", json!(0)),
+            (ROLLOUTS_FAILED, "Count", json!(5)),
             (FLEET_NOT_CONVERGED, "None", json!(0)),
-            (UNREADABLE_SHARDS, "Count", json!(0)),
+            (UNREADABLE_SHARDS, "Count", json!(6)),
             (RECONCILE_RUNS, "Count", json!(1)),
         ];
         assert_eq!(got.len(), want.len());
@@ -462,13 +521,41 @@ mod tests {
     }
 
     #[test]
-    fn one_line_per_shard_with_its_file_count() {
+    fn the_largest_shard_carries_its_root_and_the_threshold_as_properties_not_dimensions() {
+        let doc = check_emf(&emf_lines(&sample(), 1)[0]);
+        assert_eq!(doc[PROP_LARGEST_SHARD_ROOT], "/");
+        assert_eq!(doc[PROP_FILE_THRESHOLD], 20_000);
+        // Properties: neither a dimension (each root would be a metric of its own) nor a
+        // metric.
+        for (_, dims, name, ..) in metrics_of(&doc) {
+            assert_eq!(dims, [DIM_FILE_SYSTEM_ID]);
+            assert_ne!(name, PROP_LARGEST_SHARD_ROOT);
+            assert_ne!(name, PROP_FILE_THRESHOLD);
+        }
+    }
+
+    #[test]
+    fn without_a_largest_shard_its_metric_is_left_out_not_zero() {
+        let m = RunMetrics {
+            largest_shard: None,
+            ..sample()
+        };
+        let doc = check_emf(&emf_lines(&m, 1)[0]);
+        assert!(doc.get(LARGEST_SHARD_FILES).is_none());
+        assert!(doc.get(PROP_LARGEST_SHARD_ROOT).is_none());
+        let names: Vec<String> = metrics_of(&doc).into_iter().map(|m| m.2).collect();
+        assert!(!names.contains(&LARGEST_SHARD_FILES.to_string()));
+        assert_eq!(names.len(), 11, "{names:?}");
+    }
+
+    #[test]
+    fn one_line_per_mount_target_with_the_files_of_all_its_shards() {
         let lines = emf_lines(&sample(), 1);
-        let shards: Vec<Value> = lines[1..].iter().map(|l| check_emf(l)).collect();
-        let dims = vec![DIM_FILE_SYSTEM_ID.to_string(), DIM_SHARD.to_string()];
-        for (doc, (id, root, files)) in shards.iter().zip(&sample().files_per_shard) {
-            assert_eq!(doc[DIM_SHARD], id.as_str());
-            assert_eq!(doc[PROP_SHARD_ROOT], root.as_str());
+        let targets: Vec<Value> = lines[1..].iter().map(|l| check_emf(l)).collect();
+        assert_eq!(targets.len(), sample().files_per_target.len());
+        let dims = vec![DIM_FILE_SYSTEM_ID.to_string(), DIM_MOUNT_TARGET.to_string()];
+        for (doc, (id, files)) in targets.iter().zip(&sample().files_per_target) {
+            assert_eq!(doc[DIM_MOUNT_TARGET], id.as_str());
             assert_eq!(doc[DIM_FILE_SYSTEM_ID], "fs-0123456789abcdef0");
             let got = metrics_of(doc);
             assert_eq!(
@@ -481,14 +568,55 @@ mod tests {
                     json!(files)
                 )]
             );
+            // Nothing else on the line: dimensions, the count, the metadata.
+            let mut keys: Vec<&str> = doc
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            assert_eq!(keys, ["FileCount", "FileSystemId", "MountTarget", "_aws"]);
         }
+    }
+
+    /// Each distinct `(metric name, dimension values)` is one metric CloudWatch bills a month:
+    /// a thousand shards over six mount targets are still 12 + 6 of them.
+    #[test]
+    fn the_billed_metrics_are_bounded_by_the_mount_targets_not_the_shards() {
+        let m = RunMetrics {
+            files_per_target: (1..=6).map(|i| (format!("fsmt-{i}"), 1_000_000)).collect(),
+            largest_shard: Some(("/shards/use1-az6.999".into(), 6_100)),
+            shards: 1000,
+            desired_shards: 1000,
+            mount_targets: 6,
+            desired: 6,
+            total_files: 6_000_000,
+            ..sample()
+        };
+        let lines = emf_lines(&m, 1);
+        assert_eq!(lines.len(), 1 + 6);
+        let mut series: Vec<(String, Vec<String>)> = Vec::new();
+        for line in &lines {
+            let doc = check_emf(line);
+            for (_, dims, name, ..) in metrics_of(&doc) {
+                let values = dims
+                    .iter()
+                    .map(|d| doc[d].as_str().unwrap().to_string())
+                    .collect();
+                series.push((name, values));
+            }
+        }
+        series.sort();
+        series.dedup();
+        assert_eq!(series.len(), 12 + 6, "{series:?}");
     }
 
     #[test]
     fn at_capacity_is_one() {
         let m = RunMetrics {
             at_capacity: true,
-            desired: 3,
+            desired_shards: 1000,
             ..sample()
         };
         let doc = check_emf(&emf_lines(&m, 1)[0]);
@@ -496,10 +624,12 @@ mod tests {
     }
 
     #[test]
-    fn no_shard_gives_only_the_summary_line() {
+    fn no_mount_target_gives_only_the_summary_line() {
         let m = RunMetrics {
-            files_per_shard: vec![],
+            files_per_target: vec![],
+            largest_shard: None,
             total_files: 0,
+            shards: 0,
             mount_targets: 0,
             desired: 1,
             ..sample()
@@ -510,12 +640,12 @@ mod tests {
     }
 
     #[test]
-    fn a_shard_with_an_invalid_id_gets_no_line() {
+    fn a_mount_target_with_an_invalid_id_gets_no_line() {
         let mut m = sample();
-        m.files_per_shard.push((String::new(), "/x".into(), 5));
-        m.files_per_shard
-            .push(("fsmt-\u{e9}".into(), "/y".into(), 5));
-        m.files_per_shard.push(("fsmt-a\nb".into(), "/z".into(), 5));
+        m.files_per_target.push((String::new(), 5));
+        m.files_per_target.push(("fsmt-\u{e9}".into(), 5));
+        m.files_per_target.push(("fsmt-a\nb".into(), 5));
+        m.files_per_target.push(("x".repeat(1025), 5));
         let lines = emf_lines(&m, 1);
         assert_eq!(lines.len(), 3);
         for line in &lines {
@@ -558,10 +688,16 @@ mod tests {
     #[test]
     fn exact_document() {
         let m = RunMetrics {
-            files_per_shard: vec![("fsmt-1".into(), "/".into(), 3)],
+            files_per_target: vec![("fsmt-1".into(), 3)],
+            largest_shard: Some(("/".into(), 3)),
+            threshold: 50_000,
             total_files: 3,
+            shards: 1,
+            desired_shards: 1,
             mount_targets: 1,
             desired: 1,
+            rollouts_failed: 0,
+            unreadable_shards: 0,
             count_duration: Duration::from_millis(2),
             ..sample()
         };
@@ -578,6 +714,9 @@ mod tests {
                         "Dimensions": [["FileSystemId"]],
                         "Metrics": [
                             {"Name": "TotalFiles", "Unit": "Count"},
+                            {"Name": "LargestShardFiles", "Unit": "Count"},
+                            {"Name": "Shards", "Unit": "Count"},
+                            {"Name": "DesiredShards", "Unit": "Count"},
                             {"Name": "MountTargets", "Unit": "Count"},
                             {"Name": "DesiredMountTargets", "Unit": "Count"},
                             {"Name": "AtCapacity", "Unit": "None"},
@@ -589,18 +728,20 @@ mod tests {
                         ],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
-                    "TotalFiles": 3, "MountTargets": 1, "DesiredMountTargets": 1,
+                    "TotalFiles": 3, "LargestShardFiles": 3, "LargestShardRoot": "/",
+                    "FileThreshold": 50_000, "Shards": 1, "DesiredShards": 1,
+                    "MountTargets": 1, "DesiredMountTargets": 1,
                     "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
                     "FleetNotConverged": 0, "UnreadableShards": 0, "ReconcileRuns": 1,
                 }),
                 json!({
                     "_aws": {"Timestamp": 42, "CloudWatchMetrics": [{
                         "Namespace": "EfsMountAutoscaler",
-                        "Dimensions": [["FileSystemId", "Shard"]],
+                        "Dimensions": [["FileSystemId", "MountTarget"]],
                         "Metrics": [{"Name": "FileCount", "Unit": "Count"}],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
-                    "Shard": "fsmt-1", "ShardRoot": "/", "FileCount": 3,
+                    "MountTarget": "fsmt-1", "FileCount": 3,
                 }),
             ]
         );

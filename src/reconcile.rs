@@ -190,18 +190,17 @@ fn emit_metrics(
 ) {
     let m = metrics::RunMetrics {
         file_system_id: config.file_system_id.clone(),
-        files_per_shard: end
+        // For now `end.files_per_shard` is keyed by mount target id, one shard each.
+        files_per_target: end
             .shards
             .iter()
             .map(|s| {
                 (
                     s.target.id.clone(),
-                    s.root.clone(),
                     end.files_per_shard.get(&s.target.id).copied().unwrap_or(0),
                 )
             })
             .collect(),
-        files_per_target: Vec::new(),
         largest_shard: None,
         threshold: config.file_threshold,
         total_files: first.file_count,

@@ -1,14 +1,16 @@
 //! The SAM template (`template.yaml`) checked against the code it deploys:
 //!
 //! - the function's environment is exactly the contract's variables (`config::ENV_VARS`),
-//!   each from a parameter whose default is the contract's;
+//!   each from a parameter whose default is the contract's (and `MaxShards` within the
+//!   bounds the function accepts); every parameter is in one of the console's groups;
 //! - the schedules send the payloads of `events/reconcile.json` and `events/rebalance.json`;
 //! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
 //!   the narrowest resource IAM supports (`*` only where IAM has no resource-level
 //!   permission, [`UNSCOPABLE`]);
 //! - the alarms and the dashboard name the namespace, metrics and dimensions that
-//!   `metrics.rs` emits.
+//!   `metrics.rs` emits; the dashboard shows the largest shard against `FILE_THRESHOLD`, shards
+//!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones.
 //!
 //! The template is read with cfn-lint's own YAML decoder (short-form tags such as `!Sub`
 //! become `{"Fn::Sub": …}`), run as `python3` (or `$PYTHON`); cfn-lint is part of
@@ -22,8 +24,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use efs_mount_autoscaler::aws::CALLED_ACTIONS;
-use efs_mount_autoscaler::config::ENV_VARS;
+use efs_mount_autoscaler::config::{DEFAULT_MAX_SHARDS, ENV_VARS};
 use efs_mount_autoscaler::metrics::{self, MetricSpec};
+use efs_router::list::MAX_LIST_SHARDS;
 use serde_json::{json, Map, Value};
 
 /// Actions the role must allow although the code does not call them: AWS calls them with the
@@ -473,6 +476,7 @@ fn the_environment_is_exactly_the_contract() {
         ("EFS_MOUNT_PATH", "/mnt/efs"),
         ("WATCH_DIR", "data/analysis"),
         ("FILE_THRESHOLD", "50000"),
+        ("MAX_SHARDS", "256"),
         ("SCALE_IN_RATIO", "0.6"),
         ("SCALE_IN_COOLDOWN_SECONDS", "1800"),
         // The function's own subnets: never remove the mount target it mounts through.
@@ -499,6 +503,7 @@ fn the_environment_is_exactly_the_contract() {
         ("MountTargetSubnetIds", "subnet-1,subnet-2"),
         ("MountTargetSecurityGroupIds", "sg-1"),
         ("MaxMountTargets", "4"),
+        ("MaxShards", "512"),
         ("ScaleInRatio", "0.5"),
         ("ScaleInCooldownSeconds", "60"),
         ("ProtectedSubnetIds", "subnet-9"),
@@ -519,6 +524,7 @@ fn the_environment_is_exactly_the_contract() {
         ("SUBNET_IDS", "subnet-1,subnet-2"),
         ("SECURITY_GROUP_IDS", "sg-1"),
         ("MAX_MOUNT_TARGETS", "4"),
+        ("MAX_SHARDS", "512"),
         ("SCALE_IN_RATIO", "0.5"),
         ("SCALE_IN_COOLDOWN_SECONDS", "60"),
         ("PROTECTED_SUBNET_IDS", "subnet-9"),
@@ -531,6 +537,50 @@ fn the_environment_is_exactly_the_contract() {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
     assert_eq!(got.len(), ENV_VARS.len());
+}
+
+/// `MaxShards` offers what the function accepts for `MAX_SHARDS` and defaults to its default,
+/// so that CloudFormation refuses a value the function would fail on at every run.
+#[test]
+fn max_shards_is_bounded_as_the_function_bounds_it() {
+    let p = &template()["Parameters"]["MaxShards"];
+    assert_eq!(p["Type"], "Number");
+    assert_eq!(p["Default"], json!(DEFAULT_MAX_SHARDS));
+    assert_eq!(p["MinValue"], 1);
+    assert_eq!(p["MaxValue"], json!(MAX_LIST_SHARDS));
+    assert!(
+        p["Description"]
+            .as_str()
+            .unwrap()
+            .starts_with("MAX_SHARDS - "),
+        "the description names the variable, as the others do: {p}"
+    );
+    assert_eq!(
+        function()["Properties"]["Environment"]["Variables"]["MAX_SHARDS"],
+        json!({"Ref": "MaxShards"})
+    );
+}
+
+/// The console's interface lists every parameter, once.
+#[test]
+fn every_parameter_is_in_one_parameter_group() {
+    let groups = template()["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+        .as_array()
+        .expect("parameter groups");
+    let mut grouped: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g["Parameters"].as_array().unwrap())
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    grouped.sort_unstable();
+    let mut declared: Vec<&str> = template()["Parameters"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    declared.sort_unstable();
+    assert_eq!(grouped, declared);
 }
 
 /// Parameter names referenced (`Ref`, `Fn::Sub` variables) anywhere in `v`.
@@ -944,6 +994,16 @@ fn the_four_alarms_are_there() {
         e.eval(&at_capacity[0]["Dimensions"]).unwrap(),
         json!([{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}])
     );
+    // It means MAX_SHARDS now; a modulo-sha256 list is capped by the AZs until migrated.
+    let description = at_capacity[0]["AlarmDescription"].as_str().unwrap();
+    for says in [
+        "MAX_SHARDS",
+        "FILE_THRESHOLD",
+        "modulo-sha256",
+        r#"{"action":"migrate","strategy":"rendezvous"}"#,
+    ] {
+        assert!(description.contains(says), "{says}: {description}");
+    }
     // A rollout that failed: the tasks still run the previous list.
     let rollouts = by_metric(metrics::NAMESPACE, metrics::ROLLOUTS_FAILED);
     assert_eq!(rollouts.len(), 1);
@@ -974,8 +1034,9 @@ fn the_four_alarms_are_there() {
     }
 }
 
-/// The dashboard body with every `${…}` replaced by `1`, parsed; and the raw text.
-fn dashboard() -> (Value, &'static str) {
+/// The dashboard body as CloudFormation would render it for parameters `overrides` (numbers
+/// stay numbers, names and ARNs are strings), parsed; and the raw text.
+fn dashboard(overrides: &[(&str, &str)]) -> (Value, &'static str) {
     let sub = &resource("Dashboard")["Properties"]["DashboardBody"]["Fn::Sub"];
     let (text, vars) = match sub {
         Value::Array(a) => (a[0].as_str().unwrap(), a[1].as_object().unwrap().clone()),
@@ -984,15 +1045,17 @@ fn dashboard() -> (Value, &'static str) {
     };
     // Every variable resolves: a Sub variable, a parameter, a resource (attribute), a pseudo
     // parameter.
-    let e = Eval::new(&[]);
+    let e = Eval::new(overrides);
     let mut plain = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         plain.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let end = after.find('}').unwrap();
-        e.var(&after[..end], &vars);
-        plain.push('1');
+        match e.var(&after[..end], &vars) {
+            Value::String(s) => plain.push_str(&s),
+            other => plain.push_str(&other.to_string()),
+        }
         rest = &after[end + 1..];
     }
     plain.push_str(rest);
@@ -1027,10 +1090,10 @@ fn widget_metrics(row: &Value) -> Option<(String, String, Vec<String>)> {
     Some((namespace.to_string(), metric.to_string(), dims))
 }
 
-#[test]
-fn the_dashboard_shows_files_per_shard_against_the_threshold_and_mount_targets_against_desired() {
-    let (body, text) = dashboard();
-    let widgets = body["widgets"].as_array().unwrap();
+/// The dashboard's widgets and, for each metric of ours it shows, the widget that shows it
+/// (its dimensions checked against what `metrics.rs` emits).
+fn dashboard_metrics(body: &Value) -> (Vec<Value>, Vec<(usize, String)>) {
+    let widgets = body["widgets"].as_array().unwrap().clone();
     let mut shown: Vec<(usize, String)> = Vec::new();
     for (i, w) in widgets.iter().enumerate() {
         let Some(rows) = w["properties"]["metrics"].as_array() else {
@@ -1045,29 +1108,92 @@ fn the_dashboard_shows_files_per_shard_against_the_threshold_and_mount_targets_a
             }
         }
     }
-    let widget_of = |metric: &str| {
-        shown
-            .iter()
-            .find(|(_, m)| m == metric)
-            .map(|(i, _)| *i)
-            .unwrap_or_else(|| panic!("the dashboard does not show {metric}"))
-    };
-    // Files per shard, with the threshold as a horizontal line.
-    let files = &widgets[widget_of(metrics::FILE_COUNT)]["properties"];
-    assert!(files["annotations"]["horizontal"].is_array());
-    assert!(
-        text.contains(r#""value": ${FileThreshold}"#),
-        "the threshold line is FILE_THRESHOLD"
-    );
+    (widgets, shown)
+}
+
+fn widget_of(shown: &[(usize, String)], metric: &str) -> usize {
+    shown
+        .iter()
+        .find(|(_, m)| m == metric)
+        .map(|(i, _)| *i)
+        .unwrap_or_else(|| panic!("the dashboard does not show {metric}"))
+}
+
+/// The values of a widget's horizontal annotations (its lines).
+fn lines_of(widget: &Value) -> Vec<Value> {
+    widget["properties"]["annotations"]["horizontal"]
+        .as_array()
+        .map(|a| a.iter().map(|l| l["value"].clone()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_dashboard_shows_every_metric_and_mount_targets_against_desired() {
+    let (body, _) = dashboard(&[]);
+    let (widgets, shown) = dashboard_metrics(&body);
+    // Every emitted metric is on the dashboard, with its dimensions.
+    for m in metrics::METRICS {
+        widget_of(&shown, m.name);
+    }
     // Mount targets against desired, in one widget.
     assert_eq!(
-        widget_of(metrics::MOUNT_TARGETS),
-        widget_of(metrics::DESIRED_MOUNT_TARGETS)
+        widget_of(&shown, metrics::MOUNT_TARGETS),
+        widget_of(&shown, metrics::DESIRED_MOUNT_TARGETS)
     );
-    // Every emitted metric is on the dashboard.
-    for m in metrics::METRICS {
-        widget_of(m.name);
-    }
+    // Files per mount target: one line per target, found by a search over the per-target
+    // dimension; no FILE_THRESHOLD line there (a target serves several shards, each held to
+    // the threshold).
+    let targets = &widgets[widget_of(&shown, metrics::FILE_COUNT)];
+    let row = &targets["properties"]["metrics"][0][0];
+    let expr = row["expression"].as_str().expect("a SEARCH expression");
+    assert!(
+        expr.contains(&format!(
+            "{{{},{},{}}}",
+            metrics::NAMESPACE,
+            metrics::DIM_FILE_SYSTEM_ID,
+            metrics::DIM_MOUNT_TARGET
+        )),
+        "{expr}"
+    );
+    assert!(
+        expr.contains(r#"FileSystemId="fs-0123456789abcdef0""#),
+        "{expr}"
+    );
+    assert!(lines_of(targets).is_empty(), "{targets}");
+}
+
+#[test]
+fn the_dashboard_shows_the_largest_shard_against_the_threshold_and_shards_against_desired() {
+    // Values no default has, so that each line is seen to come from its own parameter.
+    let (body, text) = dashboard(&[("FileThreshold", "12345"), ("MaxShards", "777")]);
+    let (widgets, shown) = dashboard_metrics(&body);
+
+    // The fullest shard directory, with FILE_THRESHOLD as a horizontal line: the comparison
+    // that makes the function add a shard.
+    let largest_at = widget_of(&shown, metrics::LARGEST_SHARD_FILES);
+    let largest = &widgets[largest_at];
+    assert_eq!(lines_of(largest), [json!(12345)], "{largest}");
+    assert!(
+        text.contains(r#""value": ${FileThreshold}"#),
+        "the threshold line is the FileThreshold parameter"
+    );
+    let others: Vec<&String> = shown
+        .iter()
+        .filter(|(i, m)| *i == largest_at && m != metrics::LARGEST_SHARD_FILES)
+        .map(|(_, m)| m)
+        .collect();
+    assert!(
+        others.is_empty(),
+        "only the largest shard is held to the threshold: {others:?}"
+    );
+
+    // Shards against desired shards, in one widget, with MAX_SHARDS as the line they stop at.
+    let shards = widget_of(&shown, metrics::SHARDS);
+    assert_eq!(shards, widget_of(&shown, metrics::DESIRED_SHARDS));
+    assert_eq!(lines_of(&widgets[shards]), [json!(777)]);
+
+    // Shards and mount targets apart: two quantities, two widgets.
+    assert_ne!(shards, widget_of(&shown, metrics::MOUNT_TARGETS));
 }
 
 // ---------------------------------------------------------------------------------------
