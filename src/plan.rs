@@ -209,7 +209,8 @@ pub struct Plan {
     pub files_per_target: BTreeMap<String, u64>,
     /// Mount targets creating, available or updating.
     pub current: usize,
-    /// Shards that take new files (and those of targets still creating, which will).
+    /// Shards that take new files once the steps have run (and those of targets still
+    /// creating, which will).
     pub current_shards: usize,
     /// Shards the files need (`ceil(files / per-shard mean)`, at least 1), before any bound.
     pub needed: usize,
@@ -344,7 +345,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             .map(MovesWait::Refresh)
     };
     let drain = drain_under_way(&list, base, &shards, &state, obs);
-    let serving = serving_shards(&list, &shards);
+    let serving = serving_shards(&list, &shards, &state);
     let size = Size::of(
         counts.file_count,
         current,
@@ -500,6 +501,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         state.last_scale_out = Some(obs.now);
         state.below_since = None;
     }
+    // After this run: with the shards it adds or drops.
+    let current_shards = serving_shards(&list, &shards, &state);
     // Saved when it changed, or when it was carried over from the old file.
     if state != obs.state || (!obs.state_stored && state != State::default()) {
         steps.insert(0, Step::SaveState(state));
@@ -515,7 +518,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         files_per_shard,
         files_per_target,
         current,
-        current_shards: serving,
+        current_shards,
         needed: size.needed,
         az_capacity: room.az_capacity,
         desired: size.desired,
@@ -587,8 +590,8 @@ fn drain_under_way(
 
 /// Shards that take new files: those of each listed target that serves (creating, available
 /// or updating) and is not draining, less its draining shards; and one for each serving
-/// target not listed yet (it will serve its first shard).
-fn serving_shards(list: &MountTargetList, shards: &[Shard]) -> usize {
+/// target not listed yet (it will serve its first shard), unless it is being drained.
+fn serving_shards(list: &MountTargetList, shards: &[Shard], state: &State) -> usize {
     shards
         .iter()
         .filter(|s| s.target.state.is_active())
@@ -596,6 +599,7 @@ fn serving_shards(list: &MountTargetList, shards: &[Shard]) -> usize {
             |s| match list.mount_targets.iter().find(|e| e.id == s.target.id) {
                 Some(e) if e.draining => 0,
                 Some(e) => (e.shards - e.draining_shards) as usize,
+                None if state.draining.contains_key(&s.target.id) => 0,
                 None => 1,
             },
         )
@@ -1397,8 +1401,8 @@ fn reason(
             n.az, n.az_id, n.subnet_id
         ),
         Decision::AddShards { added } => format!(
-            "{need}; no mount target to add, so the {current} that serve take {added} new \
-             shard{} between them",
+            "{need}; no mount target to add (no free AZ, MAX_MOUNT_TARGETS or One Zone), so \
+             the {current} there take {added} new shard{} between them",
             if *added == 1 { "" } else { "s" }
         ),
         Decision::DropShard { id, root } => format!(

@@ -28,6 +28,8 @@ pub fn policy(config: &Config) -> Policy {
     Policy {
         file_threshold: config.file_threshold,
         max_mount_targets: config.max_mount_targets,
+        max_shards: config.max_shards,
+        migrate: false,
         subnet_ids: config.subnet_ids.clone(),
         security_group_ids: config.security_group_ids.clone(),
         services: config.services.clone(),
@@ -49,7 +51,10 @@ pub async fn run(
             .duration_since(SystemTime::now())
             .unwrap_or_default()
             .saturating_sub(MARGIN);
-    let policy = policy(config);
+    let policy = Policy {
+        migrate: action == Action::Migrate,
+        ..policy(config)
+    };
     let (observed, count_took) = observe(clients, config).await?;
     let first = plan(&observed, &policy);
     for w in &first.warnings {
@@ -75,9 +80,9 @@ pub async fn run(
             } else if let Some(parameter) = &observed.parameter {
                 let roots: Vec<String> = parameter
                     .list
-                    .mount_targets
-                    .iter()
-                    .map(|t| t.root.clone())
+                    .shards()
+                    .into_iter()
+                    .map(|t| t.root)
                     .collect();
                 let budget = migration::Budget {
                     max_moves,
@@ -93,7 +98,7 @@ pub async fn run(
             }
             None
         }
-        Action::Reconcile => Some(
+        Action::Reconcile | Action::Migrate => Some(
             converge(
                 clients,
                 config,
@@ -108,7 +113,7 @@ pub async fn run(
     let end = last.as_ref().unwrap_or(&first);
     let applied_unreadable = applied.unreadable;
     let response = respond(config, action, &first, end, applied);
-    if action == Action::Reconcile {
+    if matches!(action, Action::Reconcile | Action::Migrate) {
         emit_metrics(config, &first, end, count_took, applied_unreadable);
     }
     info!(
@@ -190,24 +195,22 @@ fn emit_metrics(
 ) {
     let m = metrics::RunMetrics {
         file_system_id: config.file_system_id.clone(),
-        // For now `end.files_per_shard` is keyed by mount target id, one shard each.
         files_per_target: end
-            .shards
+            .files_per_target
             .iter()
-            .map(|s| {
-                (
-                    s.target.id.clone(),
-                    end.files_per_shard.get(&s.target.id).copied().unwrap_or(0),
-                )
-            })
+            .map(|(id, files)| (id.clone(), *files))
             .collect(),
-        largest_shard: None,
+        largest_shard: end
+            .files_per_shard
+            .iter()
+            .max_by_key(|(root, files)| (**files, std::cmp::Reverse(*root)))
+            .map(|(root, files)| (root.clone(), *files)),
         threshold: config.file_threshold,
         total_files: first.file_count,
         mount_targets: end.current as u64,
         desired: first.desired as u64,
-        shards: 0,
-        desired_shards: 0,
+        shards: end.current_shards as u64,
+        desired_shards: first.desired_shards as u64,
         at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
@@ -245,8 +248,11 @@ fn respond(
         action: action.as_str(),
         file_count: first.file_count,
         files_per_shard: end.files_per_shard.clone(),
+        files_per_target: end.files_per_target.clone(),
         threshold: config.file_threshold,
         desired: first.desired,
+        shards: end.current_shards,
+        desired_shards: first.desired_shards,
         at_capacity: end.at_capacity,
         new_mount_target,
         total: end.current,

@@ -86,19 +86,29 @@ async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
         "{state}"
     );
 
-    // Files keep growing: the refused subnet is not tried again, and nothing else is left.
-    tb.mount.generate(THRESHOLD);
+    // The next run: the refused subnet is not tried again. The third shard the 1,100 files
+    // need went on a serving target (no AZ was left for a third): nothing is at capacity.
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
     assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
-    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
+    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+    assert_eq!(
+        (
+            r["shards"].clone(),
+            r["desired_shards"].clone(),
+            r["total"].clone()
+        ),
+        (json!(3), json!(3), json!(2)),
+        "{}",
+        inv.describe()
+    );
     assert_eq!(excluded(r), vec![full], "{}", inv.describe());
     assert_eq!(tb.world.mount_targets().await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn refusals_everywhere_record_no_scale_out_and_reach_capacity() {
+async fn refusals_everywhere_record_no_target_and_the_shards_grow_on_the_one_there() {
     let tb = testbed(World::builder(), 2 * THRESHOLD + 100).await;
     let b = tb.world.subnet('b').id.clone();
     let c = tb.world.subnet('c').id.clone();
@@ -115,9 +125,13 @@ async fn refusals_everywhere_record_no_scale_out_and_reach_capacity() {
     let r = inv.response();
     assert_eq!(tb.proxy.count("CreateMountTarget"), 2, "{}", inv.describe());
     assert_eq!(tb.world.mount_targets().await.len(), 1);
-    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
     assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
-    assert!(!has_action(r, "publish"), "{}", inv.describe());
+    // 1,100 files at 500 a shard: three shards, all on the one target AWS left us.
+    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+    assert!(has_action(r, "publish"), "{}", inv.describe());
+    let list = tb.world.published().await.json();
+    assert_eq!(list["version"], json!(2), "{list}");
+    assert_eq!(list["mount_targets"][0]["shards"], json!(3), "{list}");
     let mut left_out = excluded(r);
     left_out.sort();
     // A subnet error leaves the subnet out; an AZ error leaves its AZ out.
@@ -126,13 +140,13 @@ async fn refusals_everywhere_record_no_scale_out_and_reach_capacity() {
     assert_eq!(left_out, want, "{}", inv.describe());
     let state = tb.world.state().await;
     assert!(
-        state.get("last_scale_out").is_none() && state.get("created").is_none(),
-        "a refused create is no scale-out: {state}"
+        state.get("created").is_none(),
+        "a refused create makes no target the function's own: {state}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_one_zone_file_system_is_at_capacity_with_one_target_and_never_asked_for_another() {
+async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks_for_another() {
     let tb = testbed(World::builder(), 4 * THRESHOLD).await;
     let (b, c) = (
         tb.world.subnet('b').id.clone(),
@@ -146,19 +160,40 @@ async fn a_one_zone_file_system_is_at_capacity_with_one_target_and_never_asked_f
 
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
-    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
-    assert_eq!(r["desired"], json!(1), "{}", inv.describe());
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("One Zone"),
+    // 2,000 files at 500 a shard: five shards, all on the One Zone AZ's one target.
+    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+    assert_eq!(
+        (
+            r["desired"].clone(),
+            r["desired_shards"].clone(),
+            r["shards"].clone()
+        ),
+        (json!(1), json!(5), json!(5)),
         "{}",
         inv.describe()
     );
     assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
     assert_eq!(tb.proxy.count("DescribeFileSystems"), 1, "read once a run");
-    tb.assert_nothing_changed(&inv);
+    assert_eq!(tb.world.mount_targets().await.len(), 1);
+    let list = tb.world.published().await.json();
+    assert_eq!(list["mount_targets"][0]["shards"], json!(5), "{list}");
+
+    // Under a modulo list one target is one shard: at capacity, and the reason says why
+    // and what lifts it; nothing is asked of AWS.
+    let a = &list["mount_targets"][0];
+    tb.world
+        .put_parameter(&json!({"mount_targets": [{"id": a["id"], "ip": a["ip"]}]}).to_string())
+        .await;
+    let inv = tb.invoke(&event("scheduled")).await;
+    let r = inv.response();
+    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("One Zone") && reason.contains(r#""action":"migrate""#),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
 }
 
 #[tokio::test(flavor = "multi_thread")]

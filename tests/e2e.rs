@@ -157,7 +157,13 @@ async fn below_threshold_changes_nothing() {
     let original = original_target(&tb.world).await;
     assert_eq!(r["file_count"], json!(BELOW), "{}", inv.describe());
     assert_eq!(
-        r["files_per_shard"][&original.id],
+        r["files_per_target"][&original.id],
+        json!(BELOW),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(
+        r["files_per_shard"]["/"],
         json!(BELOW),
         "{}",
         inv.describe()
@@ -195,7 +201,7 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
     let r = inv.response();
     assert_eq!(r["file_count"], json!(CROSSING), "{}", inv.describe());
     assert_eq!(
-        r["files_per_shard"][&original.id],
+        r["files_per_target"][&original.id],
         json!(CROSSING),
         "{}",
         inv.describe()
@@ -295,7 +301,7 @@ async fn an_immediate_second_run_does_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says_so() {
+async fn when_every_az_has_a_mount_target_the_new_shards_go_on_them_and_the_reason_says_so() {
     let tb = testbed(
         World::builder().mount_targets_in(&['a', 'b', 'c']),
         4 * THRESHOLD,
@@ -320,14 +326,29 @@ async fn when_every_az_has_a_mount_target_nothing_is_created_and_the_reason_says
     assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
     let reason = r["reason"].as_str().unwrap_or_default().to_lowercase();
     assert!(
-        reason.contains("az") || reason.contains("zone"),
-        "the reason does not say the AZs are exhausted: {reason:?}\n{}",
+        reason.contains("az") && reason.contains("shard"),
+        "the reason does not say the AZs are used up and shards are added: {reason:?}\n{}",
         inv.describe()
     );
     assert!(!has_action(r, "create_mount_target"), "{}", inv.describe());
-    tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 3);
-    assert_eq!(tb.world.published().await, parameter);
+    // 2,000 files at 500 a shard: 5 shards on the 3 targets, 2 + 2 + 1, published as
+    // version 2, each new one's directory made first.
+    assert_eq!(r["desired_shards"], json!(5), "{}", inv.describe());
+    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+    let list = tb.world.published().await;
+    assert_ne!(list, parameter);
+    let list = efs_router::MountTargetList::from_json(&list.value).unwrap();
+    let mut counts: Vec<u32> = list.mount_targets.iter().map(|t| t.shards).collect();
+    counts.sort();
+    assert_eq!(counts, [1, 2, 2], "{}", inv.describe());
+    for shard in list.shards() {
+        assert!(
+            tb.mount.dir_of_root(&shard.root).is_dir(),
+            "no directory for {}",
+            shard.root
+        );
+    }
 }
 
 async fn assert_unreadable_parameter_is_kept(text: &str) {
@@ -830,14 +851,35 @@ async fn a_missing_file_system_id_is_an_error_naming_it_before_any_aws_call() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn max_mount_targets_caps_the_scale_out() {
+async fn max_mount_targets_caps_the_targets_and_the_shards_go_on_those_there() {
     let mut tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
     tb.env("MAX_MOUNT_TARGETS", "1");
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
-    assert_eq!(inv.response()["desired"], json!(1), "{}", inv.describe());
-    tb.assert_nothing_changed(&inv);
+    let r = inv.response();
+    assert_eq!(
+        (
+            r["desired"].clone(),
+            r["desired_shards"].clone(),
+            r["shards"].clone()
+        ),
+        (json!(1), json!(2), json!(2)),
+        "{}",
+        inv.describe()
+    );
+    assert!(!has_action(r, "create_mount_target"), "{}", inv.describe());
     assert_eq!(tb.world.mount_targets().await.len(), 1);
+    let list = tb.world.published().await.json();
+    assert_eq!(list["mount_targets"][0]["shards"], json!(2), "{list}");
+    let az_id = list["mount_targets"][0]["az_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        tb.mount.shard_ids().contains(&format!("{az_id}.1")),
+        "the new shard's directory was not made: {:?}",
+        tb.mount.shard_ids()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1142,7 +1184,7 @@ async fn each_reconcile_run_prints_its_metrics_as_embedded_metric_format() {
                     name.clone(),
                     unit,
                     line[&name].clone(),
-                    line["Shard"].clone(),
+                    line["MountTarget"].clone(),
                 ));
             }
         }
@@ -1162,14 +1204,27 @@ async fn each_reconcile_run_prints_its_metrics_as_embedded_metric_format() {
     let (unit, took) = one("CountDuration");
     assert_eq!(unit, "Milliseconds");
     assert!(took.as_f64().is_some_and(|ms| ms >= 0.0));
-    // One FileCount per shard, with the shard's id as its dimension and its count as value.
+    assert_eq!(one("Shards"), ("Count".into(), r["shards"].clone()));
+    assert_eq!(
+        one("DesiredShards"),
+        ("Count".into(), r["desired_shards"].clone())
+    );
+    let largest = r["files_per_shard"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(Value::as_u64)
+        .max();
+    assert_eq!(one("LargestShardFiles"), ("Count".into(), json!(largest)));
+    // One FileCount per mount target, with its id as the dimension and the files of all its
+    // shards as value.
     let mut per_shard: Vec<(Value, Value)> = seen
         .iter()
         .filter(|(n, u, ..)| n == "FileCount" && u == "Count")
         .map(|(_, _, v, shard)| (shard.clone(), v.clone()))
         .collect();
     per_shard.sort_by_key(|(s, _)| s.to_string());
-    let mut expected: Vec<(Value, Value)> = r["files_per_shard"]
+    let mut expected: Vec<(Value, Value)> = r["files_per_target"]
         .as_object()
         .unwrap()
         .iter()

@@ -115,15 +115,12 @@ fn assert_files_intact(before: &BTreeMap<String, Vec<u8>>, mount: &Mount, inv: &
     assert_eq!(before.len(), after.len(), "{}", inv.describe());
 }
 
-/// The home of a file under `list`, as a client routes it.
-fn home<'a>(list: &'a MountTargetList, file: &str) -> &'a Target {
-    let i = shard_index(
-        &format!("data/analysis/{file}"),
-        &list.mount_targets,
-        list.strategy,
-    )
-    .unwrap_or_else(|e| panic!("{file} does not route: {e}"));
-    &list.mount_targets[i]
+/// The home shard of a file under `list`, as a client routes it (over the list's shards).
+fn home(list: &MountTargetList, file: &str) -> Target {
+    let shards = list.shards();
+    let i = shard_index(&format!("data/analysis/{file}"), &shards, list.strategy)
+        .unwrap_or_else(|e| panic!("{file} does not route: {e}"));
+    shards[i].clone()
 }
 
 // ----------------------------------------------------------------------------- world
@@ -222,6 +219,14 @@ async fn checked_list(tb: &Testbed, inv: &Invocation) -> MountTargetList {
         list.mount_targets.len(),
         "two entries share a root\n{context}"
     );
+    for shard in list.shards() {
+        assert!(
+            tb.mount.dir_of_root(&shard.root).is_dir(),
+            "shard {} of {} is published but its directory does not exist\n{context}",
+            shard.root,
+            shard.id
+        );
+    }
     assert_eq!(
         list.mount_targets.iter().filter(|t| t.root == "/").count(),
         1,
@@ -752,8 +757,9 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
         inv.describe()
     );
 
-    // Then the directory grows to 95 files: 2 targets needed, 1 serving.
-    put_files(&tb.mount.watch_dir(), 1000..1080);
+    // Then the directory grows to 55 files: more than one shard holds (50), so 2 are
+    // needed (at most 56 fit two once balanced), 1 serving.
+    put_files(&tb.mount.watch_dir(), 1000..1040);
     let files = files_by_name(&tb.mount);
     let deployments = tb.world.deployment_ids().await;
     tb.proxy.reset_counts();
@@ -787,7 +793,7 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
     assert_files_intact(&files, &tb.mount, &inv);
     assert_eq!(list_files(&b_dir).len(), 5, "b's files were moved");
 
-    // And it stays cancelled: 95 files are above the band.
+    // And it stays cancelled: 55 files are above the band (30).
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     let list = checked_list(&tb, &inv).await;
@@ -1297,4 +1303,160 @@ async fn a_file_where_a_shard_directory_should_be_stops_only_that_shard() {
         "{}",
         inv.describe()
     );
+}
+
+// ----------------------------------------------------------------------------- shards
+
+/// Each file of `names` read through the Rust router and through the Python client (the
+/// package's source, run by `python3` or `$PYTHON`) under the published `list`, with the file
+/// system mounted once at `base`: both must return each file's own bytes.
+fn assert_readable_by_both_clients(list: &MountTargetList, base: &Path, names: &[String]) {
+    let router = efs_router::Router::new(list.clone(), efs_router::Layout::single_mount(base))
+        .expect("the published list fits a single mount");
+    for n in names {
+        let path = format!("data/analysis/{n}");
+        let read = router
+            .read_with_fallback(&path)
+            .unwrap_or_else(|e| panic!("Rust router: {path}: {e}"));
+        assert_eq!(read.data, content(n), "Rust router: {path}");
+    }
+    let script = r#"
+import json, sys
+from efs_router import Layout, MountTargetList, Router
+req = json.load(sys.stdin)
+router = Router(MountTargetList.from_json(req["list"]), Layout.single_mount(req["base"]))
+out = {}
+for n in req["names"]:
+    r = router.read_with_fallback("data/analysis/" + n)
+    out[n] = r.data.decode("utf-8")
+json.dump(out, sys.stdout)
+"#;
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/src");
+    let mut child = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .env("PYTHONPATH", &src)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let request = json!({"list": list.to_json(), "base": base, "names": names});
+    std::io::Write::write_all(
+        child.stdin.as_mut().expect("stdin"),
+        request.to_string().as_bytes(),
+    )
+    .expect("write to python");
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("python ran");
+    assert!(out.status.success(), "the Python client failed");
+    let read: BTreeMap<String, String> =
+        serde_json::from_slice(&out.stdout).expect("the Python client printed JSON");
+    assert_eq!(read.len(), names.len());
+    for n in names {
+        assert_eq!(
+            read[n].as_bytes(),
+            content(n).as_slice(),
+            "Python client: {n}"
+        );
+    }
+}
+
+/// Files in each shard directory of `list`, by root.
+fn files_per_shard_dir(tb: &Testbed, list: &MountTargetList) -> BTreeMap<String, usize> {
+    list.shards()
+        .into_iter()
+        .map(|t| {
+            let n = list_files(&tb.mount.dir_of_root(&t.root)).len();
+            (t.root, n)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again() {
+    // 1,000 files at a threshold of 100, 3 AZs: 15 shards (67 a shard on average, so that
+    // none passes 100 once balanced) on 3 mount targets, 5 each.
+    let threshold = 100usize;
+    let mut tb = testbed(&['a']).await;
+    tb.env("FILE_THRESHOLD", threshold.to_string());
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    put_files(&tb.mount.watch_dir(), 0..1000);
+    let mut files = files_by_name(&tb.mount);
+
+    // Scale out: a target a run in the free AZs, the shards on the targets that serve.
+    let mut list = published_list(&tb).await;
+    for _ in 0..MAX_RUNS {
+        let inv = tb.invoke(&event("reconcile")).await;
+        list = checked_list(&tb, &inv).await;
+        assert_files_intact(&files, &tb.mount, &inv);
+        let r = inv.response();
+        if list.mount_targets.len() == 3 && r["shards"] == r["desired_shards"] {
+            assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+            break;
+        }
+    }
+    assert_eq!(list.mount_targets.len(), 3, "{}", list.to_json());
+    assert!(list.shard_count() >= 10, "{}", list.to_json());
+    let per_target: Vec<u32> = list.mount_targets.iter().map(|t| t.shards).collect();
+    assert!(
+        per_target.iter().max().unwrap() - per_target.iter().min().unwrap() <= 1,
+        "the shards are not spread evenly: {per_target:?}"
+    );
+    assert_eq!(tb.world.mount_targets().await.len(), 3);
+
+    // Rebalance until every file is at home: then no directory is over the threshold.
+    for _ in 0..MAX_RUNS {
+        let inv = tb.invoke(&rebalance(100_000)).await;
+        assert_files_intact(&files, &tb.mount, &inv);
+        if moves(&inv).remaining == 0 && misplaced(&tb.mount, &list).is_empty() {
+            break;
+        }
+    }
+    assert!(misplaced(&tb.mount, &list).is_empty());
+    let per_dir = files_per_shard_dir(&tb, &list);
+    assert_eq!(per_dir.values().sum::<usize>(), 1000, "{per_dir:?}");
+    assert!(
+        per_dir.values().all(|n| *n <= threshold),
+        "a shard directory holds more than {threshold} files: {per_dir:?}"
+    );
+    let names: Vec<String> = files.keys().cloned().collect();
+    assert_readable_by_both_clients(&list, tb.mount.path(), &names);
+
+    // The files shrink to 30: the shards drain (a target's last first) and leave the list,
+    // then the targets the function created go; `/` stays. Nothing is lost on the way.
+    let keep: BTreeSet<String> = names.iter().take(30).cloned().collect();
+    for n in names.iter().filter(|n| !keep.contains(*n)) {
+        let at = home(&list, n);
+        fs::remove_file(tb.mount.dir_of_root(&at.root).join(n)).expect("remove a file");
+    }
+    files.retain(|n, _| keep.contains(n));
+    let mut shard_counts = vec![list.shard_count()];
+    for _ in 0..80 {
+        let (inv, now) = reconcile_checked(&tb, &files).await;
+        list = now;
+        if *shard_counts.last().unwrap() != list.shard_count() {
+            shard_counts.push(list.shard_count());
+        }
+        let r = inv.response();
+        if list.shard_count() == 1 && tb.world.mount_targets().await.len() == 1 {
+            assert_eq!(r["shards"], json!(1), "{}", inv.describe());
+            break;
+        }
+    }
+    assert_eq!(
+        (list.mount_targets.len(), list.shard_count()),
+        (1, 1),
+        "{}",
+        list.to_json()
+    );
+    assert_eq!(list.mount_targets[0].root, "/");
+    assert_eq!(tb.world.mount_targets().await.len(), 1);
+    // One shard at a time, never up again.
+    assert!(
+        shard_counts.windows(2).all(|w| w[1] == w[0] - 1),
+        "{shard_counts:?}"
+    );
+    let names: Vec<String> = files.keys().cloned().collect();
+    assert_readable_by_both_clients(&list, tb.mount.path(), &names);
 }

@@ -193,18 +193,14 @@ struct Published {
 
 impl Published {
     fn roots(&self) -> BTreeSet<String> {
-        self.list
-            .mount_targets
-            .iter()
-            .map(|t| t.root.clone())
-            .collect()
+        self.list.shards().into_iter().map(|t| t.root).collect()
     }
 
     /// `v3[/, /shards/use1-az4 (draining)]`, for the log.
     fn label(&self) -> String {
         let roots: Vec<String> = self
             .list
-            .mount_targets
+            .shards()
             .iter()
             .map(|t| {
                 if t.draining {
@@ -238,7 +234,7 @@ impl Client {
     /// The root `path` is written to by this client.
     fn home_root(&self, path: &str) -> String {
         match self.router.resolve(path) {
-            Ok(r) => self.list.list.mount_targets[r.index].root.clone(),
+            Ok(r) => self.router.shards()[r.index].root.clone(),
             Err(e) => format!("(unroutable: {e})"),
         }
     }
@@ -1066,18 +1062,14 @@ impl Soak {
         if self.published.version != before_version {
             self.stats.publishes += 1;
             self.clean = false;
+            let old_shards = old.list.shards();
             let drains = self
                 .published
                 .list
-                .mount_targets
+                .shards()
                 .iter()
                 .filter(|t| t.draining)
-                .filter(|t| {
-                    !old.list
-                        .mount_targets
-                        .iter()
-                        .any(|o| o.id == t.id && o.draining)
-                })
+                .filter(|t| !old_shards.iter().any(|o| o.root == t.root && o.draining))
                 .count();
             self.stats.drains += drains;
             let _ = write!(line, "; published {}", self.published.label());
@@ -1292,16 +1284,17 @@ impl Soak {
         }
         self.check().await?;
         let flat = self.model.flat() as u64;
+        // Shards are not capped by the AZs: settled, the serving shards hold every file.
         let serving = self
             .published
             .list
-            .mount_targets
+            .shards()
             .iter()
             .filter(|t| !t.draining)
             .count() as u64;
-        if flat > THRESHOLD * serving && serving < 3 {
+        if flat > THRESHOLD * serving {
             return Err(format!(
-                "settled with {flat} counted files on {serving} serving target(s) at {THRESHOLD} per target"
+                "settled with {flat} counted files on {serving} serving shard(s) at {THRESHOLD} per shard"
             ));
         }
         Ok(())
@@ -1347,7 +1340,7 @@ impl Soak {
 fn place_text(place: &Place, list: &Published) -> String {
     let root = |i: &usize| {
         list.list
-            .mount_targets
+            .shards()
             .get(*i)
             .map_or("?".to_string(), |t| t.root.clone())
     };
