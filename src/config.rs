@@ -133,12 +133,14 @@ impl Config {
         let max_shards = match positive("MAX_SHARDS")? {
             None => DEFAULT_MAX_SHARDS,
             Some(n) if n <= MAX_LIST_SHARDS as u64 => n as usize,
-            Some(n) => return Err(ConfigError {
-                var: "MAX_SHARDS",
-                problem: format!(
+            Some(n) => {
+                return Err(ConfigError {
+                    var: "MAX_SHARDS",
+                    problem: format!(
                     "{n} is more than the {MAX_LIST_SHARDS} shards one published list may describe"
                 ),
-            }),
+                })
+            }
         };
         let scale_in_ratio = match value("SCALE_IN_RATIO") {
             None => 0.6,

@@ -46,6 +46,11 @@ pub struct Moves {
     /// Abandoned temporary files of writers that died (older than an hour), removed.
     #[serde(skip_serializing_if = "is_zero")]
     pub abandoned_removed: u64,
+    /// The walk stopped at the deadline before it had seen every file: `remaining` counts
+    /// only those it saw. (Routing a file costs one hash per shard, so with many shards and
+    /// files a whole walk may not fit one run; the next run walks again.)
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -62,6 +67,7 @@ impl Moves {
         self.remaining = later.remaining;
         self.skipped = later.skipped;
         self.failed = later.failed;
+        self.incomplete = later.incomplete;
     }
 }
 
@@ -88,6 +94,10 @@ pub fn move_home(
     // Files route over the list's shards (several per mount target in a version 2 list).
     let shards = list.shards();
     for root in roots {
+        if Instant::now() >= budget.until {
+            moves.incomplete = true;
+            break;
+        }
         let dir = config.watch_path(root);
         let fd = match shard::open_dir(config, &dir, false) {
             Ok(fd) => fd,
@@ -101,6 +111,11 @@ pub fn move_home(
         let mut batch: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(BATCH);
         let mut walk_error = None;
         let walked = dir::walk_at(&fd, |entry| {
+            // Past the deadline nothing more can move: counting on would only hold the run.
+            if Instant::now() >= budget.until {
+                moves.incomplete = true;
+                return Flow::Stop;
+            }
             let flow = match entry.kind {
                 Kind::File => Flow::Continue,
                 // Maybe a directory: opened as one (without following a link) and walked if it

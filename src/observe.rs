@@ -11,6 +11,10 @@ use efs_router::dir::count_files_at;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+/// Shard directories counted at once: enough that over NFS the run takes about as long as its
+/// largest shard; few enough for Lambda's limits on threads and open files.
+const COUNTING_THREADS: usize = 64;
+
 /// What was observed, and how long counting the files took.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
     let (file_system, mount_targets, parameter, stored_state, deployments) = tokio::try_join!(
@@ -100,7 +104,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         .into_iter()
         .map(|r| (config.watch_path(&r), r))
         .collect();
-    // The shards are counted at once, one thread each: over NFS a shard's count is a chain of
+    // The shards are counted at once (up to 64 at a time): over NFS a shard's count is a chain of
     // READDIR round trips, so the run takes as long as its largest shard, not the sum.
     // Results are read in the order of `dirs`, so the error reported is the same as one by one.
     // Each directory is opened beneath the mount without following a link a task could plant.
@@ -113,16 +117,34 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
                 Err(e) => Err(e),
             }
         };
-        let counted: Vec<_> = std::thread::scope(|s| {
-            let counting: Vec<_> = dirs
-                .iter()
-                .map(|(path, _)| s.spawn(move || count(path)))
+        // At most COUNTING_THREADS at once: hundreds of shards must not take as many threads
+        // and descriptors (Lambda allows 1,024 of each).
+        let slots: Vec<std::sync::Mutex<Option<std::io::Result<Option<u64>>>>> =
+            dirs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..dirs.len().min(COUNTING_THREADS))
+                .map(|_| {
+                    s.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((path, _)) = dirs.get(i) else { break };
+                        let n = count(path);
+                        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(n);
+                    })
+                })
                 .collect();
-            counting
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+            for w in workers {
+                w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            }
         });
+        let counted: Vec<std::io::Result<Option<u64>>> = slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .expect("every directory was counted")
+            })
+            .collect();
         let mut out = Counted::default();
         for ((path, root), counted) in dirs.into_iter().zip(counted) {
             match counted {

@@ -1881,7 +1881,6 @@ mod tests {
         // A scale-out like a new target: the scale-in clock starts again.
         assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
         // Once published, the next run has nothing to add.
-        let mut o = o;
         o.files.insert("/shards/use1-az1.1".into(), 0);
         o.files.insert("/shards/use1-az2.1".into(), 0);
         o.state = saved(&p).unwrap().clone();
@@ -1913,7 +1912,6 @@ mod tests {
         assert_eq!(shard_counts(&p.list), [("fsmt-a", 5, 0), ("fsmt-b", 5, 0)]);
         // The next run: c serves, not listed yet; it joins with its first shard and takes
         // the rest of its share.
-        let mut o = o;
         add_shard(&mut o, "fsmt-c", 'c', 0);
         o.parameter.as_mut().unwrap().list = p.list.clone();
         let p = plan(&o, &policy());
@@ -1940,7 +1938,6 @@ mod tests {
         assert_eq!((p.needed, p.desired_shards), (204, 12));
         assert!(p.at_capacity);
         assert_eq!(p.decision, Decision::AddShards { added: 9 });
-        let mut o = o;
         o.parameter.as_mut().unwrap().list = p.list.clone();
         let p = plan(&o, &capped);
         assert_eq!(p.decision, Decision::AtCapacity(Bound::MaxShards(12)));

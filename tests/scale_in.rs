@@ -821,6 +821,41 @@ fn misplaced(mount: &Mount, list: &MountTargetList) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_out_of_time_stops_walking_and_says_its_count_is_partial() {
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 20));
+    let files = files_by_name(&tb.mount);
+    // A deadline inside the margin the function keeps: no time to walk, let alone move.
+    let inv = tb
+        .invoke_with_deadline(&rebalance(1000), Duration::from_secs(5))
+        .await;
+    assert_eq!(
+        inv.response()["moves"]["incomplete"],
+        json!(true),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(moves(&inv).moved, 0, "{}", inv.describe());
+    assert_files_intact(&files, &tb.mount, &inv);
+    // With time, the walk is whole: the flag is gone and nothing is left.
+    let inv = tb.invoke(&rebalance(1000)).await;
+    assert!(
+        inv.response()["moves"].get("incomplete").is_none(),
+        "{}",
+        inv.describe()
+    );
+    assert_eq!(
+        (moves(&inv).moved, moves(&inv).remaining),
+        (20, 0),
+        "{}",
+        inv.describe()
+    );
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
     let tb = testbed(&['a', 'b']).await;
     let list = published_list(&tb).await;
@@ -1459,4 +1494,80 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
     );
     let names: Vec<String> = files.keys().cloned().collect();
     assert_readable_by_both_clients(&list, tb.mount.path(), &names);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brings_files_home() {
+    let tb = testbed(&['a', 'b', 'c']).await;
+    let start = published_list(&tb).await;
+    // The original two-field form: modulo-sha256, every entry rooted at /.
+    let original: Vec<Value> = start
+        .mount_targets
+        .iter()
+        .map(|t| json!({"id": t.id, "ip": t.ip}))
+        .collect();
+    tb.world
+        .put_parameter(&json!({ "mount_targets": original }).to_string())
+        .await;
+    put_files(&tb.mount.watch_dir(), 0..300);
+    let files = files_by_name(&tb.mount);
+
+    // A reconcile leaves a modulo list modulo.
+    let inv = tb.invoke(&event("reconcile")).await;
+    assert_eq!(
+        published_list(&tb).await.strategy,
+        efs_router::list::Strategy::ModuloSha256,
+        "{}",
+        inv.describe()
+    );
+
+    // The event: the same targets in the same order, under rendezvous, each its own root.
+    let inv = tb
+        .invoke(&json!({"action": "migrate", "strategy": "rendezvous"}))
+        .await;
+    let r = inv.response();
+    assert_eq!(r["action"], json!("migrate"), "{}", inv.describe());
+    assert!(
+        has_action(r, "publish") && has_action(r, "force_deployment"),
+        "{}",
+        inv.describe()
+    );
+    let list = checked_list(&tb, &inv).await;
+    assert_eq!(list.strategy, efs_router::list::Strategy::Rendezvous);
+    let ids: Vec<&str> = list.mount_targets.iter().map(|t| t.id.as_str()).collect();
+    let before: Vec<&str> = start.mount_targets.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, before, "{}", inv.describe());
+    assert_eq!(list.mount_targets[0].root, "/");
+    for t in &list.mount_targets[1..] {
+        assert_eq!(
+            t.root,
+            format!("/shards/{}", t.az_id.as_deref().unwrap_or_default()),
+            "{}",
+            inv.describe()
+        );
+    }
+    assert_files_intact(&files, &tb.mount, &inv);
+    // Most files are away from home now; the rebalance brings half of them home, and every
+    // file is readable meanwhile: the fallback finds (and moves home) the rest.
+    let away = misplaced(&tb.mount, &list).len();
+    assert!(away > 100, "{away} misplaced");
+    let inv = tb.invoke(&rebalance((away / 2) as u64)).await;
+    assert_eq!(moves(&inv).moved, (away / 2) as u64, "{}", inv.describe());
+    assert_files_intact(&files, &tb.mount, &inv);
+    let names: Vec<String> = files.keys().cloned().collect();
+    assert_readable_by_both_clients(&list, tb.mount.path(), &names);
+    for _ in 0..MAX_RUNS {
+        let inv = tb.invoke(&rebalance(100_000)).await;
+        assert_files_intact(&files, &tb.mount, &inv);
+        if misplaced(&tb.mount, &list).is_empty() {
+            break;
+        }
+    }
+    assert!(misplaced(&tb.mount, &list).is_empty());
+    assert_readable_by_both_clients(&list, tb.mount.path(), &names);
+    // Sent again, it changes nothing.
+    let inv = tb
+        .invoke(&json!({"action": "migrate", "strategy": "rendezvous"}))
+        .await;
+    assert!(!has_action(inv.response(), "publish"), "{}", inv.describe());
 }

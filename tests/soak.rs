@@ -465,6 +465,8 @@ struct Stats {
     drains: usize,
     deleted: usize,
     max_targets: usize,
+    /// The most shards a published list had.
+    max_shards: usize,
     rollouts_completed: usize,
     deployments: usize,
     checkpoints: usize,
@@ -988,6 +990,7 @@ impl Soak {
                 rebalanced_all = action == "rebalance"
                     && actions.iter().any(|a| a == "move_files")
                     && m["remaining"] == json!(0)
+                    && m["incomplete"] != json!(true)
                     && m["failed"] == json!(0)
                     && m["skipped"] == json!(0);
                 // Files move, and targets go, only while every client runs the published
@@ -1057,6 +1060,7 @@ impl Soak {
             let _ = write!(line, "; {created} target(s) created");
         }
         self.stats.max_targets = self.stats.max_targets.max(self.targets.len());
+        self.stats.max_shards = self.stats.max_shards.max(self.published.list.shard_count());
 
         // The list and the fleet.
         if self.published.version != before_version {
@@ -1314,8 +1318,8 @@ impl Soak {
             s.runs, s.failed_runs, s.kills, s.faults
         );
         println!(
-            "  targets created {}, drains {}, deleted {}, most at once {}; lists published {}, deployments {}, rollouts completed {}",
-            s.created, s.drains, s.deleted, s.max_targets, s.publishes, s.deployments, s.rollouts_completed
+            "  targets created {}, drains {}, deleted {}, most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",
+            s.created, s.drains, s.deleted, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed
         );
         println!(
             "  client ops {:?}, beside runs {}; reads {:?}, stale {}; writes {} ({} on an older list); live paths {} ({} counted); checkpoints {}",

@@ -425,7 +425,7 @@ fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), (PathBuf, io::Err
     }
 }
 
-/// `check` of each path, in their order: at once (one thread each) when there are several,
+/// `check` of each path, in their order: at once (up to [`PROBE_THREADS`] at a time) when there are several,
 /// since over NFS each is a round trip and they do not wait on one another.
 fn probe<T: Send>(
     paths: &[(usize, PathBuf)],
@@ -434,20 +434,38 @@ fn probe<T: Send>(
     if paths.len() < 2 {
         return paths.iter().map(|(_, p)| check(p)).collect();
     }
+    // Up to PROBE_THREADS at once: with hundreds of shards a thread each would cost more than
+    // the round trips it saves.
+    let slots: Vec<std::sync::Mutex<Option<Result<T, Error>>>> =
+        paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .iter()
-            .map(|(_, p)| {
-                let check = &check;
-                s.spawn(move || check(p))
+        let workers: Vec<_> = (0..paths.len().min(PROBE_THREADS))
+            .map(|_| {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((_, p)) = paths.get(i) else { break };
+                    let result = check(p);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+        for w in workers {
+            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every path was probed")
+        })
+        .collect()
 }
+
+/// Paths a miss probes at once.
+const PROBE_THREADS: usize = 32;
 
 /// A copy opened for reading: a regular file, and what `fstat` said of it.
 struct Opened {

@@ -1093,9 +1093,15 @@ def _close(opened: Optional[_Opened]) -> None:
 T = TypeVar("T")
 
 
+PROBE_THREADS = 32
+"""Paths a miss probes at once, as the Rust library: with hundreds of shards, a thread each would cost more
+than the round trips it saves."""
+
+
 def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, BaseException]]:
-    """``check`` of each path, in their order: at once (a thread each) when there are several, since over
-    NFS each is a round trip and they do not wait on one another. An exception is returned in its place."""
+    """``check`` of each path, in their order: at once (up to ``PROBE_THREADS`` threads) when there are
+    several, since over NFS each is a round trip and they do not wait on one another. An exception is
+    returned in its place."""
     def one(path: str) -> Union[T, BaseException]:
         try:
             return check(path)
@@ -1106,10 +1112,18 @@ def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, Bas
         return [one(p) for p in paths]
     out: List[Union[T, BaseException]] = [RuntimeError("not probed")] * len(paths)
 
-    def run(i: int) -> None:
-        out[i] = one(paths[i])
+    pending = iter(range(len(paths)))
+    lock = threading.Lock()
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(paths))]
+    def run() -> None:
+        while True:
+            with lock:
+                i = next(pending, None)
+            if i is None:
+                return
+            out[i] = one(paths[i])
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(min(len(paths), PROBE_THREADS))]
     for t in threads:
         t.start()
     for t in threads:
