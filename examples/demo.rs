@@ -74,7 +74,7 @@ async fn main() {
 
     match world.parameter().await {
         Some(p) => println!(
-            "\nPublished list ({}, version {}):\n{}",
+            "\nPublished list ({}, SSM parameter version {}):\n{}",
             world.parameter_name,
             p.version,
             pretty(&p.json())

@@ -455,6 +455,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
                 ShardDrain {
                     target: id.clone(),
                     since: obs.now,
+                    unlisted: false,
                 },
             );
             list = rebuild_list(base, &shards, &state, obs);
@@ -473,12 +474,11 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             }
             list = rebuild_list(base, &shards, &state, obs);
         }
-        Decision::DropShard { id, root } => {
-            state.draining_shards.remove(root);
-            list = rebuild_list(base, &shards, &state, obs);
-            if let Some(e) = list.mount_targets.iter_mut().find(|e| &e.id == id) {
-                e.shards = e.shards.saturating_sub(1).max(1);
+        Decision::DropShard { root, .. } => {
+            if let Some(d) = state.draining_shards.get_mut(root) {
+                d.unlisted = true;
             }
+            list = rebuild_list(base, &shards, &state, obs);
         }
         Decision::DeleteDrained { id } => steps.push(Step::DeleteMountTarget {
             mount_target_id: id.clone(),
@@ -581,11 +581,19 @@ fn drain_under_way(
         id: d.target.clone(),
         az: az_of(&d.target),
         root: root.clone(),
-        unlisted: false,
+        unlisted: d.unlisted,
         gone: false,
         shard: true,
         with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
     })
+}
+
+/// The first shard of mount target `id` when the target serves (creating, available or
+/// updating).
+fn serving<'a>(shards: &'a [Shard], id: &str) -> Option<&'a Shard> {
+    shards
+        .iter()
+        .find(|s| s.target.id == id && s.target.state.is_active())
 }
 
 /// Shards that take new files: those of each listed target that serves (creating, available
@@ -617,15 +625,12 @@ fn grow_shards(
     desired: usize,
     desired_targets: usize,
 ) -> Vec<(usize, u32)> {
-    let active = |id: &str| {
-        shards
-            .iter()
-            .find(|s| s.target.id == id && s.target.state.is_active())
-    };
     // (shards it serves, index in the list when it can take one now)
     let mut takers: Vec<(u32, Option<usize>)> = Vec::new();
     for (i, e) in list.mount_targets.iter().enumerate() {
-        let Some(s) = active(&e.id) else { continue };
+        let Some(s) = serving(shards, &e.id) else {
+            continue;
+        };
         if e.draining {
             continue;
         }
@@ -834,6 +839,13 @@ fn track_targets(
     for root in roots {
         let d = state.draining_shards[&root].clone();
         let entry = published.and_then(|l| l.mount_targets.iter().find(|t| t.id == d.target));
+        if d.unlisted {
+            // Done once the list without it is the one published.
+            if !entry.is_some_and(|t| t.shard_roots().contains(&root)) {
+                state.draining_shards.remove(&root);
+            }
+            continue;
+        }
         let last = entry.and_then(|t| {
             let az_id = t.az_id.as_deref().filter(|_| t.shards > 1)?;
             Some(extra_root(az_id, t.shards - 1))
@@ -1166,11 +1178,7 @@ fn scale_in_candidate(
     counts: &Counts,
     state: &State,
 ) -> Option<Candidate> {
-    let serves = |id: &str| {
-        shards
-            .iter()
-            .any(|s| s.target.id == id && s.target.state.is_active())
-    };
+    let serves = |id: &str| serving(shards, id).is_some();
     let shard = list
         .mount_targets
         .iter()
@@ -1292,10 +1300,16 @@ fn decide(s: &Situation) -> Decision {
                 az: d.az.clone(),
                 root: root.clone(),
             }
-        } else if d.shard {
+        } else if d.shard && !d.unlisted {
             Decision::DropShard {
                 id,
                 root: d.root.clone(),
+            }
+        } else if d.shard {
+            // Dropped, and the list without it is the one published: nothing left to do
+            // (the next run forgets it).
+            Decision::Keep {
+                fewer_would_do: false,
             }
         } else if d.gone {
             Decision::DropGone { id }
@@ -1511,10 +1525,7 @@ fn housekeeping(
         .collect();
     // New shards of a serving target get their directory before the list names them.
     for t in list.shards() {
-        let serves = shards
-            .iter()
-            .any(|s| s.target.id == t.id && s.target.state.is_active());
-        if serves && !t.draining && !roots.contains(&t.root) {
+        if serving(shards, &t.id).is_some() && !t.draining && !roots.contains(&t.root) {
             roots.push(t.root);
         }
     }
@@ -1641,12 +1652,25 @@ fn rebuild_list(
             out.mount_targets.push(entry(s, 1));
         }
     }
-    // Shards are marked draining as the state says: only ever the last of a target's.
+    // Shards are marked draining as the state says: only ever the last of a target's; one
+    // drained and unlisted is left out.
     for e in &mut out.mount_targets {
+        let last = e
+            .az_id
+            .as_deref()
+            .filter(|_| e.shards > 1)
+            .map(|az_id| extra_root(az_id, e.shards - 1));
+        let unlisted = last
+            .as_ref()
+            .and_then(|root| state.draining_shards.get(root))
+            .is_some_and(|d| d.unlisted && d.target == e.id);
+        if unlisted {
+            e.shards -= 1;
+        }
         let marked = state
             .draining_shards
             .values()
-            .filter(|d| d.target == e.id)
+            .filter(|d| d.target == e.id && !d.unlisted)
             .count() as u32;
         e.draining_shards = if e.draining {
             0
@@ -2285,6 +2309,7 @@ mod tests {
             ShardDrain {
                 target: "fsmt-a".into(),
                 since: NOW - 600,
+                unlisted: false,
             },
         );
         o.parameter.as_mut().unwrap().list.mount_targets[0].draining_shards = 1;
@@ -2342,8 +2367,26 @@ mod tests {
             shard_counts(&p.list),
             [("fsmt-a", 2, 0), ("fsmt-b", 1, 0), ("fsmt-c", 1, 0)]
         );
-        assert!(saved(&p).unwrap().draining_shards.is_empty());
         assert!(!names(&p).contains(&"delete_mount_target"));
+        // Kept as unlisted until that list is the one published: a failed publish does not
+        // bring the shard back; then it is forgotten, without a warning.
+        let unlisted = saved(&p).unwrap().clone();
+        assert!(unlisted.draining_shards["/shards/use1-az1.2"].unlisted);
+        let mut o = draining_shard(0);
+        o.state = unlisted.clone();
+        let again = plan(&o, &policy());
+        assert_eq!(
+            again.decision,
+            Decision::PublishFirst {
+                id: "fsmt-a".into()
+            }
+        );
+        assert_eq!(shard_counts(&again.list), shard_counts(&p.list));
+        o.parameter.as_mut().unwrap().list = p.list.clone();
+        let done = plan(&o, &policy());
+        assert!(saved(&done).unwrap().draining_shards.is_empty());
+        assert!(done.warnings.is_empty(), "{:?}", done.warnings);
+        assert_eq!(shard_counts(&done.list), shard_counts(&p.list));
         // Once no target serves more than one shard, targets drain as before: c, the emptier.
         let p = plan(&three_shards(100, 10, 5), &no_cooldown);
         assert_eq!(

@@ -83,6 +83,10 @@ pub struct ShardDrain {
     pub target: String,
     /// When the drain began (Unix seconds).
     pub since: u64,
+    /// The shard is empty and left the list the function wrote: done once that list is the
+    /// one published (kept until then, so that a failed publish does not bring it back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlisted: bool,
 }
 
 impl State {
