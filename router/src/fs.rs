@@ -19,7 +19,7 @@
 //! never moved between.
 
 use crate::layout::{relative_to, Layout, LayoutError};
-use crate::list::{MountTargetList, Target};
+use crate::list::{ListError, MountTargetList, Target};
 use crate::names::{new_private_name, Private};
 use crate::path::LogicalPath;
 use crate::relocation::{relocate_known, Relocation, Stamp};
@@ -37,6 +37,9 @@ pub enum Error {
     Route(#[from] RouteError),
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// A list built in code that breaks a rule (a parsed one has been checked already).
+    #[error(transparent)]
+    List(#[from] ListError),
     /// Joined to the root `/`, the path would land in the directory of the shard rooted at
     /// `root` and alias its files (`shards/use1-az4/x` under `/` is `x` of `/shards/use1-az4`).
     #[error("path {path:?} lies inside the directory of shard root {root}; it would alias that shard's files")]
@@ -139,6 +142,7 @@ pub struct Router {
 
 impl Router {
     pub fn new(list: MountTargetList, layout: Layout) -> Result<Router, Error> {
+        list.validate()?;
         let shards = list.shards();
         layout.check(&shards)?;
         let mut reserved: Vec<(String, String)> = Vec::new();

@@ -165,7 +165,7 @@ pub enum ListError {
     BadRoot { id: String, root: String },
     #[error("mount target {id} has root {root:?}: a component starting with '.' is reserved (the function keeps its state in /.efs-mount-autoscaler)")]
     ReservedRoot { id: String, root: String },
-    #[error("mount targets {first} and {second} both have root {root}: one directory cannot be two shards (only the original form repeats /)")]
+    #[error("{}", duplicate_root(first, second, root))]
     DuplicateRoot {
         root: String,
         first: String,
@@ -388,6 +388,22 @@ impl MountTargetList {
             }
         }
         Ok(())
+    }
+}
+
+/// The message of [`ListError::DuplicateRoot`]: two entries, or one entry twice (its root
+/// and one of its derived roots).
+fn duplicate_root(first: &str, second: &str, root: &str) -> String {
+    if first == second {
+        format!(
+            "mount target {first} has root {root} twice (its root and one of its \
+             /shards/<az_id>.<k>): one directory cannot be two shards"
+        )
+    } else {
+        format!(
+            "mount targets {first} and {second} both have root {root}: one directory cannot be \
+             two shards (only the original form repeats /)"
+        )
     }
 }
 

@@ -654,3 +654,25 @@ fn router_names_are_never_routed_and_writes_leave_none() {
     );
     assert_eq!(files_under(dir.path()).len(), 1);
 }
+
+#[test]
+fn a_router_refuses_a_list_built_in_code_that_breaks_a_rule() {
+    let mut l = list(THREE, Strategy::Rendezvous);
+    l.mount_targets[1].az_id = Some("use1-az4".into());
+    l.mount_targets[1].shards = 5000;
+    match Router::new(l, Layout::single_mount("/mnt/efs")) {
+        Err(Error::List(e)) => assert_eq!(e.kind(), "bad-shards"),
+        other => panic!("expected a refused list, got {:?}", other.map(|_| ())),
+    }
+    let one_entry_twice = MountTargetList::from_json(
+        r#"{"mount_targets":[{"id":"fsmt-a","ip":"1","az_id":"z","root":"/shards/z.1","shards":2}],"strategy":"rendezvous","version":2}"#,
+    )
+    .unwrap_err();
+    assert_eq!(one_entry_twice.kind(), "duplicate-root");
+    assert!(
+        one_entry_twice
+            .to_string()
+            .contains("fsmt-a has root /shards/z.1 twice"),
+        "{one_entry_twice}"
+    );
+}

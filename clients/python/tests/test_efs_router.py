@@ -285,6 +285,19 @@ class Version2(unittest.TestCase):
             MountTargetList.from_json(text)
         return cm.exception
 
+    def test_a_router_refuses_a_list_built_in_code_that_breaks_a_rule(self) -> None:
+        ml = MountTargetList.from_json(V2)
+        huge = dataclasses.replace(ml.mount_targets[0], shards=5000)
+        with self.assertRaises(ListError) as cm:
+            Router(MountTargetList([huge], ml.strategy), Layout.single_mount("/mnt/efs"))
+        self.assertEqual(cm.exception.kind, "bad-shards")
+
+    def test_a_root_repeated_within_one_entry_is_named_once(self) -> None:
+        e = self.refused('{"mount_targets":[{"id":"fsmt-a","ip":"1","az_id":"z","root":"/shards/z.1","shards":2}],'
+                         '"strategy":"rendezvous","version":2}')
+        self.assertEqual(e.kind, "duplicate-root")
+        self.assertIn("fsmt-a has root /shards/z.1 twice", str(e))
+
     def test_round_trips(self) -> None:
         ml = MountTargetList.from_json(V2)
         self.assertTrue(ml.needs_version_2())

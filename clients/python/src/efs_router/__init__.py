@@ -355,6 +355,10 @@ class MountTargetList:
                 if earlier.root == later.root:
                     if earlier.root == "/" and slash_may_repeat:
                         continue
+                    if earlier.id == later.id:
+                        raise ListError("duplicate-root", "mount target %s has root %s twice (its root and one of "
+                                                          "its /shards/<az_id>.<k>): one directory cannot be two "
+                                                          "shards" % (later.id, later.root))
                     raise ListError("duplicate-root", "mount targets %s and %s both have root %s: one directory "
                                                       "cannot be two shards (only the original form repeats /)"
                                     % (earlier.id, later.id, later.root))
@@ -1151,6 +1155,8 @@ class _Snapshot:
     __slots__ = ("list", "shards", "reserved")
 
     def __init__(self, mount_list: MountTargetList, layout: Layout):
+        # A list built in code is checked as a parsed one was (its shards are expanded below).
+        mount_list.validate()
         # What paths route to, by position: the list's shards.
         self.shards = mount_list.shards()
         layout.check(self.shards)
