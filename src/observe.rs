@@ -119,32 +119,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         };
         // At most COUNTING_THREADS at once: hundreds of shards must not take as many threads
         // and descriptors (Lambda allows 1,024 of each).
-        let slots: Vec<std::sync::Mutex<Option<std::io::Result<Option<u64>>>>> =
-            dirs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..dirs.len().min(COUNTING_THREADS))
-                .map(|_| {
-                    s.spawn(|| loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((path, _)) = dirs.get(i) else { break };
-                        let n = count(path);
-                        *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(n);
-                    })
-                })
-                .collect();
-            for w in workers {
-                w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            }
-        });
-        let counted: Vec<std::io::Result<Option<u64>>> = slots
-            .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .expect("every directory was counted")
-            })
-            .collect();
+        let counted = efs_router::pool::map_all(&dirs, COUNTING_THREADS, |(path, _)| count(path));
         let mut out = Counted::default();
         for ((path, root), counted) in dirs.into_iter().zip(counted) {
             match counted {

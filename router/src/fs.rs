@@ -435,37 +435,9 @@ fn probe<T: Send>(
     paths: &[(usize, PathBuf)],
     check: impl Fn(&Path) -> Result<T, Error> + Sync,
 ) -> Vec<Result<T, Error>> {
-    if paths.len() < 2 {
-        return paths.iter().map(|(_, p)| check(p)).collect();
-    }
-    // Up to PROBE_THREADS at once: with hundreds of shards a thread each would cost more than
-    // the round trips it saves.
-    let slots: Vec<std::sync::Mutex<Option<Result<T, Error>>>> =
-        paths.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..paths.len().min(PROBE_THREADS))
-            .map(|_| {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((_, p)) = paths.get(i) else { break };
-                    let result = check(p);
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .expect("every path was probed")
-        })
-        .collect()
+    // Up to PROBE_THREADS at once (one on the caller's thread): with hundreds of shards a
+    // thread each would cost more than the round trips it saves.
+    crate::pool::map_all(paths, PROBE_THREADS, |(_, p)| check(p))
 }
 
 /// Paths a miss probes at once.

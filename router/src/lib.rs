@@ -10,6 +10,7 @@
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.
 //! - [`relocation`]: moving a file home: the newest version wins, nothing a writer uses is
 //!   unlinked.
+//! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
@@ -20,6 +21,7 @@ pub mod layout;
 pub mod list;
 pub mod names;
 pub mod path;
+pub mod pool;
 pub mod relocation;
 pub mod shard;
 

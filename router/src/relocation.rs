@@ -27,7 +27,6 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 // Linux's numbers: what `link(2)` answers on a file system without hard links.
@@ -491,38 +490,9 @@ pub fn relocate_many<P: AsRef<Path> + Sync>(
     until: Option<Instant>,
 ) -> Vec<Option<io::Result<Relocation>>> {
     let order = by_source_directory_in_turn(pairs);
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            if until.is_some_and(|t| Instant::now() >= t) {
-                break;
-            }
-            let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                break;
-            };
-            let (src, dst) = &pairs[i];
-            done.push((i, relocate(src.as_ref(), dst.as_ref())));
-        }
-        done
-    };
-    let workers = concurrency.clamp(1, pairs.len().max(1));
-    let done: Vec<(usize, io::Result<Relocation>)> = if workers == 1 {
-        work()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    };
-    let mut outcomes: Vec<Option<io::Result<Relocation>>> = pairs.iter().map(|_| None).collect();
-    for (i, outcome) in done {
-        outcomes[i] = Some(outcome);
-    }
-    outcomes
+    crate::pool::map(pairs, &order, concurrency, until, |(src, dst)| {
+        relocate(src.as_ref(), dst.as_ref())
+    })
 }
 
 /// The indices of `pairs`, one from each source directory in turn (in order of first
