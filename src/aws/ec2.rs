@@ -1,6 +1,6 @@
 //! EC2: the subnets a mount target may go in, with their VPC and AZ.
 
-use super::sdk_error;
+use super::{missing_or_sdk_error, sdk_error};
 use crate::error::Error;
 use crate::observed::Subnet;
 use aws_sdk_ec2::types::Filter;
@@ -22,26 +22,21 @@ impl Ec2 {
         variable: &str,
     ) -> Result<Vec<Subnet>, Error> {
         const OP: &str = "DescribeSubnets";
-        match self
+        let out = self
             .client
             .describe_subnets()
             .set_subnet_ids(Some(ids.to_vec()))
             .send()
             .await
-        {
-            Ok(out) => Ok(out.subnets().iter().filter_map(subnet).collect()),
-            Err(err)
-                if err.as_service_error().and_then(|e| e.meta().code())
-                    == Some("InvalidSubnetID.NotFound") =>
-            {
-                Err(Error::NotFound {
-                    operation: OP,
-                    what: format!("a subnet of {} ({variable})", ids.join(",")),
-                    source: Box::new(err),
-                })
-            }
-            Err(err) => Err(sdk_error(OP, err)),
-        }
+            .map_err(|err| {
+                missing_or_sdk_error(
+                    OP,
+                    err,
+                    |e| e.meta().code() == Some("InvalidSubnetID.NotFound"),
+                    || format!("a subnet of {} ({variable})", ids.join(",")),
+                )
+            })?;
+        Ok(out.subnets().iter().filter_map(subnet).collect())
     }
 
     /// Every subnet of the VPC, all pages.

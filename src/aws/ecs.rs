@@ -1,6 +1,6 @@
 //! ECS: the services whose tasks read the published list.
 
-use super::{sdk_error, time};
+use super::{missing_or_sdk_error, sdk_error, time};
 use crate::error::Error;
 use crate::observed::Deployment;
 
@@ -28,28 +28,21 @@ impl Ecs {
         let mut found = Vec::with_capacity(services.len());
         // DescribeServices takes at most 10 services a call.
         for chunk in services.chunks(10) {
-            let out = match self
+            let out = self
                 .client
                 .describe_services()
                 .cluster(cluster)
                 .set_services(Some(chunk.to_vec()))
                 .send()
                 .await
-            {
-                Ok(out) => out,
-                Err(err)
-                    if err
-                        .as_service_error()
-                        .is_some_and(|e| e.is_cluster_not_found_exception()) =>
-                {
-                    return Err(Error::NotFound {
-                        operation: OP,
-                        what: format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
-                        source: Box::new(err),
-                    })
-                }
-                Err(err) => return Err(sdk_error(OP, err)),
-            };
+                .map_err(|err| {
+                    missing_or_sdk_error(
+                        OP,
+                        err,
+                        |e| e.is_cluster_not_found_exception(),
+                        || format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
+                    )
+                })?;
             if let Some(failure) = out.failures().first() {
                 return Err(Error::NotFound {
                     operation: OP,

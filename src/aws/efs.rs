@@ -1,6 +1,6 @@
 //! EFS: mount targets of one file system.
 
-use super::sdk_error;
+use super::{missing_or_sdk_error, sdk_error};
 use crate::error::Error;
 use crate::observed::{FileSystem, LifeCycle, MountTarget};
 use aws_sdk_efs::error::ProvideErrorMetadata;
@@ -20,27 +20,20 @@ impl Efs {
     /// The file system: its state, and its AZ when it is One Zone.
     pub async fn file_system(&self, file_system_id: &str) -> Result<FileSystem, Error> {
         const OP: &str = "DescribeFileSystems";
-        let out = match self
+        let out = self
             .client
             .describe_file_systems()
             .file_system_id(file_system_id)
             .send()
             .await
-        {
-            Ok(out) => out,
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_file_system_not_found()) =>
-            {
-                return Err(Error::NotFound {
-                    operation: OP,
-                    what: format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
-                    source: Box::new(err),
-                })
-            }
-            Err(err) => return Err(sdk_error(OP, err)),
-        };
+            .map_err(|err| {
+                missing_or_sdk_error(
+                    OP,
+                    err,
+                    |e| e.is_file_system_not_found(),
+                    || format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
+                )
+            })?;
         let Some(d) = out.file_systems().first() else {
             return Err(Error::NotFound {
                 operation: OP,
@@ -68,21 +61,15 @@ impl Efs {
             .send()
             .collect()
             .await;
-        match pages {
-            Ok(items) => Ok(items.iter().map(mount_target).collect()),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_file_system_not_found()) =>
-            {
-                Err(Error::NotFound {
-                    operation: OP,
-                    what: format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
-                    source: Box::new(err),
-                })
-            }
-            Err(err) => Err(sdk_error(OP, err)),
-        }
+        let items = pages.map_err(|err| {
+            missing_or_sdk_error(
+                OP,
+                err,
+                |e| e.is_file_system_not_found(),
+                || format!("file system {file_system_id} (EFS_FILE_SYSTEM_ID)"),
+            )
+        })?;
+        Ok(items.iter().map(mount_target).collect())
     }
 
     /// One mount target, or `None` once it is gone.

@@ -98,6 +98,29 @@ where
     }
 }
 
+/// `NotFound` naming `what` (the resource, and the setting that names it) when `missing`
+/// recognises the service's error as "no such resource", else as [`sdk_error`] maps it.
+pub(crate) fn missing_or_sdk_error<E, R>(
+    operation: &'static str,
+    err: SdkError<E, R>,
+    missing: impl FnOnce(&E) -> bool,
+    what: impl FnOnce() -> String,
+) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    if err.as_service_error().is_some_and(missing) {
+        Error::NotFound {
+            operation,
+            what: what(),
+            source: Box::new(err),
+        }
+    } else {
+        sdk_error(operation, err)
+    }
+}
+
 pub(crate) fn time(t: Option<&aws_smithy_types::DateTime>) -> Option<SystemTime> {
     t.and_then(|t| SystemTime::try_from(*t).ok())
 }
