@@ -200,15 +200,8 @@ fn moves(rtt: Duration) {
 
 fn target(i: usize, root: &str, draining: bool) -> Target {
     Target {
-        id: format!("fsmt-{i}"),
-        ip: format!("10.0.{i}.4"),
-        az: None,
-        az_id: None,
-        subnet_id: None,
-        root: root.to_owned(),
         draining,
-        shards: 1,
-        draining_shards: 0,
+        ..Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
     }
 }
 

@@ -11,15 +11,8 @@ use std::time::Instant;
 
 fn target(i: usize, az_id: &str, root: &str) -> Target {
     Target {
-        id: format!("fsmt-{i}"),
-        ip: format!("10.0.{i}.4"),
-        az: None,
         az_id: Some(az_id.to_owned()),
-        subnet_id: None,
-        root: root.to_owned(),
-        draining: false,
-        shards: 1,
-        draining_shards: 0,
+        ..Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
     }
 }
 

@@ -150,17 +150,7 @@ mod tests {
         roots
             .iter()
             .enumerate()
-            .map(|(i, r)| Target {
-                id: format!("fsmt-{i}"),
-                ip: format!("10.0.{i}.4"),
-                az: None,
-                az_id: None,
-                subnet_id: None,
-                root: (*r).to_owned(),
-                draining: false,
-                shards: 1,
-                draining_shards: 0,
-            })
+            .map(|(i, r)| Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), *r))
             .collect()
     }
 

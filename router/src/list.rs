@@ -96,6 +96,22 @@ pub fn extra_root(az_id: &str, k: u32) -> String {
 }
 
 impl Target {
+    /// An entry that serves one shard at `root`, not draining, nothing else known: how a list
+    /// is built in code.
+    pub fn new(id: impl Into<String>, ip: impl Into<String>, root: impl Into<String>) -> Target {
+        Target {
+            id: id.into(),
+            ip: ip.into(),
+            az: None,
+            az_id: None,
+            subnet_id: None,
+            root: root.into(),
+            draining: false,
+            shards: 1,
+            draining_shards: 0,
+        }
+    }
+
     /// The roots of this target's shards: `root`, then `/shards/<az_id>.<k>` for k = 1 … shards − 1.
     pub fn shard_roots(&self) -> Vec<String> {
         let az_id = self.az_id.as_deref().unwrap_or_default();

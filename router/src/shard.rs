@@ -161,17 +161,7 @@ mod tests {
     use super::*;
 
     fn target(id: &str, root: &str) -> Target {
-        Target {
-            id: id.to_owned(),
-            ip: "10.0.0.1".to_owned(),
-            az: None,
-            az_id: None,
-            subnet_id: None,
-            root: root.to_owned(),
-            draining: false,
-            shards: 1,
-            draining_shards: 0,
-        }
+        Target::new(id, "10.0.0.1", root)
     }
 
     fn three() -> Vec<Target> {

@@ -11,17 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::{fs, thread};
 
 fn target(i: usize, root: &str) -> Target {
-    Target {
-        id: format!("fsmt-{i}"),
-        ip: format!("10.0.{i}.4"),
-        az: None,
-        az_id: None,
-        subnet_id: None,
-        root: root.to_owned(),
-        draining: false,
-        shards: 1,
-        draining_shards: 0,
-    }
+    Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
 }
 
 fn list(roots: &[&str], strategy: Strategy) -> MountTargetList {

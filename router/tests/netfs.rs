@@ -261,17 +261,7 @@ fn rename_without_replacing_is_refused_as_nfs_refuses_it() {
 }
 
 fn target(i: usize, root: &str) -> Target {
-    Target {
-        id: format!("fsmt-{i}"),
-        ip: format!("10.0.{i}.4"),
-        az: None,
-        az_id: None,
-        subnet_id: None,
-        root: root.to_owned(),
-        draining: false,
-        shards: 1,
-        draining_shards: 0,
-    }
+    Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
 }
 
 const THREE: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
