@@ -345,16 +345,15 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             .map(MovesWait::Refresh)
     };
     let drain = drain_under_way(&list, base, &shards, &state, obs);
-    let serving = serving_shards(&list, &shards, &state);
     let size = Size::of(
         counts.file_count,
         current,
-        serving,
+        serving_shards(&list, &shards, &state),
         room.az_capacity,
         policy,
         modulo,
     );
-    let band = Band::of(policy, serving, counts.file_count);
+    let band = Band::of(policy, size.current_shards, counts.file_count);
     let candidate = if modulo {
         None
     } else {
@@ -372,7 +371,6 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let bound = room.bound(obs, policy, modulo);
     let situation = Situation {
         size: &size,
-        serving,
         drain: drain.clone(),
         moves_wait: moves_wait.clone(),
         creating: creating.first().copied(),
@@ -403,7 +401,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         now: obs.now,
     };
     let decision = decide(&situation);
-    let reason = reason(&decision, &size, &band, policy, serving, modulo);
+    let reason = reason(&decision, &size, &band, policy, modulo);
 
     // The decision's own steps, and what it does to the list and the state.
     let mut steps = Vec::new();
@@ -1228,7 +1226,6 @@ fn rollouts_failed(obs: &Observed, warnings: &mut Vec<String>) -> Vec<String> {
 /// Everything [`decide`] looks at, as plain values.
 struct Situation<'a> {
     size: &'a Size,
-    serving: usize,
     /// The drain under way, if any.
     drain: Option<DrainView>,
     /// Why no file may move now.
@@ -1278,7 +1275,7 @@ fn decide(s: &Situation) -> Decision {
     }
     // A drain yields to growth: a drain is cancelled, and the root of a target gone by hand
     // (which cannot serve again) waits while shards or a target are added.
-    let growing = s.size.desired_shards > s.serving;
+    let growing = s.size.desired_shards > s.size.current_shards;
     if let Some(d) = s.drain.as_ref().filter(|d| !(d.gone && growing)) {
         let id = d.id.clone();
         return if growing {
@@ -1373,14 +1370,8 @@ fn decide(s: &Situation) -> Decision {
 }
 
 /// The decision in words, for the response and the log.
-fn reason(
-    decision: &Decision,
-    size: &Size,
-    band: &Band,
-    policy: &Policy,
-    serving: usize,
-    modulo: bool,
-) -> String {
+fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Policy, modulo: bool) -> String {
+    let serving = size.current_shards;
     let need = format!(
         "{} files need {} shard{} (at most {} files each, {} on average); {} serving on {} \
          mount target{}",
@@ -1594,12 +1585,6 @@ fn rebuild_list(
     };
     let unlisted = |id: &str| state.draining.get(id).is_some_and(|d| d.unlisted);
     let draining = |id: &str| state.draining.get(id).is_some_and(|d| !d.unlisted);
-    // A listed target keeps the shards the list gives it (those a re-created one inherits).
-    let shards_of = |id: &str| {
-        published
-            .and_then(|l| l.mount_targets.iter().find(|e| e.id == id))
-            .map_or(1, |e| e.shards.max(1))
-    };
     let entry = |s: &Shard, shards: u32| Target {
         id: s.target.id.clone(),
         ip: s.target.ip.clone().unwrap_or_default(),
@@ -1630,7 +1615,8 @@ fn rebuild_list(
         match found.filter(|s| !used.contains(&s.target.id)) {
             Some(s) => {
                 used.insert(s.target.id.clone());
-                out.mount_targets.push(entry(s, shards_of(&e.id)));
+                // It keeps the shards its entry gives it (a re-created target inherits them).
+                out.mount_targets.push(entry(s, e.shards.max(1)));
             }
             None => {
                 // Not serving now (missing for a run, gone with files left, updating without
