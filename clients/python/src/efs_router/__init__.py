@@ -831,18 +831,27 @@ def _relocate(src: str, dst: str, known: Optional[os.stat_result]) -> str:
         return SOURCE_GONE
     _regular(s, src)
     try:
-        os.link(src, dst, **_LINK_OPTIONS)
+        if not _link_unless_gone(src, dst):
+            return SOURCE_GONE
     except FileExistsError:
         return _settle(src, dst, s)
-    except FileNotFoundError:
-        if _look(src) is None:
-            return SOURCE_GONE
-        raise
     except OSError as e:
         if e.errno not in _NO_HARD_LINKS:
             raise
         return _without_links(src, dst, s)
     return _retire(src, dst, s, MOVED)
+
+
+def _link_unless_gone(src: str, dst: str) -> bool:
+    """Links ``src`` at ``dst`` (never replacing a file there: ``FileExistsError``); False when ``src`` is gone,
+    which means another mover finished first."""
+    try:
+        os.link(src, dst, **_LINK_OPTIONS)
+    except FileNotFoundError:
+        if _look(src) is None:
+            return False
+        raise
+    return True
 
 
 def _settle(src: str, dst: str, s: os.stat_result) -> str:
@@ -851,13 +860,10 @@ def _settle(src: str, dst: str, s: os.stat_result) -> str:
         d = _look(dst)
         if d is None:  # removed since the link found it: link again
             try:
-                os.link(src, dst, **_LINK_OPTIONS)
+                if not _link_unless_gone(src, dst):
+                    return SOURCE_GONE
             except FileExistsError:
                 continue
-            except FileNotFoundError:
-                if _look(src) is None:
-                    return SOURCE_GONE
-                raise
             return _retire(src, dst, s, MOVED)
         if _same_file(d, s):  # two names of one file: a move cut short, unless they are one name
             if _same_entry(src, dst):
@@ -875,11 +881,8 @@ def _replace(src: str, dst: str, s: os.stat_result) -> str:
     rename the private name over it, then retire the source."""
     q = _beside(dst)
     try:
-        os.link(src, q, **_LINK_OPTIONS)
-    except FileNotFoundError:
-        if _look(src) is None:
+        if not _link_unless_gone(src, q):
             return SOURCE_GONE
-        raise
     except OSError as e:
         if e.errno not in _NO_HARD_LINKS:
             raise
