@@ -50,21 +50,6 @@ const PER_READDIR: u64 = 544;
 const DIR_TTL: Duration = Duration::from_millis(1500);
 /// Lambda's longest run.
 const TIMEOUT: Duration = Duration::from_secs(900);
-/// Counters that are FUSE's bookkeeping, not round trips (as `netfs::Counts::summary`).
-const BOOKKEEPING: &[&str] = &[
-    "ROUND_TRIPS",
-    "MAX_IN_FLIGHT",
-    "READDIR_REQUESTS",
-    "FORGET",
-    "BATCH_FORGET",
-    "RELEASE",
-    "RELEASEDIR",
-    "FLUSH",
-    "OPENDIR",
-    "INTERRUPT",
-    "IOCTL",
-    "INIT",
-];
 
 type Counts = BTreeMap<String, u64>;
 
@@ -307,29 +292,9 @@ fn get(c: &Counts, kind: &str) -> u64 {
 }
 
 /// The round trips by kind, as `KIND n` (or per `per`, as `KIND x.xx`).
+/// The round trips of `c`, per operation of `per` (`netfs::Counts::summary_per`).
 fn summary(c: &Counts, per: u64) -> String {
-    let parts: Vec<String> = c
-        .iter()
-        .filter(|(k, v)| **v > 0 && !BOOKKEEPING.contains(&k.as_str()))
-        .map(|(k, v)| {
-            if per <= 1 {
-                return format!("{k} {v}");
-            }
-            let x = *v as f64 / per as f64;
-            if x < 0.01 {
-                format!("{k} {v} in all")
-            } else if (x - x.round()).abs() < 0.005 {
-                format!("{k} {}", x.round())
-            } else {
-                format!("{k} {x:.2}")
-            }
-        })
-        .collect();
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        parts.join(", ")
-    }
+    netfs::Counts(c.clone()).summary_per(per)
 }
 
 fn ms(d: Duration) -> String {

@@ -170,6 +170,23 @@ impl Stats {
     }
 }
 
+/// Kinds that are the test bed's own bookkeeping or the kernel's housekeeping, not round trips
+/// of the work measured: left out of summaries.
+const BOOKKEEPING: &[&str] = &[
+    "ROUND_TRIPS",
+    "MAX_IN_FLIGHT",
+    "READDIR_REQUESTS",
+    "FORGET",
+    "BATCH_FORGET",
+    "RELEASE",
+    "RELEASEDIR",
+    "FLUSH",
+    "OPENDIR",
+    "INTERRUPT",
+    "IOCTL",
+    "INIT",
+];
+
 /// A snapshot of the counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts(pub BTreeMap<String, u64>);
@@ -193,27 +210,29 @@ impl Counts {
 
     /// The kinds that were round trips, as `KIND n` pairs (no bookkeeping kinds), for reports.
     pub fn summary(&self) -> String {
+        self.summary_per(1)
+    }
+
+    /// [`Counts::summary`] per operation of `n`: `KIND x` with x = count / n (whole when it is,
+    /// else two decimals), or `KIND count in all` for a kind under 0.01 per operation.
+    pub fn summary_per(&self, n: u64) -> String {
         let parts: Vec<String> = self
             .0
             .iter()
-            .filter(|(k, v)| {
-                **v > 0
-                    && !matches!(
-                        k.as_str(),
-                        "ROUND_TRIPS"
-                            | "MAX_IN_FLIGHT"
-                            | "READDIR_REQUESTS"
-                            | "FORGET"
-                            | "BATCH_FORGET"
-                            | "RELEASE"
-                            | "RELEASEDIR"
-                            | "FLUSH"
-                            | "OPENDIR"
-                            | "INTERRUPT"
-                            | "IOCTL"
-                    )
+            .filter(|(k, v)| **v > 0 && !BOOKKEEPING.contains(&k.as_str()))
+            .map(|(k, v)| {
+                if n <= 1 {
+                    return format!("{k} {v}");
+                }
+                let x = *v as f64 / n as f64;
+                if x < 0.01 {
+                    format!("{k} {v} in all")
+                } else if (x - x.round()).abs() < 0.005 {
+                    format!("{k} {}", x.round())
+                } else {
+                    format!("{k} {x:.2}")
+                }
             })
-            .map(|(k, v)| format!("{k} {v}"))
             .collect();
         if parts.is_empty() {
             "none".to_owned()

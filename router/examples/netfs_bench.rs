@@ -78,26 +78,6 @@ fn ms(d: Duration) -> String {
     }
 }
 
-fn per(counts: &Counts, n: u64) -> String {
-    let parts: Vec<String> = counts
-        .summary()
-        .split(", ")
-        .filter_map(|kv| {
-            let (k, v) = kv.rsplit_once(' ')?;
-            let v: f64 = v.parse().ok()?;
-            let x = v / n as f64;
-            Some(if x < 0.01 {
-                format!("{k} {v} in all")
-            } else if (x - x.round()).abs() < 0.005 {
-                format!("{k} {}", x.round())
-            } else {
-                format!("{k} {x:.2}")
-            })
-        })
-        .collect();
-    parts.join(", ")
-}
-
 fn counting(rtt: Duration) {
     println!("### Counting (`efs_router::dir::count_files`, as the function counts)\n");
     println!("| files | shards | largest shard | floor: ceil(largest / 544) round trips, times ceil(shards / 64) | shards at once, up to 64 (the function now) | one shard after another (before) | round trips, at once |");
@@ -191,7 +171,7 @@ fn moves(rtt: Duration) {
             },
             ms(took),
             n as f64 / took.as_secs_f64(),
-            per(&c, n as u64),
+            c.summary_per(n as u64),
             c.get("MAX_IN_FLIGHT")
         );
     }
@@ -258,7 +238,7 @@ fn drain(rtt: Duration) {
         "| {n} | {concurrency} | {} | {:.0} | {} | {} | {} | {} |\n",
         ms(took),
         n as f64 / took.as_secs_f64(),
-        per(&c, n as u64),
+        c.summary_per(n as u64),
         ms(rtt * (5 * n) as u32),
         ms(rtt * (2 * n) as u32),
         ms(rtt * (10 * n) as u32)
@@ -323,7 +303,7 @@ fn client(rtt: Duration) {
             println!(
                 "| {shards} | {op} | {} | {} | {floor} |",
                 ms(took / reps as u32),
-                per(&c, n)
+                c.summary_per(n)
             );
         };
         row("`exists`, home hit", "LOOKUP 1", &|k| {
