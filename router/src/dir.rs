@@ -562,12 +562,16 @@ pub fn find_abandoned(root: &Path, older_than: Duration) -> io::Result<Vec<Aband
                         u32::try_from(st.st_ctime_nsec).unwrap_or(0),
                     );
                 let age = now.duration_since(changed).unwrap_or_default();
+                // `st_nlink` is u64 on x86_64 Linux and u32 on aarch64 (the Lambda's):
+                // widen it, whatever the host's width.
+                #[allow(clippy::useless_conversion)]
+                let links = u64::from(st.st_nlink);
                 if age >= older_than {
                     found.push(Abandoned {
                         path: entry.path.to_path_buf(),
                         kind,
                         age,
-                        links: st.st_nlink,
+                        links,
                         regular: FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
                     });
                 }
