@@ -18,6 +18,7 @@
 //! same directory of the same file system (docs/design.md fact 1), so they are searched once and
 //! never moved between.
 
+use crate::cache::{revalidate_dir, revalidate_parent};
 use crate::layout::{relative_to, Layout, LayoutError};
 use crate::list::{ListError, MountTargetList, Target};
 use crate::names::{new_private_name, Private};
@@ -211,15 +212,24 @@ impl Router {
         self.layout.real_path(self.shards(), index, logical)
     }
 
-    /// Where `path` is now: home, elsewhere, or nowhere. Moves nothing.
+    /// Where `path` is now: home, elsewhere, or nowhere. Moves nothing. Every answer is the
+    /// server's, never this client's name cache ([`crate::cache`]): each directory it answers
+    /// from is revalidated first (one round trip each, the other shards' at once).
     pub fn locate(&self, path: &str) -> Result<Location, Error> {
         let home = self.resolve(path)?;
-        let found = self.find(&home)?;
+        let found = self.find(&home, true)?;
         Ok(Location { home, found })
     }
 
-    fn find(&self, home: &Resolved) -> Result<Found, Error> {
-        if present(&home.real)? {
+    /// `fresh_hit`: whether a file found at home is confirmed too (a miss always is, and so is
+    /// a copy found in another shard).
+    fn find(&self, home: &Resolved, fresh_hit: bool) -> Result<Found, Error> {
+        if !fresh_hit && present(&home.real)? {
+            return Ok(Found::Home);
+        }
+        // A miss may be this client's cache remembering a name missing that another client
+        // has written since: ask the server.
+        if fresh_present(&home.real)? {
             return Ok(Found::Home);
         }
         let others: Vec<(usize, PathBuf)> = self
@@ -229,7 +239,7 @@ impl Router {
         if others.is_empty() {
             return Ok(Found::Missing);
         }
-        for ((j, real), there) in others.iter().zip(probe(&others, present)) {
+        for ((j, real), there) in others.iter().zip(probe(&others, fresh_present)) {
             if there? {
                 return Ok(Found::Elsewhere {
                     index: *j,
@@ -239,17 +249,18 @@ impl Router {
         }
         // A concurrent read may have moved it home while we looked elsewhere: it was linked
         // home before it left the shard where we missed it, so home shows it now.
-        if present(&home.real)? {
+        if fresh_present(&home.real)? {
             return Ok(Found::Home);
         }
         Ok(Found::Missing)
     }
 
-    /// Whether `path` exists in any shard. One `stat` when it is at home; on a miss, one per
-    /// other distinct shard directory (at once), then home again.
+    /// Whether `path` exists in any shard. One `stat` when it is at home; on a miss, home's
+    /// directory revalidated and home looked at again, then each other distinct shard
+    /// directory the same way (at once), then home once more.
     pub fn exists(&self, path: &str) -> Result<bool, Error> {
         let home = self.resolve(path)?;
-        Ok(self.find(&home)? != Found::Missing)
+        Ok(self.find(&home, false)? != Found::Missing)
     }
 
     /// Writes `data` as `path` in its home shard, atomically: a temporary file in the same
@@ -265,7 +276,11 @@ impl Router {
         // first would cost round trips on every write.
         let (tmp, mut file) = match create_temporary(dir) {
             Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+                // Missing, or only missing in this client's cache (another client made it):
+                // a mkdir would answer "exists" while the cache still says "missing".
+                if !revalidate_dir(dir).map_err(io_err("open directory", dir))? {
+                    fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+                }
                 create_temporary(dir)
             }
             created => created,
@@ -296,6 +311,13 @@ impl Router {
                 place: Place::Home,
             });
         }
+        // A miss is confirmed against the server before any other shard is searched.
+        if let Some(copy) = fresh_open(&home.real)? {
+            return Ok(Read {
+                data: copy.read(&home.real)?,
+                place: Place::Home,
+            });
+        }
         let others: Vec<(usize, PathBuf)> = self
             .others(home.index)
             .map(|j| (j, self.real_in(j, &home.logical)))
@@ -306,7 +328,7 @@ impl Router {
             });
         }
         let mut newest: Option<(usize, &Path, Opened)> = None;
-        for ((j, real), found) in others.iter().zip(probe(&others, open_candidate)) {
+        for ((j, real), found) in others.iter().zip(probe(&others, fresh_candidate)) {
             let Some(copy) = found? else {
                 continue;
             };
@@ -319,7 +341,7 @@ impl Router {
         }
         let Some((j, real, copy)) = newest else {
             // A concurrent read may have moved it home while we looked elsewhere.
-            if let Some(copy) = open_copy(&home.real)? {
+            if let Some(copy) = fresh_open(&home.real)? {
                 return Ok(Read {
                     data: copy.read(&home.real)?,
                     place: Place::Home,
@@ -335,7 +357,7 @@ impl Router {
             Move::Done(place) => Ok(Read { data, place }),
             Move::HomeNewer => {
                 // Home gained a file as new or newer (a write) since our miss: home is the truth.
-                if let Some(copy) = open_copy(&home.real)? {
+                if let Some(copy) = fresh_open(&home.real)? {
                     return Ok(Read {
                         data: copy.read(&home.real)?,
                         place: Place::Home,
@@ -372,7 +394,12 @@ impl Router {
         let mut moved = relocate_known(&src, &dst, Some(stamp));
         if matches!(&moved, Err(e) if e.kind() == io::ErrorKind::NotFound) {
             if let Some(dir) = dst.parent() {
-                if let Err(e) = fs::create_dir_all(dir) {
+                // Made by another client since this one cached it missing, or really missing.
+                let made = match revalidate_dir(dir) {
+                    Ok(true) => Ok(()),
+                    _ => fs::create_dir_all(dir),
+                };
+                if let Err(e) = made {
                     return Ok(Move::Done(Place::LeftElsewhere {
                         index: from,
                         reason: format!("create directory {}: {e}", dir.display()),
@@ -409,6 +436,31 @@ fn present(path: &Path) -> Result<bool, Error> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io_err("stat", path)(e)),
+    }
+}
+
+/// [`present`], as the server answers now: `path`'s directory revalidated first
+/// ([`crate::cache`]). A missing directory is a missing file.
+fn fresh_present(path: &Path) -> Result<bool, Error> {
+    if !revalidate_parent(path).map_err(io_err("open directory", path))? {
+        return Ok(false);
+    }
+    present(path)
+}
+
+/// [`open_copy`], as the server answers now: `path`'s directory revalidated first.
+fn fresh_open(path: &Path) -> Result<Option<Opened>, Error> {
+    if !revalidate_parent(path).map_err(io_err("open directory", path))? {
+        return Ok(None);
+    }
+    open_copy(path)
+}
+
+/// [`fresh_open`] of a copy in another shard: anything but a regular file counts as absent.
+fn fresh_candidate(path: &Path) -> Result<Option<Opened>, Error> {
+    match fresh_open(path) {
+        Err(Error::NotRegular { .. }) => Ok(None),
+        other => other,
     }
 }
 
@@ -485,14 +537,6 @@ fn open_copy(path: &Path) -> Result<Option<Opened>, Error> {
         stamp,
         len: meta.len(),
     }))
-}
-
-/// [`open_copy`] of a copy in another shard: anything but a regular file counts as absent.
-fn open_candidate(path: &Path) -> Result<Option<Opened>, Error> {
-    match open_copy(path) {
-        Err(Error::NotRegular { .. }) => Ok(None),
-        other => other,
-    }
 }
 
 fn not_regular(path: &Path, what: &'static str) -> Error {

@@ -5,6 +5,7 @@
 //! - [`path`]: logical paths, checked and normalised.
 //! - [`shard`]: [`shard_index`], the routing function shared with the Python client.
 //! - [`layout`]: where a shard's files are on this host (one mount, or one per shard).
+//! - [`cache`]: the NFS client's name cache, and how a lookup asks the server instead.
 //! - [`dir`]: reading directories without a stat per entry (counting, listing names, walking
 //!   a tree), opening a directory beneath a mount without following links, cleaning up.
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.
@@ -15,6 +16,7 @@
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
+pub mod cache;
 pub mod dir;
 pub mod fs;
 pub mod layout;

@@ -20,6 +20,7 @@
 //!
 //! Never a copy: the bytes do not move, and the inode and its modification time stay.
 
+use crate::cache;
 use crate::names::{new_private_name, private_kind, Private};
 use std::collections::HashMap;
 use std::fmt;
@@ -208,7 +209,7 @@ pub(crate) fn relocate_known(
     }
     let s = match known {
         Some(s) => s,
-        None => match look(src)? {
+        None => match fresh_look(src)? {
             Some(s) => s,
             None => return Ok(Relocation::SourceGone),
         },
@@ -228,7 +229,8 @@ pub(crate) fn relocate_known(
 /// `dst` exists: the same file (a move cut short), an older one, or a newer one.
 fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Relocation> {
     for _ in 0..ROUNDS {
-        let Some(d) = look(dst)? else {
+        // The link's "exists" is the server's; this client's cache of `dst` may be older.
+        let Some(d) = fresh_look(dst)? else {
             // Removed since the link found it: link again.
             match fs::hard_link(src, dst) {
                 Ok(()) => return retire(src, dst, &s, Relocation::Moved),
@@ -277,9 +279,10 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
             )));
         };
         linked.regular(src)?;
-        // The last look before the rename: between it and the rename, a write landing at
-        // `dst` would be replaced (router/README.md, "What is left to chance").
-        let (go, outcome) = match look(dst)? {
+        // The last look before the rename, as the server answers: between it and the
+        // rename, a write landing at `dst` would be replaced (router/README.md, "What is left
+        // to chance").
+        let (go, outcome) = match fresh_look(dst)? {
             None => (true, Relocation::Moved),
             Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
             Some(now) => {
@@ -311,45 +314,112 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
     }
 }
 
-/// Removes the source by a name no writer uses: renames it to a private name in its
-/// directory, then unlinks that if it is `expected`; a newer version found there instead ends
-/// at `dst` if it is newer than what `dst` holds, and is dropped if not. The mover whose
-/// rename succeeds reports `outcome`; one that finds the source gone reports
+/// Removes the source by a name no writer uses: renames it into a private directory made for
+/// this move in its directory (`.efs-router-<16 hex>.moving/`, keeping its name), asks the
+/// server what the rename took, and unlinks it if it is `expected`; a newer version found
+/// there instead ends at `dst` if it is newer than what `dst` holds, and is dropped if not.
+/// The mover whose rename succeeds reports `outcome`; one that finds the source gone reports
 /// [`Relocation::SourceGone`], so racing movers count a move once.
+///
+/// Why a directory, and a listing: over NFS, `lstat` of the renamed name answers from this
+/// client's cache, which may still hold the version it looked at while the rename took a newer
+/// one a writer put there since (measured: it even opens the old bytes). The listing of a
+/// directory that holds only this file is the server's answer, and it refreshes the cache's
+/// entry for the name (docs/design.md fact 13).
 fn retire(src: &Path, dst: &Path, expected: &Stamp, outcome: Relocation) -> io::Result<Relocation> {
-    let p = private_beside(src);
-    match fs::rename(src, &p) {
+    let Some(name) = src.file_name() else {
+        return Err(same_entry_error(src, dst));
+    };
+    let pd = private_beside(src);
+    match fs::create_dir(&pd) {
         Ok(()) => {}
+        // The source's directory is gone, and the source with it.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Relocation::SourceGone),
         Err(e) => return Err(e),
     }
-    let Some(taken) = look(&p)? else {
+    let p = pd.join(name);
+    let result = match fs::rename(src, &p) {
+        Ok(()) => settle_taken(src, dst, &pd, &p, expected, outcome),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Relocation::SourceGone),
+        Err(e) => Err(e),
+    };
+    // Empty unless a step failed with the file still in it: then it stays, for the next
+    // move to find (`find_abandoned`), never hidden by a removal here.
+    if let Err(e) = fs::remove_dir(&pd) {
+        if result.is_ok() && e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
+    }
+    result
+}
+
+/// `p` in the private directory `pd` holds what the retire's rename took from `src`.
+fn settle_taken(
+    src: &Path,
+    dst: &Path,
+    pd: &Path,
+    p: &Path,
+    expected: &Stamp,
+    outcome: Relocation,
+) -> io::Result<Relocation> {
+    let Some(ino) = listed_inode(pd, p)? else {
         return Ok(outcome);
     };
-    if taken.same_file(expected) {
-        remove_private(&p)?;
+    if ino == expected.ino && look(p)?.is_some_and(|t| t.same_file(expected)) {
+        remove_private(p)?;
         return Ok(outcome);
     }
-    // A writer renamed a new version over the source after it was looked at.
+    // A writer renamed a new version over the source after it was looked at; the listing has
+    // refreshed this client's entry for it, so `lstat` now answers for that version.
+    let Some(taken) = look(p)? else {
+        return Ok(outcome);
+    };
+    if taken.ino != ino {
+        // The cache still disagrees with the server: decide nothing (a link back would link
+        // the cached file), and leave the version where the next move finds it.
+        return Err(io::Error::other(format!(
+            "{}: this client's cache and the server disagree on the file taken from {}; left there",
+            p.display(),
+            src.display()
+        )));
+    }
     if let Err(e) = taken.regular(src) {
         // Not data, and not ours: give the name back if it is still free.
-        if fs::hard_link(&p, src).is_ok() {
-            let _ = fs::remove_file(&p);
-        }
+        give_back(p, src);
         return Err(e);
     }
-    let placed = place(&p, &taken, dst)?;
+    let placed = place(p, &taken, dst)?;
     Ok(match outcome {
         Relocation::DroppedOlder if placed => Relocation::ReplacedOlder,
         other => other,
     })
 }
 
+/// The inode the server lists for `p`'s name in `pd`, read from a listing of `pd` (which holds
+/// only `p`): `None` when it is not there.
+fn listed_inode(pd: &Path, p: &Path) -> io::Result<Option<u64>> {
+    let name = p.file_name();
+    for entry in fs::read_dir(pd)? {
+        let entry = entry?;
+        if Some(entry.file_name().as_os_str()) == name {
+            return Ok(Some(std::os::unix::fs::DirEntryExt::ino(&entry)));
+        }
+    }
+    Ok(None)
+}
+
+/// Puts `p` back at `src` if that name is still free (`link` never replaces), then removes `p`.
+fn give_back(p: &Path, src: &Path) {
+    if fs::hard_link(p, src).is_ok() {
+        let _ = fs::remove_file(p);
+    }
+}
+
 /// The private file `p` holds the version `taken`: it ends at `dst` if `dst` has no file or
 /// an older one; otherwise it is removed. True when it was placed.
 fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
     for _ in 0..ROUNDS {
-        match look(dst)? {
+        match fresh_look(dst)? {
             None => match fs::hard_link(p, dst) {
                 Ok(()) => {
                     remove_private(p)?;
@@ -384,7 +454,7 @@ fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
 /// File systems without hard links: look at `dst`, then rename (a window between the two,
 /// documented); an older source is retired as usual.
 fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
-    let (outcome, replace) = match look(dst)? {
+    let (outcome, replace) = match fresh_look(dst)? {
         None => (Relocation::Moved, true),
         Some(d) if d.same_file(s) => {
             if same_entry(src, dst)? {
@@ -420,6 +490,15 @@ fn look(path: &Path) -> io::Result<Option<Stamp>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// [`look`], as the server answers now: `path`'s directory revalidated first
+/// ([`crate::cache`]). A missing directory is nothing there.
+fn fresh_look(path: &Path) -> io::Result<Option<Stamp>> {
+    if !cache::revalidate_parent(path)? {
+        return Ok(None);
+    }
+    look(path)
 }
 
 /// Whether `a` and `b` are one directory entry: the same name in the same directory (by

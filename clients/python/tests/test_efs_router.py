@@ -770,7 +770,9 @@ class Relocate(unittest.TestCase):
                 also()
 
         def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
-            if not done[0] and a == self.src and efs_router.is_private_name(os.path.basename(b)):
+            # The move takes the source away into a private name, or a private directory.
+            private = any(efs_router.is_private_name(os.path.basename(x)) for x in (b, os.path.dirname(b)))
+            if not done[0] and a == self.src and private:
                 writer()
             real_rename(a, b, *args, **kw)
 

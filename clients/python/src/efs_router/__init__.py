@@ -68,7 +68,7 @@ __all__ = [
     "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
-    "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name",
+    "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name", "revalidate_dir",
 ]
 
 RENDEZVOUS = "rendezvous"
@@ -768,6 +768,32 @@ def _look(path: str) -> Optional[os.stat_result]:
         return None
 
 
+def revalidate_dir(path: Union[str, os.PathLike[str]]) -> bool:
+    """Makes the next lookup of any name in the directory ``path`` answer as the server does now, not as this
+    NFS client's name cache remembers (router/src/cache.rs): opening a directory makes the client fetch its
+    attributes, and a directory that changed drops its cached lookups, found or missing. One round trip, plus a
+    LOOKUP for each name then looked up in a directory that changed. False when ``path`` is not there, even
+    after its parents were revalidated the same way (a directory another client made is found at once)."""
+    path = os.fspath(path)
+    for attempt in range(2):
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            return True
+        except FileNotFoundError:
+            # Missing, maybe only in this client's cache of the parent: ask the parent first.
+            parent = os.path.dirname(path.rstrip("/"))
+            if attempt or not parent or parent == path or not revalidate_dir(parent):
+                return False
+    return False
+
+
+def _fresh_look(path: str) -> Optional[os.stat_result]:
+    """_look, as the server answers now: ``path``'s directory revalidated first."""
+    if not revalidate_dir(_parent(path)):
+        return None
+    return _look(path)
+
+
 def _parent(path: str) -> str:
     return os.path.dirname(path) or "."
 
@@ -826,7 +852,7 @@ def _relocate(src: str, dst: str, known: Optional[os.stat_result]) -> str:
     for path in (src, dst):
         if is_private_name(os.path.basename(path)):
             raise OSError(errno.EINVAL, "%s: a name of the router's own, never moved" % path)
-    s = known if known is not None else _look(src)
+    s = known if known is not None else _fresh_look(src)
     if s is None:
         return SOURCE_GONE
     _regular(s, src)
@@ -857,7 +883,7 @@ def _link_unless_gone(src: str, dst: str) -> bool:
 def _settle(src: str, dst: str, s: os.stat_result) -> str:
     """``dst`` exists: the same file (a move cut short), an older one, or a newer one."""
     for _ in range(_ROUNDS):
-        d = _look(dst)
+        d = _fresh_look(dst)  # the link's "exists" is the server's; this client's cache may be older
         if d is None:  # removed since the link found it: link again
             try:
                 if not _link_unless_gone(src, dst):
@@ -892,9 +918,9 @@ def _replace(src: str, dst: str, s: os.stat_result) -> str:
         if linked is None:
             raise OSError(errno.ENOENT, "%s: removed by another client while moving %s there" % (q, src))
         _regular(linked, src)
-        # The last look before the rename: between it and the rename, a write landing at dst would be
-        # replaced (router/README.md, "What is left to chance").
-        now = _look(dst)
+        # The last look before the rename, as the server answers: between it and the rename, a write landing
+        # at dst would be replaced (router/README.md, "What is left to chance").
+        now = _fresh_look(dst)
         if now is None:
             go, outcome = True, MOVED
         elif _same_file(now, linked):
@@ -920,20 +946,50 @@ def _replace(src: str, dst: str, s: os.stat_result) -> str:
 
 
 def _retire(src: str, dst: str, expected: os.stat_result, outcome: str) -> str:
-    """Removes the source by a name no writer uses (see the section's comment). The mover whose rename
-    succeeds reports ``outcome``; one that finds the source gone reports ``SOURCE_GONE``."""
-    p = _beside(src)
+    """Removes the source by a name no writer uses: renames it into a private directory made for this move
+    beside it (``.efs-router-<16 hex>.moving/``, keeping its name), asks the server what the rename took (a
+    listing of that directory), and unlinks it if it is ``expected``. Over NFS an lstat of the renamed name
+    answers from this client's cache, which may still hold the version it looked at while the rename took a
+    newer one a writer put there; the listing is the server's answer and refreshes that entry (router/src/
+    relocation.rs). The mover whose rename succeeds reports ``outcome``; one that finds the source gone
+    reports ``SOURCE_GONE``."""
+    name = os.path.basename(src)
+    pd = _beside(src)
     try:
-        os.rename(src, p)
-    except FileNotFoundError:
+        os.mkdir(pd)
+    except FileNotFoundError:  # the source's directory is gone, and the source with it
         return SOURCE_GONE
-    taken = _look(p)
-    if taken is None:
+    p = os.path.join(pd, name)
+    try:
+        try:
+            os.rename(src, p)
+        except FileNotFoundError:
+            return SOURCE_GONE
+        return _settle_taken(src, dst, pd, p, expected, outcome)
+    finally:
+        try:  # empty unless a step failed with the file still in it: then it stays for the next move
+            os.rmdir(pd)
+        except OSError:
+            pass
+
+
+def _settle_taken(src: str, dst: str, pd: str, p: str, expected: os.stat_result, outcome: str) -> str:
+    name = os.path.basename(p)
+    with os.scandir(pd) as listing:
+        ino = next((e.inode() for e in listing if e.name == name), None)
+    if ino is None:
         return outcome
-    if _same_file(taken, expected):
+    taken = _look(p)
+    if ino == expected.st_ino and taken is not None and _same_file(taken, expected):
         _remove_private(p)
         return outcome
-    # A writer renamed a new version over the source after it was looked at.
+    # A writer renamed a new version over the source after it was looked at; the listing refreshed this
+    # client's entry for it, so lstat now answers for that version.
+    if taken is None:
+        return outcome
+    if taken.st_ino != ino:  # the cache still disagrees with the server: decide nothing, leave it there
+        raise OSError(errno.EIO, "%s: this client's cache and the server disagree on the file taken from %s; "
+                      "left there" % (p, src))
     what = _what(taken)
     if what is not None:  # not data, and not ours: give the name back if it is still free
         try:
@@ -950,7 +1006,7 @@ def _place(p: str, taken: os.stat_result, dst: str) -> bool:
     """The private file ``p`` holds the version ``taken``: it ends at ``dst`` if ``dst`` has no file or an
     older one; otherwise it is removed. True when it was placed."""
     for _ in range(_ROUNDS):
-        d = _look(dst)
+        d = _fresh_look(dst)
         if d is None:
             try:
                 os.link(p, dst, **_LINK_OPTIONS)
@@ -979,7 +1035,7 @@ def _place(p: str, taken: os.stat_result, dst: str) -> bool:
 def _without_links(src: str, dst: str, s: os.stat_result) -> str:
     """File systems without hard links: look at ``dst``, then rename (a window between the two, documented);
     an older source is retired as usual."""
-    d = _look(dst)
+    d = _fresh_look(dst)
     if d is None:
         outcome, replace = MOVED, True
     elif _same_file(d, s):
@@ -1047,6 +1103,11 @@ def _present(path: str) -> bool:
         return False
 
 
+def _fresh_present(path: str) -> bool:
+    """_present, as the server answers now: ``path``'s directory revalidated first (``revalidate_dir``)."""
+    return revalidate_dir(_parent(path)) and _present(path)
+
+
 # A copy is opened as data: no link followed, no wait on a FIFO, no controlling terminal.
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                | getattr(os, "O_CLOEXEC", 0))
@@ -1079,10 +1140,17 @@ def _open_copy(path: str) -> Optional[_Opened]:
     return _Opened(fd, st)
 
 
-def _open_candidate(path: str) -> Optional[_Opened]:
-    """``_open_copy`` of a copy in another shard: anything but a regular file counts as absent."""
+def _fresh_open(path: str) -> Optional[_Opened]:
+    """``_open_copy``, as the server answers now: ``path``'s directory revalidated first."""
+    if not revalidate_dir(_parent(path)):
+        return None
+    return _open_copy(path)
+
+
+def _fresh_candidate(path: str) -> Optional[_Opened]:
+    """``_fresh_open`` of a copy in another shard: anything but a regular file counts as absent."""
     try:
-        return _open_copy(path)
+        return _fresh_open(path)
     except NotARegularFile:
         return None
 
@@ -1295,31 +1363,35 @@ class Router:
                 yield j
 
     def locate(self, path: str) -> Location:
-        """Where ``path`` is now: home, elsewhere, or missing. Moves nothing."""
+        """Where ``path`` is now: home, elsewhere, or missing. Moves nothing. Every answer is the server's, never
+        this client's name cache: each directory it answers from is revalidated first (``revalidate_dir``)."""
         s = self._current()
         home = self._resolve(s, path)
-        return Location(home, self._find(s, home))
+        return Location(home, self._find(s, home, fresh_hit=True))
 
-    def _find(self, s: _Snapshot, home: Resolved) -> Found:
-        if _present(home.real):
+    def _find(self, s: _Snapshot, home: Resolved, fresh_hit: bool) -> Found:
+        if not fresh_hit and _present(home.real):
             return Found("home")
-        # A miss: the other shards are looked at all at once, as a fallback read does.
+        # A miss may be this client's cache remembering a name missing that another client has written since.
+        if _fresh_present(home.real):
+            return Found("home")
+        # The other shards are looked at all at once, as a fallback read does.
         others = list(self._others(s, home.index))
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
-        for j, real, there in zip(others, reals, _probe(reals, _present)):
+        for j, real, there in zip(others, reals, _probe(reals, _fresh_present)):
             if isinstance(there, BaseException):
                 raise there
             if there:
                 return Found("elsewhere", j, real)
-        if _present(home.real):  # moved home by a concurrent read while we looked elsewhere
+        if others and _fresh_present(home.real):  # moved home by a concurrent read while we looked elsewhere
             return Found("home")
         return Found("missing")
 
     def exists(self, path: str) -> bool:
-        """Whether ``path`` is in any shard: one stat at home; on a miss, one per other shard (at once), then home
-        again."""
+        """Whether ``path`` is in any shard: one stat at home; on a miss, home's directory revalidated and home
+        looked at again, then each other shard the same way (at once), then home once more."""
         s = self._current()
-        return self._find(s, self._resolve(s, path)).kind != "missing"
+        return self._find(s, self._resolve(s, path), fresh_hit=False).kind != "missing"
 
     def write(self, path: str, data: bytes) -> str:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
@@ -1331,7 +1403,10 @@ class Router:
         try:
             tmp, fd = _create_temporary(directory)
         except FileNotFoundError:
-            os.makedirs(directory, exist_ok=True)
+            # Missing, or only missing in this client's cache (another client made it): a mkdir would answer
+            # "exists" while the cache still says "missing".
+            if not revalidate_dir(directory):
+                os.makedirs(directory, exist_ok=True)
             tmp, fd = _create_temporary(directory)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -1356,11 +1431,13 @@ class Router:
         s = self._current()
         home = self._resolve(s, path)
         opened = _open_copy(home.real)
+        if opened is None:  # a miss is confirmed against the server before any other shard is searched
+            opened = _fresh_open(home.real)
         if opened is not None:
             return ReadResult(_read_opened(opened), HOME)
         others = list(self._others(s, home.index))
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
-        found = _probe(reals, _open_candidate)
+        found = _probe(reals, _fresh_candidate)
         newest: Optional[Tuple[int, _Opened]] = None
         failure: Optional[BaseException] = None
         for j, got in zip(others, found):
@@ -1375,7 +1452,7 @@ class Router:
             _close(newest[1] if newest is not None else None)
             raise failure
         if newest is None:
-            opened = _open_copy(home.real)  # moved home by a concurrent read while we looked elsewhere
+            opened = _fresh_open(home.real) if others else None  # moved home by a concurrent read meanwhile
             if opened is not None:
                 return ReadResult(_read_opened(opened), HOME)
             raise NotFound("%r: no such file in any shard" % path)
@@ -1383,7 +1460,7 @@ class Router:
         data = _read_opened(copy)
         place = self._move_home(s, j, home, copy.st)
         if place is None:  # home gained a file as new or newer (a write) since our miss: home is the truth
-            opened = _open_copy(home.real)
+            opened = _fresh_open(home.real)
             if opened is not None:
                 return ReadResult(_read_opened(opened), HOME)
             return ReadResult(data, Place("moved-by-another", j))
@@ -1408,7 +1485,8 @@ class Router:
                 if not directory:
                     raise
                 try:
-                    os.makedirs(directory, exist_ok=True)
+                    if not revalidate_dir(directory):  # made by another client, or really missing
+                        os.makedirs(directory, exist_ok=True)
                 except OSError as e:
                     return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
                 outcome = _relocate(src, dst, known)
