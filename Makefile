@@ -5,13 +5,15 @@ PYTHON ?= python3
 # Where pip puts console scripts (moto_server, cfn-lint, sam), whatever Python this is.
 export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null):$(HOME)/.local/bin:$(PATH)
 
-.PHONY: test lint unit python-lint python-test template-test demo build bench bench-count bench-routing bench-rebalance-memory tools
+.PHONY: test lint unit python-lint python-test template-test nfs-test demo build bench bench-count bench-routing bench-rebalance-memory tools
 
-## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template lint.
-test: tools lint unit python-lint python-test template-test
+## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template
+## lint, and the data plane on a real NFSv4.1 client (the NFS tier, a small VM).
+test: tools lint unit python-lint python-test template-test nfs-test
 
-## Install from PyPI what the tests need and is missing: moto_server, cfn-lint, the SAM CLI, mypy, ruff.
-tools:
+## Install what the tests need and is missing: from PyPI moto_server, cfn-lint, the SAM CLI, mypy, ruff;
+## fuse3 for the FUSE test bed (Debian). The NFS tier installs its own (scripts/nfs-tier/prepare.sh).
+tools: netfs-tools
 	scripts/ensure-tools.sh moto cfn-lint sam mypy ruff
 
 lint:
@@ -41,6 +43,30 @@ python-test:
 template-test:
 	cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml --region us-east-1
+
+# The tests that need a real NFS client (router/tests/nfs.rs, clients/python/tests_nfs/): ignored on the host,
+# run here inside the NFS tier's VM, one boot for all, each actor through its own mount. The VM sees the host's
+# files read-only, so the test binary runs from the target directory and Python from this checkout.
+NFS_TEST_BIN = $(CARGO) test -p efs-router --test nfs --no-run --message-format=json 2>/dev/null | \
+  $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
+NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
+
+## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
+## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure.
+.PHONY: bench-nfs-tier
+bench-nfs-tier:
+	scripts/nfs-tier/run.sh --delay-ms $(or $(NFS_DELAY_MS),0) --env NFS_DELAY_MS=$(or $(NFS_DELAY_MS),0) \
+	  --env BENCH_FILES=$(or $(BENCH_FILES),200) -- \
+	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
+
+## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.
+nfs-test:
+	$(CARGO) test -p efs-router --test nfs --no-run
+	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && \
+	scripts/nfs-tier/run.sh --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
+	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) -m unittest discover -v \
+	      -s $(CURDIR)/clients/python/tests_nfs -p 'test_*.py' && \
+	    cd $(CURDIR)/router && $$bin --ignored --test-threads 1 --color never"
 
 ## Run the function against moto_server on a generated directory of 60,000 files.
 ## One cargo invocation builds the binary and the example together, so the AWS SDK is
@@ -81,7 +107,8 @@ bench-routing:
 .PHONY: netfs netfs-tools bench-netfs bench-netfs-function
 
 ## fusermount3 for the FUSE test bed (netfs/), from Debian's fuse3 when missing. The tests need
-## it only when not root: as root they mount without it, and they skip where FUSE cannot mount.
+## it only when not root: as root they mount without it. Where FUSE cannot mount they skip, but
+## fail in CI (CI set): a test that cannot run there is a failure.
 netfs-tools:
 	command -v fusermount3 >/dev/null || (apt-get update && apt-get install -y fuse3)
 
