@@ -60,10 +60,13 @@ bench-nfs-tier:
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.
+# The VM has its own /tmp, /run and /mnt: a checkout or target directory there is shared into it by name.
+NFS_SHARES = for d in $(CURDIR) "$$(dirname "$$bin")"; do case "$$d" in /tmp/*|/run/*|/mnt/*|/dev/shm/*) \
+  printf ' --rw %s' "$$d";; esac; done
 nfs-test:
 	$(CARGO) test -p efs-router --test nfs --no-run
-	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && \
-	scripts/nfs-tier/run.sh --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
+	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) -m unittest discover -v \
 	      -s $(CURDIR)/clients/python/tests_nfs -p 'test_*.py' && \
 	    cd $(CURDIR)/router && $$bin --ignored --test-threads 1 --color never"
