@@ -921,6 +921,19 @@ class Relocate(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.d)), sorted("d%d" % i for i in range(50)))
 
 
+class RevalidateDir(unittest.TestCase):
+    """The call behind every confirmed miss (its effect on a real NFS client is tested in tests_nfs/)."""
+
+    def test_a_directory_is_there_or_not_and_a_file_is_an_error(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            self.assertTrue(efs_router.revalidate_dir(d))
+            self.assertFalse(efs_router.revalidate_dir(os.path.join(d, "a", "b", "c")))
+            f = os.path.join(d, "f")
+            put_at(f, b"", 1)
+            with self.assertRaises(NotADirectoryError):
+                efs_router.revalidate_dir(f)
+
+
 class PrivateNames(unittest.TestCase):
     def test_exactly_the_router_names(self) -> None:
         for name, want in ((".efs-router-0123456789abcdef.tmp", True), (".efs-router-0123456789abcdef.moving", True),
