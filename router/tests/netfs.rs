@@ -111,7 +111,9 @@ fn counting_rounds_up_per_reply_and_shard_sizes_do_not_change_lookups() {
 const MOVE_ROUND_TRIPS: u64 = 15;
 
 /// The retire's operations besides LOOKUPs: what every move that removes its source sends.
-const RETIRE: &[&str] = &["MKDIR", "RENAME", "READDIR", "GETATTR", "UNLINK", "RMDIR", "LOOKUP"];
+const RETIRE: &[&str] = &[
+    "MKDIR", "RENAME", "READDIR", "GETATTR", "UNLINK", "RMDIR", "LOOKUP",
+];
 
 fn allowed<'a>(more: &[&'a str]) -> Vec<&'a str> {
     RETIRE.iter().copied().chain(more.iter().copied()).collect()
