@@ -1,0 +1,237 @@
+//! The one decision of a run, chosen from plain values.
+
+use super::fleet::MovesWait;
+use super::scale_in::Candidate;
+use super::sizing::Size;
+use super::step::NewTarget;
+use crate::shard::Shard;
+
+/// What a run decides about the number of mount targets: exactly one of these a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// The migrate event: the `modulo-sha256` list is published again under `rendezvous`
+    /// (every entry keeps its target; entries that shared `/` get `/shards/<az-id>`).
+    Migrate { entries: usize },
+    /// Add a mount target in this subnet.
+    Create(NewTarget),
+    /// More shards are wanted and no mount target is to be added: the existing targets take
+    /// `added` new shards between them, evenly.
+    AddShards { added: usize },
+    /// More are wanted, but one is still creating: wait for it first.
+    WaitForCreating { id: String, az: String },
+    /// More are wanted, but this run already created one.
+    OneARun,
+    /// The files grew while a target was draining: it serves again.
+    CancelDrain { id: String },
+    /// A draining target's shard still has files (nested ones too): they move home first.
+    MoveDrained {
+        id: String,
+        az: String,
+        root: String,
+    },
+    /// A target is draining (or unlisted), but not every service runs the list published last
+    /// yet: nothing moves or goes until they do.
+    WaitForFleet { id: String, services: Vec<String> },
+    /// A target is draining (or unlisted), but the list that says so is not the one published
+    /// (a run died, or its publish failed, after the state was saved): the list goes out
+    /// first, and nothing moves or goes until the services run it.
+    PublishFirst { id: String },
+    /// A drained shard is empty: the list goes out without it (the target goes once the fleet
+    /// has converged on that list).
+    Unlist { id: String },
+    /// A drained shard (not the target's own root) is empty: it leaves the list; the target
+    /// keeps serving its other shards.
+    DropShard { id: String, root: String },
+    /// The shard of a target someone else deleted is empty: its root leaves the list.
+    DropGone { id: String },
+    /// A target is draining, but clients that refresh the list themselves may not have read
+    /// the list that marks it draining yet: nothing moves or goes for `left` seconds.
+    WaitForRefresh { id: String, left: u64 },
+    /// A draining target's shard is empty: the target goes.
+    DeleteDrained { id: String },
+    /// Within the scale-in band for long enough: this target starts draining.
+    StartDrain { id: String, held: u64 },
+    /// Within the scale-in band for long enough: the last shard of the target that serves the
+    /// most starts draining (a target's shards go before the target).
+    StartShardDrain { id: String, root: String, held: u64 },
+    /// Within the scale-in band, but no target goes yet.
+    Hold(Hold),
+    /// More are needed than can exist.
+    AtCapacity(Bound),
+    /// Nothing to add or remove (`fewer_would_do`: above the scale-in band, so all stay).
+    Keep { fewer_would_do: bool },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// None may go: `/`, targets this function did not create, protected AZs.
+    NoCandidate,
+    /// The band has held for `held` of the `cooldown` seconds it must.
+    Settling { held: u64, cooldown: u64 },
+    /// The last scale-out was `ago` seconds ago, less than the cool-down.
+    RecentScaleOut { ago: u64, cooldown: u64 },
+    /// A `modulo-sha256` list cannot lose an entry without re-homing most files.
+    ModuloList,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bound {
+    /// A One Zone file system (in this AZ) takes one mount target.
+    OneZone {
+        az: String,
+    },
+    MaxMountTargets(usize),
+    /// No AZ without a target has an eligible subnet; `excluded` were refused by AWS.
+    Azs {
+        usable: usize,
+        excluded: usize,
+    },
+    /// `MAX_SHARDS` (or the list's own cap).
+    MaxShards(usize),
+}
+
+/// Everything [`decide`] looks at, as plain values.
+pub(super) struct Situation<'a> {
+    pub(super) size: &'a Size,
+    /// The drain under way, if any.
+    pub(super) drain: Option<DrainView>,
+    /// Why no file may move now.
+    pub(super) moves_wait: Option<MovesWait>,
+    pub(super) creating: Option<&'a Shard>,
+    pub(super) allow_create: bool,
+    /// Where a new target would go, if anywhere.
+    pub(super) next_target: Option<NewTarget>,
+    /// Shards the serving targets can take now, towards the desired number.
+    pub(super) shards_to_add: usize,
+    pub(super) bound: &'a Bound,
+    pub(super) in_band: bool,
+    /// The list is `modulo-sha256`: no entry may leave it.
+    pub(super) modulo: bool,
+    /// The migrate event, with the number of entries of the list it republishes.
+    pub(super) migrating: Option<usize>,
+    pub(super) candidate: Option<Candidate>,
+    pub(super) below_since: Option<u64>,
+    pub(super) last_scale_out: Option<u64>,
+    pub(super) cooldown: u64,
+    pub(super) now: u64,
+}
+
+/// A drain as [`decide`] sees it.
+#[derive(Debug, Clone)]
+pub(super) struct DrainView {
+    /// The target drained, or the one whose shard is drained.
+    pub(super) id: String,
+    pub(super) az: String,
+    pub(super) root: String,
+    /// One shard of a target that keeps serving its others: it leaves the list once empty.
+    pub(super) shard: bool,
+    /// The roots it drains that still hold a file (nested ones too).
+    pub(super) with_files: Vec<String>,
+    /// The list without it has been published; the target goes next.
+    pub(super) unlisted: bool,
+    /// Someone else deleted the target; only its root is left to empty.
+    pub(super) gone: bool,
+}
+
+/// The one decision of a run, in order of precedence: the migrate event; a drain under way
+/// is finished (or cancelled by growth); then growth (a mount target, then shards); then
+/// capacity; then scale-in.
+pub(super) fn decide(s: &Situation) -> Decision {
+    if let Some(entries) = s.migrating {
+        return Decision::Migrate { entries };
+    }
+    // A drain yields to growth: a drain is cancelled, and the root of a target gone by hand
+    // (which cannot serve again) waits while shards or a target are added.
+    let growing = s.size.desired_shards > s.size.current_shards;
+    if let Some(d) = s.drain.as_ref().filter(|d| !(d.gone && growing)) {
+        let id = d.id.clone();
+        return if growing {
+            Decision::CancelDrain { id }
+        } else if let Some(wait) = &s.moves_wait {
+            // publish → converge → move → publish → converge → delete.
+            match wait {
+                // The clients run the published list, not the one the state implies.
+                MovesWait::ListPending => Decision::PublishFirst { id },
+                MovesWait::Fleet(services) => Decision::WaitForFleet {
+                    id,
+                    services: services.clone(),
+                },
+                MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
+            }
+        } else if let Some(root) = d.with_files.first() {
+            Decision::MoveDrained {
+                id,
+                az: d.az.clone(),
+                root: root.clone(),
+            }
+        } else if d.shard && !d.unlisted {
+            Decision::DropShard {
+                id,
+                root: d.root.clone(),
+            }
+        } else if d.shard {
+            // Dropped, and the list without it is the one published: nothing left to do
+            // (the next run forgets it).
+            Decision::Keep {
+                fewer_would_do: false,
+            }
+        } else if d.gone {
+            Decision::DropGone { id }
+        } else if !d.unlisted {
+            Decision::Unlist { id }
+        } else {
+            Decision::DeleteDrained { id }
+        };
+    }
+    let short_of_targets = s.size.desired > s.size.current;
+    if short_of_targets {
+        if let Some(c) = s.creating {
+            return Decision::WaitForCreating {
+                id: c.target.id.clone(),
+                az: c.target.az.clone(),
+            };
+        } else if !s.allow_create {
+            return Decision::OneARun;
+        } else if let Some(new) = &s.next_target {
+            return Decision::Create(new.clone());
+        }
+    }
+    if s.shards_to_add > 0 {
+        return Decision::AddShards {
+            added: s.shards_to_add,
+        };
+    }
+    if s.size.at_capacity || (short_of_targets && s.modulo) {
+        return Decision::AtCapacity(s.bound.clone());
+    }
+    if s.in_band {
+        let held = s.now.saturating_sub(s.below_since.unwrap_or(s.now));
+        let after_scale_out = s.last_scale_out.map(|t| s.now.saturating_sub(t));
+        return match &s.candidate {
+            None if s.modulo => Decision::Hold(Hold::ModuloList),
+            None => Decision::Hold(Hold::NoCandidate),
+            Some(_) if held < s.cooldown => Decision::Hold(Hold::Settling {
+                held,
+                cooldown: s.cooldown,
+            }),
+            Some(_) if after_scale_out.is_some_and(|t| t < s.cooldown) => {
+                Decision::Hold(Hold::RecentScaleOut {
+                    ago: after_scale_out.unwrap_or_default(),
+                    cooldown: s.cooldown,
+                })
+            }
+            Some(Candidate::Target(id)) => Decision::StartDrain {
+                id: id.clone(),
+                held,
+            },
+            Some(Candidate::Shard { id, root }) => Decision::StartShardDrain {
+                id: id.clone(),
+                root: root.clone(),
+                held,
+            },
+        };
+    }
+    Decision::Keep {
+        fewer_would_do: s.size.desired_shards < s.size.current_shards,
+    }
+}

@@ -1,0 +1,113 @@
+//! Scale-in: what a drain would take, and the drain under way.
+
+use super::counts::Counts;
+use super::decision::DrainView;
+use super::list::serving;
+use crate::observed::Observed;
+use crate::shard::Shard;
+use crate::state::State;
+use efs_router::list::{extra_root, MountTargetList};
+
+/// The drain under way, if any: a target's (the first in the list's order, then any unlisted
+/// one), else a shard's.
+pub(super) fn drain_under_way(
+    list: &MountTargetList,
+    base: Option<&MountTargetList>,
+    shards: &[Shard],
+    state: &State,
+    obs: &Observed,
+) -> Option<DrainView> {
+    let az_of = |id: &str| {
+        shards
+            .iter()
+            .find(|s| s.target.id == id)
+            .map(|s| s.target.az.clone())
+            .unwrap_or_default()
+    };
+    // A shard that could not be walked is not known to be empty.
+    let has_files = |root: &str| obs.tree_has_files.get(root).copied().unwrap_or(true);
+    let target = list
+        .mount_targets
+        .iter()
+        .find_map(|t| state.draining.get_key_value(&t.id))
+        .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone));
+    if let Some((id, d)) = target {
+        // A target's drain empties every shard it serves (a target gone by hand may serve several).
+        let roots = base
+            .and_then(|l| l.mount_targets.iter().find(|t| &t.id == id))
+            .filter(|t| t.root == d.root)
+            .map_or_else(|| vec![d.root.clone()], |t| t.shard_roots());
+        return Some(DrainView {
+            id: id.clone(),
+            az: az_of(id),
+            root: d.root.clone(),
+            unlisted: d.unlisted,
+            gone: d.gone,
+            shard: false,
+            with_files: roots.into_iter().filter(|r| has_files(r)).collect(),
+        });
+    }
+    let (root, d) = state.draining_shards.iter().next()?;
+    Some(DrainView {
+        id: d.target.clone(),
+        az: az_of(&d.target),
+        root: root.clone(),
+        unlisted: d.unlisted,
+        gone: false,
+        shard: true,
+        with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
+    })
+}
+
+/// What a scale-in would drain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Candidate {
+    /// The last shard of a target that serves several.
+    Shard { id: String, root: String },
+    /// A whole target (serving one shard).
+    Target(String),
+}
+
+/// What a scale-in would drain. First a shard: the last of the serving target with the most
+/// shards (the later in the list on a tie), since a target's shards go before the target.
+/// Then a target: only one this function created (never the first shard, never one that was
+/// there before), never one in a protected AZ; the one with the fewest files, the newest on
+/// a tie.
+pub(super) fn scale_in_candidate(
+    obs: &Observed,
+    list: &MountTargetList,
+    shards: &[Shard],
+    counts: &Counts,
+    state: &State,
+) -> Option<Candidate> {
+    let serves = |id: &str| serving(shards, id).is_some();
+    let shard = list
+        .mount_targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.shards > 1 && !t.draining && t.draining_shards == 0 && serves(&t.id))
+        .max_by_key(|(i, t)| (t.shards, *i))
+        .and_then(|(_, t)| {
+            let az_id = t.az_id.as_deref()?;
+            Some(Candidate::Shard {
+                id: t.id.clone(),
+                root: extra_root(az_id, t.shards - 1),
+            })
+        });
+    if shard.is_some() {
+        return shard;
+    }
+    let protected =
+        |az: &Option<String>| az.as_ref().is_some_and(|az| obs.protected_azs.contains(az));
+    list.mount_targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            t.root != "/"
+                && t.shards == 1
+                && state.created.contains_key(&t.id)
+                && !protected(&t.az_id)
+        })
+        .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
+        .map(|(_, t)| Candidate::Target(t.id.clone()))
+}

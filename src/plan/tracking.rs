@@ -1,0 +1,170 @@
+//! The state brought up to date with what AWS shows.
+
+use crate::observed::{LifeCycle, Observed};
+use crate::shard::Shard;
+use crate::state::{Drain, State};
+use efs_router::list::{extra_root, MountTargetList, Strategy};
+use std::collections::BTreeSet;
+
+/// Brings the state up to date with what AWS shows: targets that went missing (kept in place
+/// for a run, then drained as gone), targets gone for good forgotten, drains that no rule allows
+/// any more (or that the function did not start) dropped with a warning.
+pub(super) fn track_targets(
+    obs: &Observed,
+    published: Option<&MountTargetList>,
+    shards: &[Shard],
+    strategy: Strategy,
+    state: &mut State,
+    warnings: &mut Vec<String>,
+) {
+    let seen = |id: &str| {
+        obs.mount_targets
+            .iter()
+            .any(|t| t.id == id && !matches!(t.state, LifeCycle::Deleted | LifeCycle::Deleting))
+    };
+    // Missing: listed (or created) but not seen.
+    let mut watched: BTreeSet<String> = state.created.keys().cloned().collect();
+    if let Some(l) = published {
+        watched.extend(l.mount_targets.iter().map(|t| t.id.clone()));
+    }
+    watched.extend(state.draining.keys().cloned());
+    state
+        .missing
+        .retain(|id, _| watched.contains(id) && !seen(id));
+    for id in &watched {
+        if !seen(id) {
+            state.missing.entry(id.clone()).or_insert(obs.now);
+        }
+    }
+    let gone = |state: &State, id: &str| state.missing.get(id).is_some_and(|t| *t < obs.now);
+    // A created target gone for good is forgotten.
+    let gone_created: Vec<String> = state
+        .created
+        .keys()
+        .filter(|id| gone(state, id))
+        .cloned()
+        .collect();
+    for id in gone_created {
+        state.created.remove(&id);
+    }
+    // A listed target gone for good: its root drains home (rendezvous only: under modulo an
+    // entry never changes).
+    if let (Some(l), Strategy::Rendezvous) = (published, strategy) {
+        for t in &l.mount_targets {
+            let recreated = shards.iter().any(|s| s.root == t.root);
+            if gone(state, &t.id) && !recreated && !state.draining.contains_key(&t.id) {
+                warnings.push(format!(
+                    "mount target {} ({}) is gone; its root {} stays listed, draining, until its \
+                     files are home",
+                    t.id, t.root, t.root
+                ));
+                state.draining.insert(
+                    t.id.clone(),
+                    Drain {
+                        root: t.root.clone(),
+                        since: obs.now,
+                        unlisted: false,
+                        gone: true,
+                    },
+                );
+            }
+        }
+    }
+    // Each drain is checked against the rules again, whatever the list or the state says.
+    let listed = |id: &str| published.is_some_and(|l| l.mount_targets.iter().any(|t| t.id == id));
+    let ids: Vec<String> = state.draining.keys().cloned().collect();
+    for id in ids {
+        let d = state.draining[&id].clone();
+        if d.gone {
+            // Done once its root has left the list, or a target re-created in its AZ took the
+            // root over (with its files).
+            let taken_over = shards.iter().any(|s| s.root == d.root);
+            if (d.unlisted && !listed(&id)) || taken_over {
+                state.draining.remove(&id);
+            }
+            continue;
+        }
+        if d.unlisted && !seen(&id) {
+            // Deleted by this function once unlisted: done.
+            state.draining.remove(&id);
+            state.created.remove(&id);
+            continue;
+        }
+        if gone(state, &id) {
+            // Deleted by someone else while it drained: only its root is left to empty.
+            if let Some(d) = state.draining.get_mut(&id) {
+                d.gone = true;
+            }
+            continue;
+        }
+        let target = obs.mount_targets.iter().find(|t| t.id == id);
+        let protected = target.is_some_and(|t| obs.protected_azs.contains(&t.az_id));
+        let allowed = state.created.contains_key(&id)
+            && d.root != "/"
+            && !protected
+            && strategy == Strategy::Rendezvous;
+        if target.is_some() && !allowed {
+            warnings.push(format!(
+                "the drain of {id} stopped: a target that was there before this function, the \
+                 first shard `/`, a protected AZ or a modulo list never goes"
+            ));
+            state.draining.remove(&id);
+        }
+    }
+    // A shard drain holds while its target serves, listed, and the shard is still its last.
+    let roots: Vec<String> = state.draining_shards.keys().cloned().collect();
+    for root in roots {
+        let d = state.draining_shards[&root].clone();
+        let entry = published.and_then(|l| l.mount_targets.iter().find(|t| t.id == d.target));
+        if d.unlisted {
+            // Done once the list without it is the one published.
+            if !entry.is_some_and(|t| t.shard_roots().contains(&root)) {
+                state.draining_shards.remove(&root);
+            }
+            continue;
+        }
+        let last = entry.and_then(|t| {
+            let az_id = t.az_id.as_deref().filter(|_| t.shards > 1)?;
+            Some(extra_root(az_id, t.shards - 1))
+        });
+        let holds = strategy == Strategy::Rendezvous
+            && seen(&d.target)
+            && entry.is_some_and(|t| !t.draining)
+            && last.as_deref() == Some(root.as_str());
+        if !holds {
+            if entry.is_some() && seen(&d.target) {
+                warnings.push(format!(
+                    "the drain of shard {root} stopped: it is no longer the last shard of {} \
+                     (the list was changed by hand?)",
+                    d.target
+                ));
+            }
+            state.draining_shards.remove(&root);
+        }
+    }
+    // A draining mark the function did not make is not obeyed.
+    if let Some(l) = published {
+        for t in l.mount_targets.iter().filter(|t| t.draining) {
+            if !state.draining.contains_key(&t.id) {
+                warnings.push(format!(
+                    "the list marks {} draining, but this function did not: the mark is removed",
+                    t.id
+                ));
+            }
+        }
+        for t in l.mount_targets.iter().filter(|t| t.draining_shards > 0) {
+            let marked = state
+                .draining_shards
+                .values()
+                .filter(|d| d.target == t.id)
+                .count();
+            if (t.draining_shards as usize) > marked {
+                warnings.push(format!(
+                    "the list marks {} shard(s) of {} draining, but this function did not: the \
+                     mark is removed",
+                    t.draining_shards, t.id
+                ));
+            }
+        }
+    }
+}
