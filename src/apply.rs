@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::migration::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
-use crate::plan::{NewTarget, SecurityGroups, Step};
+use crate::plan::{NewTarget, SecurityGroups, Step, StepKind};
 use crate::state::State;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -14,7 +14,7 @@ use tracing::{info, warn};
 /// What applying did, for the response and the summary log.
 #[derive(Debug, Default)]
 pub struct Applied {
-    pub actions: Vec<&'static str>,
+    pub actions: Vec<StepKind>,
     pub created: Option<(MountTarget, String)>,
     pub waiting_for: Vec<String>,
     pub moves: Moves,
@@ -61,9 +61,9 @@ pub async fn apply(
                 applied.progressed = true;
                 if let Some(target) = create(clients, config, new, applied).await? {
                     applied.created = Some((target.clone(), new.root.clone()));
-                    applied.actions.push(step.name());
+                    applied.actions.push(step.kind());
                     wait(clients, &target.id, wait_until, applied).await?;
-                    applied.actions.push("wait_mount_target");
+                    applied.actions.push(StepKind::Wait);
                     continue;
                 }
             }
@@ -108,7 +108,7 @@ pub async fn apply(
                 info!(cluster = %config.cluster, service = %service, deployment = id.as_deref().unwrap_or("?"), "forced a new deployment");
             }
         }
-        applied.actions.push(step.name());
+        applied.actions.push(step.kind());
     }
     Ok(applied.progressed)
 }

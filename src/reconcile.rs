@@ -8,7 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
-use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step};
+use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -64,7 +64,7 @@ pub async fn run(
     let mut applied = Applied::default();
     let last = match action {
         Action::Plan => {
-            applied.actions = first.steps.iter().map(Step::name).collect();
+            applied.actions = first.steps.iter().map(Step::kind).collect();
             None
         }
         Action::Rebalance { max_moves } => {
@@ -94,7 +94,7 @@ pub async fn run(
                 moves.abandoned_removed =
                     migration::remove_abandoned(config, &roots, &mut applied.warnings);
                 applied.moves = moves;
-                applied.actions.push("move_files");
+                applied.actions.push(StepKind::MoveFiles);
             }
             None
         }
@@ -154,13 +154,13 @@ async fn converge(
     applied: &mut Applied,
 ) -> Result<Plan, Error> {
     for round in 1..=MAX_ROUNDS {
-        let changing = round < MAX_ROUNDS && current.steps.iter().any(Step::changes_state);
+        let changing = round < MAX_ROUNDS && current.steps.iter().any(|s| s.kind().changes_state());
         if !changing {
-            let rest = only(&current.steps, |s| !s.changes_state());
+            let rest = only(&current.steps, |s| !s.kind().changes_state());
             apply(clients, config, &rest, wait_until, applied).await?;
             break;
         }
-        let head = only(&current.steps, |s| !s.is_announcement());
+        let head = only(&current.steps, |s| !s.kind().is_announcement());
         if apply(clients, config, &head, wait_until, applied).await? {
             let (again, _) = observe(clients, config).await?;
             // One new mount target a run; after a refused subnet, the next one is tried.
@@ -173,7 +173,7 @@ async fn converge(
             );
             continue;
         }
-        let tail = only(&current.steps, Step::is_announcement);
+        let tail = only(&current.steps, |s| s.kind().is_announcement());
         apply(clients, config, &tail, wait_until, applied).await?;
         break;
     }
@@ -229,7 +229,7 @@ fn respond(
     end: &Plan,
     applied: Applied,
 ) -> Response {
-    let moved_files = action != Action::Plan && applied.actions.contains(&"move_files");
+    let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.
         ip: t.ip.clone().or_else(|| {

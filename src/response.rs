@@ -1,7 +1,7 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
 use crate::migration::Moves;
-use crate::plan::Excluded;
+use crate::plan::{Excluded, StepKind};
 use efs_router::list::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ pub struct Response {
     pub mount_targets: Vec<Target>,
     /// Targets still `creating` when the run ended; the next run picks them up.
     pub waiting_for: Vec<String>,
-    pub actions: Vec<&'static str>,
+    pub actions: Vec<StepKind>,
     pub reason: String,
     pub warnings: Vec<String>,
     /// Subnets and AZs left out of scale-out after CreateMountTarget refused them.

@@ -94,9 +94,9 @@ pub enum Bound {
 pub(super) struct Situation<'a> {
     pub(super) size: &'a Size,
     /// The drain under way, if any.
-    pub(super) drain: Option<DrainView>,
+    pub(super) drain: Option<&'a DrainView>,
     /// Why no file may move now.
-    pub(super) moves_wait: Option<MovesWait>,
+    pub(super) moves_wait: Option<&'a MovesWait>,
     pub(super) creating: Option<&'a Shard>,
     pub(super) allow_create: bool,
     /// Where a new target would go, if anywhere.
@@ -110,6 +110,7 @@ pub(super) struct Situation<'a> {
     /// The migrate event, with the number of entries of the list it republishes.
     pub(super) migrating: Option<usize>,
     pub(super) candidate: Option<Candidate>,
+    /// The state's timers: since when the band holds, when the last scale-out was.
     pub(super) below_since: Option<u64>,
     pub(super) last_scale_out: Option<u64>,
     pub(super) cooldown: u64,

@@ -36,43 +36,81 @@ impl std::fmt::Display for MovesWait {
 }
 
 /// How long the fleet may take to run a new list before the run warns that it has not.
-pub const FLEET_PATIENCE_SECS: u64 = 1800;
+pub(super) const FLEET_PATIENCE_SECS: u64 = 1800;
 
-/// Services that do not run the list published last yet: their PRIMARY deployment started
-/// before it, another deployment still has running tasks, or the rollout failed. Empty when
-/// nothing is published.
-pub(super) fn fleet_waiting(obs: &Observed) -> Vec<String> {
-    let Some(published_at) = obs.parameter.as_ref().and_then(|p| p.last_modified) else {
-        return Vec::new();
-    };
-    obs.deployments
-        .iter()
-        .filter(|d| {
-            let started_after = d.created_at.is_some_and(|t| t > published_at);
-            !started_after || d.others_running > 0 || d.rollout_failed.is_some()
-        })
-        .map(|d| d.service.clone())
-        .collect()
+/// The fleet as a plan sees it.
+pub(super) struct Fleet {
+    /// Services that do not run the list published last yet: their PRIMARY deployment started
+    /// before it, another deployment still has running tasks, or the rollout failed. Empty
+    /// when nothing is published.
+    pub(super) waiting: Vec<String>,
+    /// They have not for more than [`FLEET_PATIENCE_SECS`].
+    pub(super) stuck: bool,
+    /// Services whose newest deployment failed to roll out.
+    pub(super) rollouts_failed: Vec<String>,
+    /// Seconds before clients that refresh the list themselves have read the one published last.
+    refresh_left: u64,
 }
 
-pub(super) fn rollouts_failed(obs: &Observed, warnings: &mut Vec<String>) -> Vec<String> {
-    let mut failed = Vec::new();
-    for d in &obs.deployments {
-        if let Some(why) = &d.rollout_failed {
-            failed.push(d.service.clone());
+impl Fleet {
+    pub(super) fn of(obs: &Observed, policy: &Policy, warnings: &mut Vec<String>) -> Fleet {
+        let published = obs.parameter.as_ref().and_then(|p| p.last_modified);
+        let waiting: Vec<String> = obs
+            .deployments
+            .iter()
+            .filter(|_| published.is_some())
+            .filter(|d| {
+                let started_after = d.created_at.is_some_and(|t| Some(t) > published);
+                !started_after || d.others_running > 0 || d.rollout_failed.is_some()
+            })
+            .map(|d| d.service.clone())
+            .collect();
+        let mut rollouts_failed = Vec::new();
+        for d in &obs.deployments {
+            if let Some(why) = &d.rollout_failed {
+                rollouts_failed.push(d.service.clone());
+                warnings.push(format!(
+                    "the rollout of service {}'s newest deployment failed ({why}); its tasks still \
+                     run the previous deployment and the list it had",
+                    d.service
+                ));
+            }
+        }
+        let age = published_at(obs).map(|t| obs.now.saturating_sub(t));
+        let stuck = !waiting.is_empty() && age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
+        if stuck {
             warnings.push(format!(
-                "the rollout of service {}'s newest deployment failed ({why}); its tasks still \
-                 run the previous deployment and the list it had",
-                d.service
+                "services {} have not run the list published {} s ago (old tasks still run, or the \
+                 rollout is stuck): files wait to move",
+                waiting.join(", "),
+                age.unwrap_or_default()
             ));
         }
+        Fleet {
+            waiting,
+            stuck,
+            rollouts_failed,
+            refresh_left: refresh_left(obs, policy),
+        }
     }
-    failed
+
+    /// Why no file may move now (a drain and a rebalance alike), checked in this order.
+    pub(super) fn moves_wait(&self, list_pending: bool) -> Option<MovesWait> {
+        if list_pending {
+            Some(MovesWait::ListPending)
+        } else if !self.waiting.is_empty() {
+            Some(MovesWait::Fleet(self.waiting.clone()))
+        } else {
+            Some(self.refresh_left)
+                .filter(|left| *left > 0)
+                .map(MovesWait::Refresh)
+        }
+    }
 }
 
 /// Seconds left before clients that re-read the list every `CLIENT_REFRESH_SECONDS` have all
 /// read the one published last (0 when they have, or when no client refreshes by itself).
-pub(super) fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
+fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
     (published_at(obs).unwrap_or(0) + policy.client_refresh_secs).saturating_sub(obs.now)
 }
 

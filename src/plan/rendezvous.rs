@@ -9,10 +9,18 @@ use efs_router::list::{MountTargetList, Strategy};
 /// `/shards/<az-id>` (its AZ from the list or from AWS). None, with a warning, when an AZ is
 /// unknown or the result would not be a valid list.
 pub(super) fn migrate(
-    list: &MountTargetList,
+    published: Option<&MountTargetList>,
     obs: &Observed,
     warnings: &mut Vec<String>,
 ) -> Option<MountTargetList> {
+    let Some(list) = published.filter(|l| l.strategy == Strategy::ModuloSha256) else {
+        warnings.push(
+            "the migrate event asks for rendezvous, and the list already is (or none is \
+             published): nothing to migrate"
+                .to_owned(),
+        );
+        return None;
+    };
     let mut out = MountTargetList::new(Strategy::Rendezvous);
     let mut slash_taken = false;
     for e in &list.mount_targets {

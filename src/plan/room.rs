@@ -1,9 +1,9 @@
 //! The room: where a new mount target may go, and what bounds their number.
 
-use super::decision::Bound;
 use super::policy::Policy;
+use super::step::{NewTarget, SecurityGroups};
 use crate::observed::{Observed, Subnet};
-use efs_router::list::MAX_LIST_SHARDS;
+use crate::shard::{self, Shard};
 use std::collections::BTreeSet;
 
 /// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
@@ -90,28 +90,21 @@ impl<'a> Room<'a> {
         }
     }
 
-    /// What bounds the number of shards: `MAX_SHARDS`; for a modulo list, whatever bounds
-    /// the number of mount targets.
-    pub(super) fn bound(&self, obs: &Observed, policy: &Policy, modulo: bool) -> Bound {
-        if !modulo {
-            return Bound::MaxShards(policy.max_shards.min(MAX_LIST_SHARDS));
-        }
-        let fs = &obs.file_system;
-        if fs.is_one_zone() {
-            return Bound::OneZone {
-                az: fs
-                    .one_zone_az
-                    .clone()
-                    .or_else(|| fs.one_zone_az_id.clone())
-                    .unwrap_or_default(),
-            };
-        }
-        match policy.max_mount_targets {
-            Some(m) if m < self.az_capacity => Bound::MaxMountTargets(m),
-            _ => Bound::Azs {
-                usable: self.az_capacity,
-                excluded: self.excluded.len(),
+    /// The new mount target this room allows, if any: in the first eligible subnet, with the
+    /// security groups given, else those of a target that serves.
+    pub(super) fn next_target(&self, policy: &Policy, shards: &[Shard]) -> Option<NewTarget> {
+        let subnet = self.eligible.first()?;
+        let serving = shards.iter().find(|s| s.target.state.is_active());
+        Some(NewTarget {
+            subnet_id: subnet.id.clone(),
+            az: subnet.az.clone(),
+            az_id: subnet.az_id.clone(),
+            root: shard::root_for_az(&subnet.az_id),
+            security_groups: match (&policy.security_group_ids, serving) {
+                (Some(ids), _) => SecurityGroups::Given(ids.clone()),
+                (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),
+                (None, None) => SecurityGroups::VpcDefault,
             },
-        }
+        })
     }
 }

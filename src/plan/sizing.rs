@@ -1,6 +1,9 @@
 //! Sizing: how many shards the files need, and the scale-in band.
 
+use super::decision::Bound;
 use super::policy::Policy;
+use super::room::Room;
+use crate::observed::Observed;
 use efs_router::list::MAX_LIST_SHARDS;
 
 /// How many shards and mount targets: needed by the files, possible, wanted.
@@ -22,30 +25,75 @@ impl Size {
         file_count: u64,
         current: usize,
         current_shards: usize,
-        az_capacity: usize,
         policy: &Policy,
-        modulo: bool,
+        limits: &Limits,
     ) -> Size {
-        let target_limit = az_capacity
-            .min(policy.max_mount_targets.unwrap_or(usize::MAX))
-            .max(1);
-        // A modulo list cannot have more shards than entries, one per mount target.
-        let shard_limit = if modulo {
-            target_limit
-        } else {
-            policy.max_shards.clamp(1, MAX_LIST_SHARDS)
-        };
         let needed = shards_needed(file_count, policy.file_threshold);
-        let desired_shards = needed.min(shard_limit);
+        let desired_shards = needed.min(limits.shards.most);
         Size {
             file_count,
             current,
             current_shards,
             needed,
             desired_shards,
-            desired: desired_shards.min(target_limit),
-            at_capacity: needed > shard_limit,
+            desired: desired_shards.min(limits.targets.most),
+            at_capacity: needed > limits.shards.most,
         }
+    }
+}
+
+/// The most there can be of something, and what sets that number (the reason names it).
+#[derive(Debug, Clone)]
+pub(super) struct Limit {
+    pub(super) most: usize,
+    pub(super) bound: Bound,
+}
+
+/// The limits behind both the size and an at-capacity decision's [`Bound`]: one computation,
+/// so the bound a run reports is the one that set `at_capacity`.
+pub(super) struct Limits {
+    /// Mount targets: the AZs that can hold one (one for One Zone), `MAX_MOUNT_TARGETS`.
+    pub(super) targets: Limit,
+    /// Shards: `MAX_SHARDS` (within the list's own cap); for a modulo list, the targets.
+    pub(super) shards: Limit,
+}
+
+impl Limits {
+    pub(super) fn of(room: &Room, obs: &Observed, policy: &Policy, modulo: bool) -> Limits {
+        let fs = &obs.file_system;
+        let most = room
+            .az_capacity
+            .min(policy.max_mount_targets.unwrap_or(usize::MAX))
+            .max(1);
+        let bound = if fs.is_one_zone() {
+            Bound::OneZone {
+                az: fs
+                    .one_zone_az
+                    .clone()
+                    .or_else(|| fs.one_zone_az_id.clone())
+                    .unwrap_or_default(),
+            }
+        } else {
+            match policy.max_mount_targets {
+                Some(m) if m < room.az_capacity => Bound::MaxMountTargets(m),
+                _ => Bound::Azs {
+                    usable: room.az_capacity,
+                    excluded: room.excluded.len(),
+                },
+            }
+        };
+        let targets = Limit { most, bound };
+        // A modulo list cannot have more shards than entries, one per mount target.
+        let shards = if modulo {
+            targets.clone()
+        } else {
+            let most = policy.max_shards.clamp(1, MAX_LIST_SHARDS);
+            Limit {
+                most,
+                bound: Bound::MaxShards(most),
+            }
+        };
+        Limits { targets, shards }
     }
 }
 

@@ -48,34 +48,80 @@ pub enum Step {
     },
 }
 
-impl Step {
-    /// The name used in the response's `actions` and in logs.
-    pub fn name(&self) -> &'static str {
+/// What a step is, without its data: the response's `actions`, the logs, and the one
+/// statement of the order steps run in. A plan's steps are sorted by it (stably), so each
+/// part of the plan adds its steps without knowing where the others go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StepKind {
+    /// First: what the rest of the run decided is kept even if the run dies next.
+    SaveState,
+    /// Before anything names the directory (a new target, a list).
+    CreateShardDir,
+    /// At most one of these three a run (the decision's own step).
+    CreateMountTarget,
+    MoveFiles,
+    DeleteMountTarget,
+    Wait,
+    /// Last: the list goes out once what it names is there, then the fleet picks it up.
+    Publish,
+    ForceDeployment,
+}
+
+impl StepKind {
+    /// The name used in the response's `actions` and in logs (part of the contract).
+    pub fn name(self) -> &'static str {
         match self {
-            Step::CreateShardDir { .. } => "create_shard_directory",
-            Step::CreateMountTarget(_) => "create_mount_target",
-            Step::Wait { .. } => "wait_mount_target",
-            Step::SaveState(_) => "save_state",
-            Step::MoveFiles { .. } => "move_files",
-            Step::DeleteMountTarget { .. } => "delete_mount_target",
-            Step::Publish { .. } => "publish",
-            Step::ForceDeployment { .. } => "force_deployment",
+            StepKind::CreateShardDir => "create_shard_directory",
+            StepKind::CreateMountTarget => "create_mount_target",
+            StepKind::Wait => "wait_mount_target",
+            StepKind::SaveState => "save_state",
+            StepKind::MoveFiles => "move_files",
+            StepKind::DeleteMountTarget => "delete_mount_target",
+            StepKind::Publish => "publish",
+            StepKind::ForceDeployment => "force_deployment",
         }
     }
 
     /// Steps that change what a run observes; after them it observes again before it publishes.
-    pub fn changes_state(&self) -> bool {
+    pub fn changes_state(self) -> bool {
         matches!(
             self,
-            Step::CreateMountTarget(_)
-                | Step::Wait { .. }
-                | Step::MoveFiles { .. }
-                | Step::DeleteMountTarget { .. }
+            StepKind::CreateMountTarget
+                | StepKind::Wait
+                | StepKind::MoveFiles
+                | StepKind::DeleteMountTarget
         )
     }
 
     /// Publishing and redeploying: done once what is observed has settled.
-    pub fn is_announcement(&self) -> bool {
-        matches!(self, Step::Publish { .. } | Step::ForceDeployment { .. })
+    pub fn is_announcement(self) -> bool {
+        matches!(self, StepKind::Publish | StepKind::ForceDeployment)
+    }
+}
+
+impl serde::Serialize for StepKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Step {
+    pub fn kind(&self) -> StepKind {
+        match self {
+            Step::CreateShardDir { .. } => StepKind::CreateShardDir,
+            Step::CreateMountTarget(_) => StepKind::CreateMountTarget,
+            Step::Wait { .. } => StepKind::Wait,
+            Step::SaveState(_) => StepKind::SaveState,
+            Step::MoveFiles { .. } => StepKind::MoveFiles,
+            Step::DeleteMountTarget { .. } => StepKind::DeleteMountTarget,
+            Step::Publish { .. } => StepKind::Publish,
+            Step::ForceDeployment { .. } => StepKind::ForceDeployment,
+        }
     }
 }

@@ -102,7 +102,7 @@ fn policy() -> Policy {
 const NOW: u64 = 1_000_000;
 
 fn names(p: &Plan) -> Vec<&'static str> {
-    p.steps.iter().map(Step::name).collect()
+    p.steps.iter().map(|s| s.kind().name()).collect()
 }
 
 fn created(p: &Plan) -> Option<&NewTarget> {

@@ -3,17 +3,16 @@
 use super::list::serving;
 use super::policy::Policy;
 use super::step::Step;
-use crate::observed::Observed;
+use crate::observed::{LifeCycle, Observed};
 use crate::shard::Shard;
 use efs_router::list::MountTargetList;
 
 /// What every run does whatever it decided: make missing shard directories, wait for
 /// targets still creating, publish a changed list, redeploy services older than the list.
-pub(super) fn housekeeping(
+pub(super) fn upkeep(
     obs: &Observed,
     policy: &Policy,
     shards: &[Shard],
-    creating: &[&Shard],
     published: Option<&MountTargetList>,
     list: &MountTargetList,
     steps: &mut Vec<Step>,
@@ -34,7 +33,10 @@ pub(super) fn housekeeping(
             steps.push(Step::CreateShardDir { root });
         }
     }
-    for s in creating {
+    for s in shards
+        .iter()
+        .filter(|s| s.target.state == LifeCycle::Creating)
+    {
         steps.push(Step::Wait {
             mount_target_id: s.target.id.clone(),
         });
