@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::migration::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
-use crate::plan::{NewTarget, SecurityGroups, Step, StepKind};
+use crate::plan::{NewTarget, SecurityGroups, Step, StepKind, Warning};
 use crate::state::State;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -23,7 +23,7 @@ pub struct Applied {
     /// created, available, deleted, files moved, a subnet left out).
     progressed: bool,
     /// What happened that an operator should know (a subnet AWS refused).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Shard directories that could not be made.
     pub unreadable: usize,
 }
@@ -51,7 +51,9 @@ pub async fn apply(
                 if let Err(source) = crate::shard::open_dir(config, &path, true) {
                     let e = Error::CreateShardDir { path, source };
                     warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
-                    applied.warnings.push(crate::error::chain(&e));
+                    applied.warnings.push(Warning::ShardDirNotMade {
+                        error: crate::error::chain(&e),
+                    });
                     applied.unreadable += 1;
                     continue;
                 }
@@ -161,9 +163,11 @@ async fn create(
                 s.exclude(key, until, reason.clone(), now)
             })
             .await?;
-            applied.warnings.push(format!(
-                "{reason}; {key} is left out until {until} (Unix time)"
-            ));
+            applied.warnings.push(Warning::SubnetRefused {
+                reason,
+                key: key.clone(),
+                until,
+            });
             Ok(None)
         }
         // AWS also answers MountTargetConflict for a subnet of another VPC: the message says

@@ -14,6 +14,7 @@
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::plan::Warning;
 use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
@@ -256,7 +257,7 @@ fn flush(
 /// Removes the router's temporary files abandoned (unchanged for an hour) under the shards
 /// rooted at `roots`: writes that died before their rename. A cut-short move's only copy is
 /// never removed; it is reported for a person to look at.
-pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<String>) -> u64 {
+pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Warning>) -> u64 {
     let mut removed = 0;
     for root in roots.iter().collect::<BTreeSet<_>>() {
         let dir = config.watch_path(root);
@@ -270,11 +271,9 @@ pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<St
         for a in found {
             let path = dir.join(&a.path);
             if !a.safe_to_remove() {
-                warnings.push(format!(
-                    "{} looks like a move that died with the only copy of a version: left for a \
-                     person to look at",
-                    path.display()
-                ));
+                warnings.push(Warning::CutShortMove {
+                    path: path.display().to_string(),
+                });
                 continue;
             }
             match std::fs::remove_file(&path) {

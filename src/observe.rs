@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::migration;
 use crate::observed::{LifeCycle, Observed};
+use crate::plan::Warning;
 use crate::shard::{self, root_for_az};
 use crate::state::{self, State};
 use efs_router::dir::count_files_at;
@@ -187,7 +188,7 @@ struct Counted {
 /// state file on the file system, read once and safely, bounded by now. Its AZs are not
 /// carried over: a file any task could have written never decides what the function deletes
 /// (an operator adds targets the function created before to `created` by hand).
-fn migrated(config: &Config, now: u64, warnings: &mut Vec<String>) -> State {
+fn migrated(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State {
     let file = state::old_file_path(&config.mount_path);
     match state::migrate_old_file(&config.mount_path) {
         Ok(None) => State::default(),
@@ -203,29 +204,15 @@ fn migrated(config: &Config, now: u64, warnings: &mut Vec<String>) -> State {
                 e.until = e.until.min(most);
                 s.excluded.insert(key, e);
             }
-            warnings.push(format!(
-                "the timers of {} were carried over to the parameter {} (read once; the file is \
-                 no longer used){}",
-                file.display(),
-                config.state_parameter_name,
-                if old.created_azs.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; the AZs it names as created by this function ({}) were not: add \
-                         those targets to `created` in the parameter if they are",
-                        old.created_azs
-                            .iter()
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ));
+            warnings.push(Warning::OldStateCarriedOver {
+                file: file.display().to_string(),
+                parameter: config.state_parameter_name.clone(),
+                created_azs: old.created_azs.iter().cloned().collect(),
+            });
             s
         }
         Err(problem) => {
-            warnings.push(format!("old state file: {problem}"));
+            warnings.push(Warning::OldStateFile { problem });
             State::default()
         }
     }

@@ -133,7 +133,7 @@ pub struct Observed {
     /// The state parameter exists (else the state is new or carried over and must be saved).
     pub state_stored: bool,
     /// Observed things an operator should know (the old state file, say).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::plan::Warning>,
     /// Unix seconds when observed.
     pub now: u64,
 }

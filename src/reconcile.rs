@@ -8,7 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
-use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind};
+use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind, Warning};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -58,7 +58,7 @@ pub async fn run(
     let (observed, count_took) = observe(clients, config).await?;
     let first = plan(&observed, &policy);
     for w in &first.warnings {
-        warn!(warning = %w, "observed");
+        warn!(warning = %w, kind = w.kind(), "observed");
     }
 
     let mut applied = Applied::default();
@@ -71,8 +71,8 @@ pub async fn run(
             // The list clients use now: every shard is walked, files go where they route;
             // only when a drain could move files too (the fleet runs that list, ...).
             if let Some(wait) = &first.moves_wait {
-                let why = format!("{wait}: no file moves");
-                warn!("{why}");
+                let why = Warning::MovesWait(wait.clone());
+                warn!(kind = why.kind(), "{why}");
                 applied.warnings.push(why);
                 if let MovesWait::Fleet(services) = wait {
                     applied.waiting_for.extend(services.iter().cloned());
@@ -136,6 +136,7 @@ pub async fn run(
         actions = ?response.actions,
         moved = response.moves.as_ref().map_or(0, |m| m.moved),
         waiting_for = ?response.waiting_for,
+        decision = response.decision,
         reason = %response.reason,
         "run summary"
     );
@@ -229,6 +230,7 @@ fn respond(
     end: &Plan,
     applied: Applied,
 ) -> Response {
+    let warnings: Vec<&Warning> = applied.warnings.iter().chain(&end.warnings).collect();
     let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.
@@ -270,13 +272,10 @@ fn respond(
             w
         },
         actions: applied.actions,
+        decision: first.decision.name(),
         reason: first.reason.clone(),
-        warnings: applied
-            .warnings
-            .iter()
-            .chain(&end.warnings)
-            .cloned()
-            .collect(),
+        warning_kinds: warnings.iter().map(|w| w.kind()).collect(),
+        warnings: warnings.iter().map(|w| w.to_string()).collect(),
         excluded_subnets: end.excluded.clone(),
         moves: moved_files.then_some(applied.moves),
         deleted: applied.deleted,

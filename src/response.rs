@@ -19,7 +19,8 @@ pub struct NewMountTarget {
 pub struct Response {
     #[serde(rename = "statusCode")]
     pub status_code: u16,
-    /// `reconcile` or `plan` (a plan changed nothing; `actions` are what it would do).
+    /// `reconcile`, `plan` (which changed nothing; `actions` are what it would do),
+    /// `rebalance` or `migrate`.
     pub action: &'static str,
     pub file_count: u64,
     /// Files in each shard directory, by root.
@@ -43,8 +44,13 @@ pub struct Response {
     /// Targets still `creating` when the run ended; the next run picks them up.
     pub waiting_for: Vec<String>,
     pub actions: Vec<StepKind>,
+    /// What the run decided, by name ([`crate::plan::Decision::name`]); `reason` says it in words.
+    pub decision: &'static str,
     pub reason: String,
+    /// Things an operator should know that changed nothing, in words.
     pub warnings: Vec<String>,
+    /// The kind of each of `warnings`, in the same order ([`crate::plan::Warning::kind`]).
+    pub warning_kinds: Vec<&'static str>,
     /// Subnets and AZs left out of scale-out after CreateMountTarget refused them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub excluded_subnets: Vec<Excluded>,

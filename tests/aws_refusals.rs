@@ -6,6 +6,7 @@
 //!
 //! Needs `moto_server` on PATH (`pip install "moto[server]"`).
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeMap;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use support::{event, has_action, strings, Testbed, World};
+use support::{event, has_action, has_warning, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: usize = 500;
@@ -51,28 +52,21 @@ async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
     // The refused subnet, then the next free AZ, in the same run: one target created.
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 2, "{}", inv.describe());
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 2);
     let targets = tb.world.mount_targets().await;
     let azs: Vec<&str> = targets.iter().map(|t| t.az.as_str()).collect();
-    assert_eq!(targets.len(), 2, "{targets:#?}\n{}", inv.describe());
-    assert!(azs.contains(&"us-east-1c"), "{azs:?}\n{}", inv.describe());
-    assert_eq!(
+    check_eq!(inv, targets.len(), 2, "{targets:#?}");
+    check!(inv, azs.contains(&"us-east-1c"), "{azs:?}");
+    check_eq!(
+        inv,
         r["new_mount_target"]["subnet_id"],
-        json!(tb.world.subnet('c').id),
-        "{}",
-        inv.describe()
+        json!(tb.world.subnet('c').id)
     );
-    assert_eq!(excluded(r), vec![full.clone()], "{}", inv.describe());
-    let warnings = strings(r, "warnings").join("\n");
-    assert!(
-        warnings.contains(&full) && warnings.contains("NoFreeAddressesInSubnet"),
-        "the response does not name the refused subnet and why: {warnings}\n{}",
-        inv.describe()
-    );
-    assert!(
-        inv.logs.contains(&full) && inv.logs.contains("NoFreeAddressesInSubnet"),
-        "{}",
-        inv.describe()
+    check_eq!(inv, excluded(r), vec![full.clone()]);
+    check!(inv, has_warning(r, "subnet_refused"));
+    check!(
+        inv,
+        inv.logs.contains(&full) && inv.logs.contains("NoFreeAddressesInSubnet")
     );
     // The exclusion is kept; only the accepted create counts as the function's own.
     let state = tb.world.state().await;
@@ -91,19 +85,18 @@ async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
-    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
-    assert_eq!(
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
+    check_eq!(inv, r["at_capacity"], json!(false));
+    check_eq!(
+        inv,
         (
             r["shards"].clone(),
             r["desired_shards"].clone(),
             r["total"].clone()
         ),
-        (json!(3), json!(3), json!(2)),
-        "{}",
-        inv.describe()
+        (json!(3), json!(3), json!(2))
     );
-    assert_eq!(excluded(r), vec![full], "{}", inv.describe());
+    check_eq!(inv, excluded(r), vec![full]);
     assert_eq!(tb.world.mount_targets().await.len(), 2);
 }
 
@@ -123,12 +116,12 @@ async fn refusals_everywhere_record_no_target_and_the_shards_grow_on_the_one_the
 
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 2, "{}", inv.describe());
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 2);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
-    assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
+    check!(inv, r["new_mount_target"].is_null());
     // 1,100 files at 500 a shard: three shards, all on the one target AWS left us.
-    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
-    assert!(has_action(r, "publish"), "{}", inv.describe());
+    check_eq!(inv, r["at_capacity"], json!(false));
+    check!(inv, has_action(r, "publish"));
     let list = tb.world.published().await.json();
     assert_eq!(list["version"], json!(2), "{list}");
     assert_eq!(list["mount_targets"][0]["shards"], json!(3), "{list}");
@@ -137,7 +130,7 @@ async fn refusals_everywhere_record_no_target_and_the_shards_grow_on_the_one_the
     // A subnet error leaves the subnet out; an AZ error leaves its AZ out.
     let mut want = vec![b, tb.world.az_id('c')];
     want.sort();
-    assert_eq!(left_out, want, "{}", inv.describe());
+    check_eq!(inv, left_out, want);
     let state = tb.world.state().await;
     assert!(
         state.get("created").is_none(),
@@ -161,18 +154,17 @@ async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
     // 2,000 files at 500 a shard: five shards, all on the One Zone AZ's one target.
-    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
-    assert_eq!(
+    check_eq!(inv, r["at_capacity"], json!(false));
+    check_eq!(
+        inv,
         (
             r["desired"].clone(),
             r["desired_shards"].clone(),
             r["shards"].clone()
         ),
-        (json!(1), json!(5), json!(5)),
-        "{}",
-        inv.describe()
+        (json!(1), json!(5), json!(5))
     );
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
     assert_eq!(tb.proxy.count("DescribeFileSystems"), 1, "read once a run");
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     let list = tb.world.published().await.json();
@@ -186,14 +178,9 @@ async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks
         .await;
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
-    assert_eq!(r["at_capacity"], json!(true), "{}", inv.describe());
-    let reason = r["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.contains("One Zone") && reason.contains(r#""action":"migrate""#),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(tb.proxy.count("CreateMountTarget"), 0, "{}", inv.describe());
+    check_eq!(inv, r["at_capacity"], json!(true));
+    check_eq!(inv, r["decision"], json!("at_capacity"));
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -207,13 +194,13 @@ async fn a_stalled_call_ends_the_run_in_bounded_time_naming_it_with_nothing_chan
     let deadline = Duration::from_secs(60);
     let inv = tb.invoke_with_deadline(&event("scheduled"), deadline).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("TimedOut: ") && message.contains("DescribeMountTargets"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
     // The function answered by itself, long before Lambda would have killed it.
-    assert!(inv.within_deadline(), "{}", inv.describe());
+    check!(inv, inv.within_deadline());
     assert!(tb.proxy.count("DescribeMountTargets") >= 1);
     tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter);
@@ -231,14 +218,14 @@ async fn a_code_deploy_service_is_an_error_naming_it_and_no_service_is_updated()
 
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("DeploymentController: ")
             && message.contains("billing")
             && message.contains("CODE_DEPLOY"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
-    assert_eq!(tb.proxy.count("UpdateService"), 0, "{}", inv.describe());
+    check_eq!(inv, tb.proxy.count("UpdateService"), 0);
     tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
 }
@@ -277,12 +264,12 @@ async fn a_service_that_does_not_exist_is_an_error_naming_it() {
     tb.env("ECS_SERVICE_NAME", "ingest,ghost");
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("NotFound: ")
             && message.contains("ghost")
             && message.contains("ECS_SERVICE_NAME"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
     tb.assert_nothing_changed(&inv);
 }
@@ -302,10 +289,10 @@ async fn a_deleted_service_is_an_error_naming_it() {
         .expect("DeleteService");
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("NotFound: ") && message.contains("old"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
     tb.assert_nothing_changed(&inv);
 }
@@ -319,12 +306,7 @@ async fn a_failed_rollout_is_a_warning_and_a_metric() {
     );
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
-    let warnings = strings(r, "warnings").join("\n");
-    assert!(
-        warnings.contains("ingest") && warnings.contains("circuit breaker"),
-        "{warnings}\n{}",
-        inv.describe()
-    );
+    check!(inv, has_warning(r, "rollout_failed"));
     let metrics: BTreeMap<String, Value> = inv
         .logs
         .lines()
@@ -333,12 +315,7 @@ async fn a_failed_rollout_is_a_warning_and_a_metric() {
         .filter_map(|v| v.as_object().cloned())
         .flat_map(|o| o.into_iter())
         .collect();
-    assert_eq!(
-        metrics.get("RolloutsFailed"),
-        Some(&json!(1)),
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, metrics.get("RolloutsFailed"), Some(&json!(1)));
     tb.assert_nothing_changed(&inv);
 }
 
@@ -348,12 +325,12 @@ async fn a_file_system_that_is_not_available_is_an_error_naming_it() {
     tb.proxy.file_system_state("deleting");
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("FileSystemNotAvailable: ")
             && message.contains(&tb.world.file_system_id)
             && message.contains("deleting"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
     tb.assert_nothing_changed(&inv);
 }

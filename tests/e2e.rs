@@ -4,6 +4,7 @@
 //!
 //! Needs `moto_server` on PATH (`pip install "moto[server]"`).
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeSet;
@@ -45,12 +46,10 @@ fn assert_response_shape(inv: &Invocation) {
         && r["actions"]
             .as_array()
             .is_some_and(|a| a.iter().all(Value::is_string))
-        && r["reason"].is_string();
-    assert!(
-        ok,
-        "response does not have the contract's shape\n{}",
-        inv.describe()
-    );
+        && r["decision"].is_string()
+        && r["reason"].is_string()
+        && r["warning_kinds"].as_array().map(Vec::len) == r["warnings"].as_array().map(Vec::len);
+    check!(inv, ok, "response does not have the contract's shape");
 }
 
 /// The published entries (`mount_targets` of the parameter's JSON).
@@ -128,18 +127,18 @@ async fn original_target(world: &World) -> MountTarget {
 /// One target per AZ, each available.
 fn assert_one_per_az(targets: &[MountTarget], inv: &Invocation) {
     let azs: BTreeSet<&str> = targets.iter().map(|t| t.az.as_str()).collect();
-    assert_eq!(
+    check_eq!(
+        inv,
         azs.len(),
         targets.len(),
-        "two targets in one AZ: {targets:#?}\n{}",
-        inv.describe()
+        "two targets in one AZ: {targets:#?}"
     );
-    assert!(
+    check!(
+        inv,
         targets
             .iter()
             .all(|t| t.state == "available" && !t.id.is_empty()),
-        "a target that is not available: {targets:#?}\n{}",
-        inv.describe()
+        "a target that is not available: {targets:#?}"
     );
 }
 
@@ -155,29 +154,15 @@ async fn below_threshold_changes_nothing() {
     assert_response_shape(&inv);
     let r = inv.response();
     let original = original_target(&tb.world).await;
-    assert_eq!(r["file_count"], json!(BELOW), "{}", inv.describe());
-    assert_eq!(
-        r["files_per_target"][&original.id],
-        json!(BELOW),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(
-        r["files_per_shard"]["/"],
-        json!(BELOW),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(r["threshold"], json!(THRESHOLD), "{}", inv.describe());
-    assert_eq!(r["desired"], json!(1), "{}", inv.describe());
-    assert_eq!(r["total"], json!(1), "{}", inv.describe());
-    assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
+    check_eq!(inv, r["file_count"], json!(BELOW));
+    check_eq!(inv, r["files_per_target"][&original.id], json!(BELOW));
+    check_eq!(inv, r["files_per_shard"]["/"], json!(BELOW));
+    check_eq!(inv, r["threshold"], json!(THRESHOLD));
+    check_eq!(inv, r["desired"], json!(1));
+    check_eq!(inv, r["total"], json!(1));
+    check!(inv, r["new_mount_target"].is_null());
     for a in ["create_mount_target", "publish", "force_deployment"] {
-        assert!(
-            !has_action(r, a),
-            "unexpected action {a}\n{}",
-            inv.describe()
-        );
+        check!(inv, !has_action(r, a), "unexpected action {a}");
     }
     tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter, "parameter rewritten");
@@ -199,20 +184,15 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(r["file_count"], json!(CROSSING), "{}", inv.describe());
-    assert_eq!(
-        r["files_per_target"][&original.id],
-        json!(CROSSING),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(r["desired"], json!(2), "{}", inv.describe());
-    assert_eq!(r["total"], json!(2), "{}", inv.describe());
+    check_eq!(inv, r["file_count"], json!(CROSSING));
+    check_eq!(inv, r["files_per_target"][&original.id], json!(CROSSING));
+    check_eq!(inv, r["desired"], json!(2));
+    check_eq!(inv, r["total"], json!(2));
 
     // One new target, in our VPC, in an AZ with none before (b or c: not a, not through a's
     // second subnet, not the other VPC's subnet in b, not moto's default VPC).
     let targets = tb.world.mount_targets().await;
-    assert_eq!(targets.len(), 2, "{targets:#?}\n{}", inv.describe());
+    check_eq!(inv, targets.len(), 2, "{targets:#?}");
     assert_one_per_az(&targets, &inv);
     let created = targets.iter().find(|t| t.id != original.id).unwrap();
     assert_eq!(
@@ -235,46 +215,35 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
     );
 
     let new = &r["new_mount_target"];
-    assert_eq!(new["id"], json!(created.id), "{}", inv.describe());
-    assert_eq!(new["ip"], json!(created.ip), "{}", inv.describe());
-    assert_eq!(new["az"], json!(created.az), "{}", inv.describe());
-    assert_eq!(
-        new["subnet_id"],
-        json!(created.subnet_id),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(
+    check_eq!(inv, new["id"], json!(created.id));
+    check_eq!(inv, new["ip"], json!(created.ip));
+    check_eq!(inv, new["az"], json!(created.az));
+    check_eq!(inv, new["subnet_id"], json!(created.subnet_id));
+    check_eq!(
+        inv,
         new["root"],
-        json!(format!("/shards/{}", created.az_id)),
-        "{}",
-        inv.describe()
+        json!(format!("/shards/{}", created.az_id))
     );
 
     // Its shard directory exists.
     let dir = tb.mount.shard_dir(&created.az_id);
-    assert!(
-        dir.is_dir(),
-        "{} was not created\n{}",
-        dir.display(),
-        inv.describe()
-    );
+    check!(inv, dir.is_dir(), "{} was not created", dir.display());
 
     // The published list is what DescribeMountTargets says, in the contract's form.
     let published = tb.world.published().await.json();
     assert_published_is(&published, &targets, &original.id, "rendezvous", &inv);
-    assert_eq!(
+    check_eq!(
+        inv,
         r["mount_targets"],
         published["mount_targets"],
-        "response vs parameter\n{}",
-        inv.describe()
+        "response vs parameter"
     );
 
     // The service was redeployed.
     let after = tb.world.deployment_ids().await;
-    assert_ne!(after, deployments, "no new deployment\n{}", inv.describe());
+    check_ne!(inv, after, deployments, "no new deployment");
     for a in ["create_mount_target", "publish", "force_deployment"] {
-        assert!(has_action(r, a), "missing action {a}\n{}", inv.describe());
+        check!(inv, has_action(r, a), "missing action {a}");
     }
 }
 
@@ -290,9 +259,9 @@ async fn an_immediate_second_run_does_nothing() {
     let inv = tb.invoke(&event("reconcile")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(r["desired"], json!(2), "{}", inv.describe());
-    assert_eq!(r["total"], json!(2), "{}", inv.describe());
-    assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
+    check_eq!(inv, r["desired"], json!(2));
+    check_eq!(inv, r["total"], json!(2));
+    check!(inv, r["new_mount_target"].is_null());
     tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.deployment_ids().await, deployments);
@@ -315,33 +284,23 @@ async fn when_every_az_has_a_mount_target_the_new_shards_go_on_them_and_the_reas
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(r["file_count"], json!(4 * THRESHOLD), "{}", inv.describe());
-    assert_eq!(
-        r["desired"],
-        json!(3),
-        "clamped to the 3 AZs\n{}",
-        inv.describe()
-    );
-    assert_eq!(r["total"], json!(3), "{}", inv.describe());
-    assert!(r["new_mount_target"].is_null(), "{}", inv.describe());
-    let reason = r["reason"].as_str().unwrap_or_default().to_lowercase();
-    assert!(
-        reason.contains("az") && reason.contains("shard"),
-        "the reason does not say the AZs are used up and shards are added: {reason:?}\n{}",
-        inv.describe()
-    );
-    assert!(!has_action(r, "create_mount_target"), "{}", inv.describe());
+    check_eq!(inv, r["file_count"], json!(4 * THRESHOLD));
+    check_eq!(inv, r["desired"], json!(3), "clamped to the 3 AZs");
+    check_eq!(inv, r["total"], json!(3));
+    check!(inv, r["new_mount_target"].is_null());
+    check_eq!(inv, r["decision"], json!("add_shards"));
+    check!(inv, !has_action(r, "create_mount_target"));
     assert_eq!(tb.world.mount_targets().await.len(), 3);
     // 2,000 files at 500 a shard: 5 shards on the 3 targets, 2 + 2 + 1, published as
     // version 2, each new one's directory made first.
-    assert_eq!(r["desired_shards"], json!(5), "{}", inv.describe());
-    assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+    check_eq!(inv, r["desired_shards"], json!(5));
+    check_eq!(inv, r["at_capacity"], json!(false));
     let list = tb.world.published().await;
     assert_ne!(list, parameter);
     let list = efs_router::MountTargetList::from_json(&list.value).unwrap();
     let mut counts: Vec<u32> = list.mount_targets.iter().map(|t| t.shards).collect();
     counts.sort();
-    assert_eq!(counts, [1, 2, 2], "{}", inv.describe());
+    check_eq!(inv, counts, [1, 2, 2]);
     for shard in list.shards() {
         assert!(
             tb.mount.dir_of_root(&shard.root).is_dir(),
@@ -362,10 +321,10 @@ async fn assert_unreadable_parameter_is_kept(text: &str) {
 
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.contains(PARAMETER_NAME),
-        "the error does not name the parameter {PARAMETER_NAME}: {message}\n{}",
-        inv.describe()
+        "the error does not name the parameter {PARAMETER_NAME}: {message}"
     );
     let after = tb.world.published().await;
     assert_eq!(after.value, text, "the parameter was overwritten");
@@ -423,7 +382,7 @@ async fn a_missing_parameter_is_created_from_what_is_observed() {
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert!(has_action(r, "publish"), "{}", inv.describe());
+    check!(inv, has_action(r, "publish"));
     let published = tb
         .world
         .parameter()
@@ -437,12 +396,7 @@ async fn a_missing_parameter_is_created_from_what_is_observed() {
         "rendezvous",
         &inv,
     );
-    assert_eq!(
-        r["mount_targets"],
-        published["mount_targets"],
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, r["mount_targets"], published["mount_targets"]);
     assert_eq!(tb.proxy.count("CreateMountTarget"), 0);
 }
 
@@ -459,9 +413,9 @@ async fn the_original_two_field_list_is_read_and_new_targets_are_appended_modulo
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(r["desired"], json!(2), "{}", inv.describe());
+    check_eq!(inv, r["desired"], json!(2));
     let targets = tb.world.mount_targets().await;
-    assert_eq!(targets.len(), 2, "{}", inv.describe());
+    check_eq!(inv, targets.len(), 2);
     let created = targets.iter().find(|t| t.id != original.id).unwrap();
 
     let published = tb.world.published().await.json();
@@ -491,27 +445,22 @@ async fn a_mount_target_creating_for_a_few_describes_is_waited_for_then_publishe
     assert_response_shape(&inv);
     let r = inv.response();
     let created = tb.proxy.created_mount_targets();
-    assert_eq!(created.len(), 1, "{}", inv.describe());
-    assert!(
+    check_eq!(inv, created.len(), 1);
+    check!(
+        inv,
         tb.proxy.count("DescribeMountTargets") >= 4,
-        "it did not poll until available: {:?}\n{}",
-        tb.proxy.counts(),
-        inv.describe()
+        "it did not poll until available: {:?}",
+        tb.proxy.counts()
     );
     let published = tb.world.published().await.json();
-    assert!(
+    check!(
+        inv,
         entry_ids(&published).contains(&created[0]),
-        "{} not published: {}\n{}",
+        "{} not published: {}",
         created[0],
-        pretty(&published),
-        inv.describe()
+        pretty(&published)
     );
-    assert_eq!(
-        r["new_mount_target"]["id"],
-        json!(created[0]),
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, r["new_mount_target"]["id"], json!(created[0]));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -525,27 +474,23 @@ async fn a_short_deadline_leaves_a_creating_target_unpublished_for_the_next_run(
         .invoke_with_deadline(&event("scheduled"), Duration::from_secs(5))
         .await;
     assert_response_shape(&inv);
-    assert!(
-        inv.within_deadline(),
-        "answered after its deadline\n{}",
-        inv.describe()
-    );
+    check!(inv, inv.within_deadline(), "answered after its deadline");
     let created = tb.proxy.created_mount_targets();
-    assert_eq!(created.len(), 1, "{}", inv.describe());
+    check_eq!(inv, created.len(), 1);
     let published = tb.world.parameter().await.map(|p| p.json());
-    assert!(
+    check!(
+        inv,
         published
             .as_ref()
             .is_some_and(|p| !entry_ids(p).contains(&created[0])),
-        "a creating target was published: {published:?}\n{}",
-        inv.describe()
+        "a creating target was published: {published:?}"
     );
-    assert!(
+    check!(
+        inv,
         !inv.response()["mount_targets"]
             .to_string()
             .contains(&created[0]),
-        "the response lists a creating target\n{}",
-        inv.describe()
+        "the response lists a creating target"
     );
 
     // Run 2: the target is still creating when observed, and becomes available while the run
@@ -593,18 +538,9 @@ async fn a_run_that_died_after_publishing_is_finished_by_the_next_one() {
 
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
-    assert!(
-        has_action(inv.response(), "force_deployment"),
-        "{}",
-        inv.describe()
-    );
+    check!(inv, has_action(inv.response(), "force_deployment"));
     let redeployed = tb.world.deployment_ids().await;
-    assert_ne!(
-        redeployed,
-        deployments,
-        "not redeployed\n{}",
-        inv.describe()
-    );
+    check_ne!(inv, redeployed, deployments, "not redeployed");
     assert_eq!(
         tb.proxy.count("UpdateService"),
         1,
@@ -643,18 +579,8 @@ async fn every_listed_service_is_redeployed() {
     let inv = tb.invoke(&event("scheduled")).await;
     inv.response();
     let after = tb.world.deployment_ids().await;
-    assert_ne!(
-        after[0],
-        deployments[0],
-        "ingest not redeployed\n{}",
-        inv.describe()
-    );
-    assert_ne!(
-        after[1],
-        deployments[1],
-        "query not redeployed\n{}",
-        inv.describe()
-    );
+    check_ne!(inv, after[0], deployments[0], "ingest not redeployed");
+    check_ne!(inv, after[1], deployments[1], "query not redeployed");
     assert_eq!(
         tb.proxy.count("UpdateService"),
         2,
@@ -714,16 +640,11 @@ async fn throttling_on_every_service_is_retried() {
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let targets = tb.world.mount_targets().await;
-    assert_eq!(targets.len(), 2, "{targets:#?}\n{}", inv.describe());
+    check_eq!(inv, targets.len(), 2, "{targets:#?}");
     assert_one_per_az(&targets, &inv);
     let published = tb.world.published().await.json();
     assert_published_is(&published, &targets, &original.id, "rendezvous", &inv);
-    assert_ne!(
-        tb.world.deployment_ids().await,
-        deployments,
-        "{}",
-        inv.describe()
-    );
+    check_ne!(inv, tb.world.deployment_ids().await, deployments);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -734,13 +655,8 @@ async fn a_failing_update_service_is_finished_by_the_next_run() {
 
     // Run 1 publishes the new target but cannot redeploy (error or not, it must not hang).
     let inv = tb.invoke(&event("scheduled")).await;
-    assert!(inv.within_deadline(), "{}", inv.describe());
-    assert_eq!(
-        entries(&tb.world.published().await.json()).len(),
-        2,
-        "{}",
-        inv.describe()
-    );
+    check!(inv, inv.within_deadline());
+    check_eq!(inv, entries(&tb.world.published().await.json()).len(), 2);
     assert_eq!(tb.world.deployment_ids().await, deployments);
 
     // Run 2, with ECS back, redeploys and creates nothing.
@@ -776,16 +692,16 @@ async fn the_plan_event_plans_a_scale_out_and_changes_nothing() {
     let inv = tb.invoke(&event("plan")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(r["desired"], json!(2), "{}", inv.describe());
-    assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
+    check_eq!(inv, r["desired"], json!(2));
+    check!(inv, has_action(r, "create_mount_target"));
     tb.assert_nothing_changed(&inv);
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     assert_eq!(tb.world.published().await, parameter);
     assert_eq!(tb.world.deployment_ids().await, deployments);
-    assert!(
+    check!(
+        inv,
         !tb.mount.has_shards(),
-        "plan created a shard directory\n{}",
-        inv.describe()
+        "plan created a shard directory"
     );
 }
 
@@ -797,10 +713,10 @@ async fn an_unknown_event_is_an_error_listing_what_is_accepted() {
     let inv = tb.invoke(&json!({"action": "explode"})).await;
     let message = inv.error_text();
     for accepted in ["reconcile", "plan"] {
-        assert!(
+        check!(
+            inv,
             message.contains(accepted),
-            "the error does not list {accepted:?}: {message}\n{}",
-            inv.describe()
+            "the error does not list {accepted:?}: {message}"
         );
     }
     tb.assert_nothing_changed(&inv);
@@ -816,10 +732,10 @@ async fn a_bad_file_threshold_is_an_error_naming_it_before_any_aws_call() {
         tb.env("FILE_THRESHOLD", bad);
         let inv = tb.invoke(&event("scheduled")).await;
         let message = inv.error_text();
-        assert!(
+        check!(
+            inv,
             message.starts_with("Config: ") && message.contains("FILE_THRESHOLD"),
-            "FILE_THRESHOLD={bad}: the error does not name the variable: {message}\n{}",
-            inv.describe()
+            "FILE_THRESHOLD={bad}: the error does not name the variable: {message}"
         );
         assert_eq!(
             tb.proxy.total(),
@@ -837,10 +753,10 @@ async fn a_missing_file_system_id_is_an_error_naming_it_before_any_aws_call() {
     tb.unset("EFS_FILE_SYSTEM_ID");
     let inv = tb.invoke(&event("scheduled")).await;
     let message = inv.error_text();
-    assert!(
+    check!(
+        inv,
         message.starts_with("Config: ") && message.contains("EFS_FILE_SYSTEM_ID"),
-        "{message}\n{}",
-        inv.describe()
+        "{message}"
     );
     assert_eq!(
         tb.proxy.total(),
@@ -857,17 +773,16 @@ async fn max_mount_targets_caps_the_targets_and_the_shards_go_on_those_there() {
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
-    assert_eq!(
+    check_eq!(
+        inv,
         (
             r["desired"].clone(),
             r["desired_shards"].clone(),
             r["shards"].clone()
         ),
-        (json!(1), json!(2), json!(2)),
-        "{}",
-        inv.describe()
+        (json!(1), json!(2), json!(2))
     );
-    assert!(!has_action(r, "create_mount_target"), "{}", inv.describe());
+    check!(inv, !has_action(r, "create_mount_target"));
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     let list = tb.world.published().await.json();
     assert_eq!(list["mount_targets"][0]["shards"], json!(2), "{list}");
@@ -892,14 +807,9 @@ async fn subnet_ids_limit_where_new_targets_go() {
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let targets = tb.world.mount_targets().await;
-    assert_eq!(targets.len(), 2, "{}", inv.describe());
+    check_eq!(inv, targets.len(), 2);
     let created = targets.iter().find(|t| t.id != original.id).unwrap();
-    assert_eq!(
-        created.subnet_id,
-        tb.world.subnet('c').id,
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, created.subnet_id, tb.world.subnet('c').id);
 }
 
 // ------------------------------------------------------------------ the harness on its own
@@ -1145,7 +1055,7 @@ async fn each_reconcile_run_prints_its_metrics_as_embedded_metric_format() {
     let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response().clone();
     let lines = emf_lines(&inv);
-    assert!(!lines.is_empty(), "no EMF line\n{}", inv.describe());
+    check!(inv, !lines.is_empty(), "no EMF line");
     // name -> (unit, value, dimension values) over every line, checked against the format:
     // `_aws.Timestamp` in ms, `CloudWatchMetrics[]` with a namespace, dimension sets whose
     // names are root members, and each metric's value a root member.
@@ -1231,6 +1141,6 @@ async fn each_reconcile_run_prints_its_metrics_as_embedded_metric_format() {
         .map(|(id, n)| (json!(id), n.clone()))
         .collect();
     expected.sort_by_key(|(s, _)| s.to_string());
-    assert_eq!(per_shard, expected, "{}", inv.describe());
+    check_eq!(inv, per_shard, expected);
     assert_eq!(per_shard.len(), 2);
 }

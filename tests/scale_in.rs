@@ -5,6 +5,7 @@
 //!
 //! Needs `moto_server` on PATH (`pip install "moto[server]"`).
 
+#[macro_use]
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 
 use support::files::list_files;
 use support::function::pretty;
-use support::{event, has_action, strings, Invocation, Mount, Testbed, World};
+use support::{event, has_action, has_warning, strings, Invocation, Mount, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
@@ -89,30 +90,26 @@ fn assert_files_intact(before: &BTreeMap<String, Vec<u8>>, mount: &Mount, inv: &
         by_name.entry(n).or_default().push(root);
     }
     let twice: Vec<_> = by_name.iter().filter(|(_, r)| r.len() > 1).collect();
-    assert!(
-        twice.is_empty(),
-        "files in two places: {twice:?}\n{}",
-        inv.describe()
-    );
+    check!(inv, twice.is_empty(), "files in two places: {twice:?}");
     let after: BTreeMap<String, Vec<u8>> = now.into_iter().map(|((_, n), b)| (n, b)).collect();
     let lost: Vec<_> = before.keys().filter(|n| !after.contains_key(*n)).collect();
     let new: Vec<_> = after.keys().filter(|n| !before.contains_key(*n)).collect();
-    assert!(
+    check!(
+        inv,
         lost.is_empty() && new.is_empty(),
-        "files lost: {lost:?}; files that appeared: {new:?}\n{}",
-        inv.describe()
+        "files lost: {lost:?}; files that appeared: {new:?}"
     );
     let changed: Vec<_> = before
         .iter()
         .filter(|(n, b)| after.get(*n) != Some(*b))
         .map(|(n, _)| n)
         .collect();
-    assert!(
+    check!(
+        inv,
         changed.is_empty(),
-        "files whose bytes changed: {changed:?}\n{}",
-        inv.describe()
+        "files whose bytes changed: {changed:?}"
     );
-    assert_eq!(before.len(), after.len(), "{}", inv.describe());
+    check_eq!(inv, before.len(), after.len());
 }
 
 /// The home shard of a file under `list`, as a client routes it (over the list's shards).
@@ -330,57 +327,57 @@ async fn reconcile_checked(
         .map(|t| t.id.clone())
         .collect();
     let said: BTreeSet<String> = deleted(&r).into_iter().collect();
-    assert_eq!(
+    check_eq!(
+        inv,
         gone,
         said,
-        "the targets gone are not those the response says it deleted\n{}",
-        inv.describe()
+        "the targets gone are not those the response says it deleted"
     );
-    assert!(
+    check!(
+        inv,
         gone.len() <= 1,
-        "more than one target deleted in a run\n{}",
-        inv.describe()
+        "more than one target deleted in a run"
     );
-    assert!(
+    check!(
+        inv,
         targets_after
             .iter()
             .all(|t| targets_before.iter().any(|b| b.id == t.id)),
-        "a scale-in created a mount target: {targets_after:#?}\n{}",
-        inv.describe()
+        "a scale-in created a mount target: {targets_after:#?}"
     );
     for id in &gone {
         let drain = &state_before["draining"][id];
-        assert!(
+        check!(
+            inv,
             drain["unlisted"] == json!(true),
-            "deleted {id}, which was not drained and unlisted before the run: {state_before}\n{}",
-            inv.describe()
+            "deleted {id}, which was not drained and unlisted before the run: {state_before}"
         );
-        assert!(
+        check!(
+            inv,
             list_before.mount_targets.iter().all(|t| &t.id != id),
-            "deleted {id} while it was still published: {}\n{}",
-            list_before.to_json(),
-            inv.describe()
+            "deleted {id} while it was still published: {}",
+            list_before.to_json()
         );
         let root = drain["root"].as_str().unwrap_or_default().to_string();
-        assert_ne!(root, "/", "deleted the first shard\n{}", inv.describe());
+        check_ne!(inv, root, "/", "deleted the first shard");
         let left = list_files(&tb.mount.dir_of_root(&root));
-        assert!(
+        check!(
+            inv,
             left.is_empty(),
-            "deleted {id} while its shard still holds {left:?}\n{}",
-            inv.describe()
+            "deleted {id} while its shard still holds {left:?}"
         );
-        assert!(
+        check!(
+            inv,
             list.mount_targets.iter().all(|t| &t.id != id),
-            "deleted {id} but it is still published\n{}",
-            inv.describe()
+            "deleted {id} but it is still published"
         );
     }
     if tb.world.published().await.value != param_before.value {
-        assert_ne!(
+        check_ne!(
+            inv,
             tb.world.deployment_ids().await,
             deployments_before,
-            "the list changed but the service was not redeployed\n{}",
-            inv.describe()
+            "the list changed but the service was not redeployed"
         );
     }
     (inv, list)
@@ -414,8 +411,8 @@ async fn three_targets_with_few_files_scale_in_to_the_first_one_by_one_files_int
         let (inv, list) = reconcile_checked(&tb, &files).await;
         let r = inv.response();
         if let Some(m) = r.get("moves").filter(|m| !m.is_null()) {
-            assert_eq!(m["failed"], json!(0), "{}", inv.describe());
-            assert_eq!(m["skipped"], json!(0), "{}", inv.describe());
+            check_eq!(inv, m["failed"], json!(0));
+            check_eq!(inv, m["skipped"], json!(0));
         }
         for id in draining_ids(&list) {
             if !drained.contains(&id) {
@@ -591,13 +588,13 @@ async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
         let inv = tb.invoke(&event("reconcile")).await;
         let r = inv.response();
         let list = checked_list(&tb, &inv).await;
-        assert!(
+        check!(
+            inv,
             draining_ids(&list).is_empty(),
-            "run {run} drained within the cool-down\n{}",
-            inv.describe()
+            "run {run} drained within the cool-down"
         );
         for a in ["move_files", "delete_mount_target", "publish"] {
-            assert!(!has_action(r, a), "run {run}: {a}\n{}", inv.describe());
+            check!(inv, !has_action(r, a), "run {run}: {a}");
         }
         tb.assert_nothing_changed(&inv);
         assert_eq!(tb.world.published().await, param, "run {run}");
@@ -617,11 +614,11 @@ async fn a_cool_down_that_has_not_passed_drains_nothing_but_keeps_the_timer() {
                 );
                 since = Some(below);
             }
-            Some(s) => assert_eq!(
+            Some(s) => check_eq!(
+                inv,
                 below,
                 s,
-                "run {run}: the timer was restarted instead of kept\n{}",
-                inv.describe()
+                "run {run}: the timer was restarted instead of kept"
             ),
         }
     }
@@ -652,21 +649,21 @@ async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
             runs.last().map(Invocation::describe).unwrap_or_default()
         );
         let (inv, list) = reconcile_checked(&tb, &files).await;
-        assert!(
+        check!(
+            inv,
             !list
                 .mount_targets
                 .iter()
                 .any(|t| t.id == c.id && t.draining),
-            "{} in the protected AZ is draining\n{}",
-            c.id,
-            inv.describe()
+            "{} in the protected AZ is draining",
+            c.id
         );
         if runs.is_empty() {
-            assert_eq!(
+            check_eq!(
+                inv,
                 draining_ids(&list),
                 vec![b.id.clone()],
-                "the first run drains b instead\n{}",
-                inv.describe()
+                "the first run drains b instead"
             );
         }
         runs.push(inv);
@@ -686,25 +683,17 @@ async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
         let inv = tb.invoke(&event("reconcile")).await;
         let r = inv.response();
         let list = checked_list(&tb, &inv).await;
-        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
-        assert_eq!(list.mount_targets.len(), 2, "{}", inv.describe());
+        check!(inv, draining_ids(&list).is_empty());
+        check_eq!(inv, list.mount_targets.len(), 2);
         tb.assert_nothing_changed(&inv);
-        assert!(
-            r["reason"]
-                .as_str()
-                .unwrap_or_default()
-                .to_lowercase()
-                .contains("protected"),
-            "the reason does not say the remaining target is protected\n{}",
-            inv.describe()
-        );
+        check_eq!(inv, r["decision"], json!("hold_no_candidate"));
         assert_files_intact(&files, &tb.mount, &inv);
         // The protected shard keeps its own files (it may have got some of b's).
         let in_c = list_files(&tb.mount.dir_of_root(&c.root));
-        assert!(
+        check!(
+            inv,
             c_files.iter().all(|n| in_c.contains(n)),
-            "the protected shard's files were moved: {in_c:?}\n{}",
-            inv.describe()
+            "the protected shard's files were moved: {in_c:?}"
         );
     }
 }
@@ -720,15 +709,8 @@ async fn mount_targets_that_were_there_before_the_function_are_never_removed() {
     let before = tb.world.mount_targets().await.len();
     for _ in 0..3 {
         let (inv, list) = reconcile_checked(&tb, &files).await;
-        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
-        assert!(
-            inv.response()["reason"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("did not create"),
-            "{}",
-            inv.describe()
-        );
+        check!(inv, draining_ids(&list).is_empty());
+        check_eq!(inv, inv.response()["decision"], json!("hold_no_candidate"));
     }
     assert_eq!(tb.world.mount_targets().await.len(), before);
     assert_eq!(tb.proxy.count("DeleteMountTarget"), 0);
@@ -750,12 +732,7 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
     // 15 files at 50 a target: within the band (<= 30), b is marked draining.
     let inv = tb.invoke(&event("reconcile")).await;
     let list = checked_list(&tb, &inv).await;
-    assert_eq!(
-        draining_ids(&list),
-        vec![b.id.clone()],
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, draining_ids(&list), vec![b.id.clone()]);
 
     // Then the directory grows to 55 files: more than one shard holds (50), so 2 are
     // needed (at most 56 fit two once balanced), 1 serving.
@@ -766,23 +743,23 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
     let inv = tb.invoke(&event("reconcile")).await;
     let r = inv.response();
     let list = checked_list(&tb, &inv).await;
-    assert!(
+    check!(
+        inv,
         draining_ids(&list).is_empty(),
-        "the drain was not cancelled\n{}",
-        inv.describe()
+        "the drain was not cancelled"
     );
-    assert_eq!(list.mount_targets.len(), 2, "{}", inv.describe());
-    assert!(has_action(r, "publish"), "{}", inv.describe());
-    assert_ne!(
+    check_eq!(inv, list.mount_targets.len(), 2);
+    check!(inv, has_action(r, "publish"));
+    check_ne!(
+        inv,
         tb.world.deployment_ids().await,
         deployments,
-        "the list without the mark was not rolled out\n{}",
-        inv.describe()
+        "the list without the mark was not rolled out"
     );
     for a in ["move_files", "delete_mount_target", "create_mount_target"] {
-        assert!(!has_action(r, a), "{a}\n{}", inv.describe());
+        check!(inv, !has_action(r, a), "{a}");
     }
-    assert!(deleted(r).is_empty(), "{}", inv.describe());
+    check!(inv, deleted(r).is_empty());
     assert_eq!(
         tb.proxy.count("DeleteMountTarget"),
         0,
@@ -797,7 +774,7 @@ async fn growth_while_draining_cancels_the_drain_and_deletes_nothing() {
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     let list = checked_list(&tb, &inv).await;
-    assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
+    check!(inv, draining_ids(&list).is_empty());
     tb.assert_nothing_changed(&inv);
     assert_files_intact(&files, &tb.mount, &inv);
 }
@@ -831,27 +808,13 @@ async fn a_rebalance_out_of_time_stops_walking_and_says_its_count_is_partial() {
     let inv = tb
         .invoke_with_deadline(&rebalance(1000), Duration::from_secs(5))
         .await;
-    assert_eq!(
-        inv.response()["moves"]["incomplete"],
-        json!(true),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(moves(&inv).moved, 0, "{}", inv.describe());
+    check_eq!(inv, inv.response()["moves"]["incomplete"], json!(true));
+    check_eq!(inv, moves(&inv).moved, 0);
     assert_files_intact(&files, &tb.mount, &inv);
     // With time, the walk is whole: the flag is gone and nothing is left.
     let inv = tb.invoke(&rebalance(1000)).await;
-    assert!(
-        inv.response()["moves"].get("incomplete").is_none(),
-        "{}",
-        inv.describe()
-    );
-    assert_eq!(
-        (moves(&inv).moved, moves(&inv).remaining),
-        (20, 0),
-        "{}",
-        inv.describe()
-    );
+    check!(inv, inv.response()["moves"].get("incomplete").is_none());
+    check_eq!(inv, (moves(&inv).moved, moves(&inv).remaining), (20, 0));
     assert_files_intact(&files, &tb.mount, &inv);
 }
 
@@ -878,7 +841,8 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
     {
         let inv = tb.invoke(&rebalance(20)).await;
         let m = moves(&inv);
-        assert_eq!(
+        check_eq!(
+            inv,
             m,
             Moves {
                 moved,
@@ -887,22 +851,17 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
                 skipped: 0,
                 failed: 0
             },
-            "run {}\n{}",
-            run + 1,
-            inv.describe()
+            "run {}",
+            run + 1
         );
-        assert!(
-            has_action(inv.response(), "move_files"),
-            "{}",
-            inv.describe()
-        );
+        check!(inv, has_action(inv.response(), "move_files"));
         assert_files_intact(&files, &tb.mount, &inv);
-        assert_eq!(
+        check_eq!(
+            inv,
             misplaced(&tb.mount, &list).len() as u64,
             remaining,
-            "run {}: misplaced files left vs reported remaining\n{}",
-            run + 1,
-            inv.describe()
+            "run {}: misplaced files left vs reported remaining",
+            run + 1
         );
         assert_eq!(
             published_list(&tb).await,
@@ -927,7 +886,8 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
     assert_eq!(event("rebalance")["max_moves"], json!(10_000));
     let before = snapshot(&tb.mount);
     let inv = tb.invoke(&event("rebalance")).await;
-    assert_eq!(
+    check_eq!(
+        inv,
         moves(&inv),
         Moves {
             moved: 0,
@@ -935,9 +895,7 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
             remaining: 0,
             skipped: 0,
             failed: 0
-        },
-        "{}",
-        inv.describe()
+        }
     );
     assert_eq!(snapshot(&tb.mount), before, "a balanced layout changed");
     assert!(
@@ -975,11 +933,11 @@ async fn rebalance_keeps_the_newest_copy_of_a_name_and_skips_what_is_not_a_file(
     for run in 1..=2 {
         let inv = tb.invoke(&event("rebalance")).await;
         let m = moves(&inv);
-        assert_eq!(
+        check_eq!(
+            inv,
             (m.moved, m.dropped_older, m.remaining, m.skipped, m.failed),
             (if run == 1 { 2 } else { 0 }, 0, 0, 1, 0),
-            "run {run}\n{}",
-            inv.describe()
+            "run {run}"
         );
         assert_eq!(
             fs::read(b_dir.join(&clash)).unwrap(),
@@ -1011,17 +969,8 @@ async fn the_targets_the_function_created_go_again_when_the_files_shrink() {
     let names = put_files(&tb.mount.watch_dir(), 0..1010);
     for expected in [2, 3] {
         let inv = tb.invoke(&event("reconcile")).await;
-        assert!(
-            has_action(inv.response(), "create_mount_target"),
-            "{}",
-            inv.describe()
-        );
-        assert_eq!(
-            tb.world.mount_targets().await.len(),
-            expected,
-            "{}",
-            inv.describe()
-        );
+        check!(inv, has_action(inv.response(), "create_mount_target"));
+        check_eq!(inv, tb.world.mount_targets().await.len(), expected);
     }
     let created: BTreeSet<String> = tb
         .world
@@ -1080,12 +1029,7 @@ async fn files_move_and_a_target_goes_only_while_every_service_runs_the_list() {
 
     // Run 1 marks c draining, publishes and redeploys: the old tasks still run.
     let (inv, list) = reconcile_checked(&tb, &files).await;
-    assert_eq!(
-        draining_ids(&list),
-        vec![c.id.clone()],
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, draining_ids(&list), vec![c.id.clone()]);
     assert_eq!(tb.proxy.rolling_services(), vec!["ingest".to_string()]);
 
     // While they run, nothing moves, however many runs; the response says what it waits for.
@@ -1093,15 +1037,11 @@ async fn files_move_and_a_target_goes_only_while_every_service_runs_the_list() {
         tb.proxy.reset_counts();
         let (inv, _) = reconcile_checked(&tb, &files).await;
         let r = inv.response();
-        assert!(
-            !has_action(r, "move_files"),
-            "run {run}\n{}",
-            inv.describe()
-        );
-        assert!(
+        check!(inv, !has_action(r, "move_files"), "run {run}");
+        check!(
+            inv,
             strings(r, "waiting_for").contains(&"ingest".to_string()),
-            "run {run}\n{}",
-            inv.describe()
+            "run {run}"
         );
         assert_eq!(list_files(&tb.mount.dir_of_root(&c.root)).len(), 4);
         tb.assert_nothing_changed(&inv);
@@ -1111,39 +1051,18 @@ async fn files_move_and_a_target_goes_only_while_every_service_runs_the_list() {
     // stays while the services roll out that list.
     tb.proxy.complete_rollouts();
     let (inv, list) = reconcile_checked(&tb, &files).await;
-    assert!(
-        has_action(inv.response(), "move_files"),
-        "{}",
-        inv.describe()
-    );
-    assert!(
-        list.mount_targets.iter().all(|t| t.id != c.id),
-        "{}",
-        inv.describe()
-    );
-    assert!(
-        !has_action(inv.response(), "delete_mount_target"),
-        "{}",
-        inv.describe()
-    );
+    check!(inv, has_action(inv.response(), "move_files"));
+    check!(inv, list.mount_targets.iter().all(|t| t.id != c.id));
+    check!(inv, !has_action(inv.response(), "delete_mount_target"));
     assert_eq!(tb.world.mount_targets().await.len(), 3);
     let (inv, _) = reconcile_checked(&tb, &files).await;
-    assert!(
-        !has_action(inv.response(), "delete_mount_target"),
-        "{}",
-        inv.describe()
-    );
+    check!(inv, !has_action(inv.response(), "delete_mount_target"));
     assert_eq!(tb.world.mount_targets().await.len(), 3);
 
     // Once they run the list without it, c goes.
     tb.proxy.complete_rollouts();
     let (inv, _) = reconcile_checked(&tb, &files).await;
-    assert_eq!(
-        deleted(inv.response()),
-        vec![c.id.clone()],
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, deleted(inv.response()), vec![c.id.clone()]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1165,20 +1084,14 @@ async fn a_rebalance_waits_for_the_fleet() {
     assert_eq!(tb.proxy.rolling_services(), vec!["ingest".to_string()]);
     let inv = tb.invoke(&rebalance(100)).await;
     let r = inv.response();
-    assert!(!has_action(r, "move_files"), "{}", inv.describe());
-    assert!(
-        strings(r, "waiting_for").contains(&"ingest".to_string()),
-        "{}",
-        inv.describe()
+    check!(inv, !has_action(r, "move_files"));
+    check!(
+        inv,
+        strings(r, "waiting_for").contains(&"ingest".to_string())
     );
     tb.proxy.complete_rollouts();
     let inv = tb.invoke(&rebalance(100)).await;
-    assert_eq!(
-        moves(&inv).moved,
-        misplaced.len() as u64,
-        "{}",
-        inv.describe()
-    );
+    check_eq!(inv, moves(&inv).moved, misplaced.len() as u64);
 }
 
 // ----------------------------------------------------------------------------- a shared file system
@@ -1193,13 +1106,9 @@ async fn a_draining_mark_in_the_list_on_the_protected_first_shard_is_not_obeyed(
     let files = files_by_name(&tb.mount);
     for _ in 0..3 {
         let (inv, list) = reconcile_checked(&tb, &files).await;
-        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
-        assert!(
-            !has_action(inv.response(), "move_files"),
-            "{}",
-            inv.describe()
-        );
-        assert!(deleted(inv.response()).is_empty(), "{}", inv.describe());
+        check!(inv, draining_ids(&list).is_empty());
+        check!(inv, !has_action(inv.response(), "move_files"));
+        check!(inv, deleted(inv.response()).is_empty());
     }
     assert_eq!(list_files(&tb.mount.watch_dir()).len(), 5);
     assert_eq!(tb.world.mount_targets().await.len(), 2);
@@ -1221,8 +1130,8 @@ async fn a_forged_state_file_gets_no_target_deleted() {
     let files = files_by_name(&tb.mount);
     for _ in 0..4 {
         let (inv, list) = reconcile_checked(&tb, &files).await;
-        assert!(draining_ids(&list).is_empty(), "{}", inv.describe());
-        assert!(deleted(inv.response()).is_empty(), "{}", inv.describe());
+        check!(inv, draining_ids(&list).is_empty());
+        check!(inv, deleted(inv.response()).is_empty());
     }
     assert_eq!(tb.world.mount_targets().await.len(), 2);
     assert!(tb.world.state().await.get("created").is_none());
@@ -1251,15 +1160,11 @@ async fn planted_links_and_a_fifo_on_the_file_system_neither_redirect_nor_hang_t
     let inv = tb
         .invoke_with_deadline(&event("reconcile"), Duration::from_secs(60))
         .await;
-    assert!(inv.within_deadline(), "{}", inv.describe());
+    check!(inv, inv.within_deadline());
     let r = inv.response();
     // The scale-out went on; the shard whose directory sits behind the link was skipped.
-    assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
-    assert!(
-        strings(r, "warnings").iter().any(|w| w.contains("shards")),
-        "{}",
-        inv.describe()
-    );
+    check!(inv, has_action(r, "create_mount_target"));
+    check!(inv, has_warning(r, "shard_skipped"));
     assert_eq!(
         fs::read_dir(outside.path()).unwrap().count(),
         0,
@@ -1294,15 +1199,9 @@ async fn a_fifo_or_a_link_to_dev_zero_in_place_of_the_old_state_file_neither_han
         let inv = tb
             .invoke_with_deadline(&event("reconcile"), Duration::from_secs(60))
             .await;
-        assert!(inv.within_deadline(), "{plant}\n{}", inv.describe());
+        check!(inv, inv.within_deadline(), "{plant}");
         let r = inv.response();
-        assert!(
-            strings(r, "warnings")
-                .iter()
-                .any(|w| w.contains("old state file")),
-            "{plant}\n{}",
-            inv.describe()
-        );
+        check!(inv, has_warning(r, "old_state_file"), "{plant}");
     }
 }
 
@@ -1318,25 +1217,26 @@ async fn a_file_where_a_shard_directory_should_be_stops_only_that_shard() {
     put_files(&tb.mount.watch_dir(), 0..(2 * THRESHOLD as usize + 10));
     let inv = tb.invoke(&event("reconcile")).await;
     let r = inv.response();
-    assert!(
-        strings(r, "warnings").iter().any(|w| w.contains(&b.root)),
-        "{}",
-        inv.describe()
+    check!(inv, has_warning(r, "shard_skipped"));
+    check_eq!(
+        inv,
+        r["files_per_shard"][&b.root],
+        json!(0),
+        "b's shard was read"
     );
     // The run went on: scale-out included.
-    assert!(has_action(r, "create_mount_target"), "{}", inv.describe());
+    check!(inv, has_action(r, "create_mount_target"));
     let metrics: Vec<Value> = inv
         .logs
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v.get("UnreadableShards").is_some())
         .collect();
-    assert!(
+    check!(
+        inv,
         metrics
             .iter()
-            .any(|m| m["UnreadableShards"].as_u64() >= Some(1)),
-        "{}",
-        inv.describe()
+            .any(|m| m["UnreadableShards"].as_u64() >= Some(1))
     );
 }
 
@@ -1427,7 +1327,7 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
         assert_files_intact(&files, &tb.mount, &inv);
         let r = inv.response();
         if list.mount_targets.len() == 3 && r["shards"] == r["desired_shards"] {
-            assert_eq!(r["at_capacity"], json!(false), "{}", inv.describe());
+            check_eq!(inv, r["at_capacity"], json!(false));
             break;
         }
     }
@@ -1475,7 +1375,7 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
         }
         let r = inv.response();
         if list.shard_count() == 1 && tb.world.mount_targets().await.len() == 1 {
-            assert_eq!(r["shards"], json!(1), "{}", inv.describe());
+            check_eq!(inv, r["shards"], json!(1));
             break;
         }
     }
@@ -1514,11 +1414,10 @@ async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brin
 
     // A reconcile leaves a modulo list modulo.
     let inv = tb.invoke(&event("reconcile")).await;
-    assert_eq!(
+    check_eq!(
+        inv,
         published_list(&tb).await.strategy,
-        efs_router::list::Strategy::ModuloSha256,
-        "{}",
-        inv.describe()
+        efs_router::list::Strategy::ModuloSha256
     );
 
     // The event: the same targets in the same order, under rendezvous, each its own root.
@@ -1526,24 +1425,22 @@ async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brin
         .invoke(&json!({"action": "migrate", "strategy": "rendezvous"}))
         .await;
     let r = inv.response();
-    assert_eq!(r["action"], json!("migrate"), "{}", inv.describe());
-    assert!(
-        has_action(r, "publish") && has_action(r, "force_deployment"),
-        "{}",
-        inv.describe()
+    check_eq!(inv, r["action"], json!("migrate"));
+    check!(
+        inv,
+        has_action(r, "publish") && has_action(r, "force_deployment")
     );
     let list = checked_list(&tb, &inv).await;
     assert_eq!(list.strategy, efs_router::list::Strategy::Rendezvous);
     let ids: Vec<&str> = list.mount_targets.iter().map(|t| t.id.as_str()).collect();
     let before: Vec<&str> = start.mount_targets.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(ids, before, "{}", inv.describe());
+    check_eq!(inv, ids, before);
     assert_eq!(list.mount_targets[0].root, "/");
     for t in &list.mount_targets[1..] {
-        assert_eq!(
+        check_eq!(
+            inv,
             t.root,
-            format!("/shards/{}", t.az_id.as_deref().unwrap_or_default()),
-            "{}",
-            inv.describe()
+            format!("/shards/{}", t.az_id.as_deref().unwrap_or_default())
         );
     }
     assert_files_intact(&files, &tb.mount, &inv);
@@ -1552,7 +1449,7 @@ async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brin
     let away = misplaced(&tb.mount, &list).len();
     assert!(away > 100, "{away} misplaced");
     let inv = tb.invoke(&rebalance((away / 2) as u64)).await;
-    assert_eq!(moves(&inv).moved, (away / 2) as u64, "{}", inv.describe());
+    check_eq!(inv, moves(&inv).moved, (away / 2) as u64);
     assert_files_intact(&files, &tb.mount, &inv);
     let names: Vec<String> = files.keys().cloned().collect();
     assert_readable_by_both_clients(&list, tb.mount.path(), &names);
@@ -1569,5 +1466,5 @@ async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brin
     let inv = tb
         .invoke(&json!({"action": "migrate", "strategy": "rendezvous"}))
         .await;
-    assert!(!has_action(inv.response(), "publish"), "{}", inv.describe());
+    check!(inv, !has_action(inv.response(), "publish"));
 }

@@ -1,5 +1,6 @@
 //! The counts: files per shard root, and in all.
 
+use super::warning::Warning;
 use crate::observed::Observed;
 use crate::shard::Shard;
 use efs_router::list::MountTargetList;
@@ -16,7 +17,7 @@ impl<'a> Counts<'a> {
         obs: &'a Observed,
         shards: &[Shard],
         list: Option<&MountTargetList>,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<Warning>,
     ) -> Counts<'a> {
         let mut roots: BTreeSet<String> = shards.iter().map(|s| s.root.clone()).collect();
         roots.insert("/".to_owned());
@@ -30,18 +31,18 @@ impl<'a> Counts<'a> {
         counts.file_count = roots.iter().map(|r| counts.files_of(r)).sum();
         for (root, files) in &obs.files {
             if *files > 0 && !roots.contains(root) {
-                warnings.push(format!(
-                    "{files} files under {root} belong to no mount target and are not counted"
-                ));
+                warnings.push(Warning::Uncounted {
+                    root: root.clone(),
+                    files: *files,
+                });
             }
         }
         for s in shards.iter().filter(|s| !s.target.state.is_active()) {
-            warnings.push(format!(
-                "mount target {} in {} is {}; it holds its AZ but serves no shard",
-                s.target.id,
-                s.target.az,
-                s.target.state.as_str()
-            ));
+            warnings.push(Warning::TargetNotServing {
+                id: s.target.id.clone(),
+                az: s.target.az.clone(),
+                state: s.target.state.as_str().to_owned(),
+            });
         }
         counts
     }

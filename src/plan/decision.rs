@@ -62,6 +62,51 @@ pub enum Decision {
     Keep { fewer_would_do: bool },
 }
 
+/// The event that lifts the limits of a `modulo-sha256` list.
+pub const MIGRATE_EVENT: &str = r#"{"action":"migrate","strategy":"rendezvous"}"#;
+
+impl Decision {
+    /// The event that would lift what holds this decision back, for the reason to name: a
+    /// `modulo-sha256` list at capacity (its bound is the mount targets', never `MAX_SHARDS`),
+    /// or one whose scale-in is held because no entry may leave it.
+    pub fn lifted_by(&self) -> Option<&'static str> {
+        match self {
+            Decision::AtCapacity(Bound::MaxShards(_)) => None,
+            Decision::AtCapacity(_) | Decision::Hold(Hold::ModuloList) => Some(MIGRATE_EVENT),
+            _ => None,
+        }
+    }
+
+    /// The decision's name: in the response (`decision`), in the run summary, and what tests
+    /// assert on (never the reason's wording).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decision::Migrate { .. } => "migrate",
+            Decision::Create(_) => "create",
+            Decision::AddShards { .. } => "add_shards",
+            Decision::WaitForCreating { .. } => "wait_for_creating",
+            Decision::OneARun => "one_a_run",
+            Decision::CancelDrain { .. } => "cancel_drain",
+            Decision::MoveDrained { .. } => "move_drained",
+            Decision::WaitForFleet { .. } => "wait_for_fleet",
+            Decision::PublishFirst { .. } => "publish_first",
+            Decision::Unlist { .. } => "unlist",
+            Decision::DropShard { .. } => "drop_shard",
+            Decision::DropGone { .. } => "drop_gone",
+            Decision::WaitForRefresh { .. } => "wait_for_refresh",
+            Decision::DeleteDrained { .. } => "delete_drained",
+            Decision::StartDrain { .. } => "start_drain",
+            Decision::StartShardDrain { .. } => "start_shard_drain",
+            Decision::Hold(Hold::NoCandidate) => "hold_no_candidate",
+            Decision::Hold(Hold::Settling { .. }) => "hold_settling",
+            Decision::Hold(Hold::RecentScaleOut { .. }) => "hold_recent_scale_out",
+            Decision::Hold(Hold::ModuloList) => "hold_modulo_list",
+            Decision::AtCapacity(_) => "at_capacity",
+            Decision::Keep { .. } => "keep",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hold {
     /// None may go: `/`, targets this function did not create, protected AZs.

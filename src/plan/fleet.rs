@@ -1,6 +1,7 @@
 //! The fleet: which services run the list published last, and why files may not move yet.
 
 use super::policy::Policy;
+use super::warning::Warning;
 use crate::observed::Observed;
 
 /// Why files may not move now, whatever moves them (a drain or a rebalance).
@@ -53,7 +54,7 @@ pub(super) struct Fleet {
 }
 
 impl Fleet {
-    pub(super) fn of(obs: &Observed, policy: &Policy, warnings: &mut Vec<String>) -> Fleet {
+    pub(super) fn of(obs: &Observed, policy: &Policy, warnings: &mut Vec<Warning>) -> Fleet {
         let published = obs.parameter.as_ref().and_then(|p| p.last_modified);
         let waiting: Vec<String> = obs
             .deployments
@@ -69,22 +70,19 @@ impl Fleet {
         for d in &obs.deployments {
             if let Some(why) = &d.rollout_failed {
                 rollouts_failed.push(d.service.clone());
-                warnings.push(format!(
-                    "the rollout of service {}'s newest deployment failed ({why}); its tasks still \
-                     run the previous deployment and the list it had",
-                    d.service
-                ));
+                warnings.push(Warning::RolloutFailed {
+                    service: d.service.clone(),
+                    why: why.clone(),
+                });
             }
         }
         let age = published_at(obs).map(|t| obs.now.saturating_sub(t));
         let stuck = !waiting.is_empty() && age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
         if stuck {
-            warnings.push(format!(
-                "services {} have not run the list published {} s ago (old tasks still run, or the \
-                 rollout is stuck): files wait to move",
-                waiting.join(", "),
-                age.unwrap_or_default()
-            ));
+            warnings.push(Warning::FleetNotConverged {
+                services: waiting.clone(),
+                age: age.unwrap_or_default(),
+            });
         }
         Fleet {
             waiting,

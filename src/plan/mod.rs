@@ -25,12 +25,14 @@ mod step;
 mod tests;
 mod tracking;
 mod upkeep;
+mod warning;
 
 pub use decision::Decision;
 pub use fleet::MovesWait;
 pub use policy::Policy;
 pub use room::Excluded;
 pub use step::{NewTarget, SecurityGroups, Step, StepKind};
+pub use warning::Warning;
 
 use counts::Counts;
 use decision::{decide, Situation};
@@ -92,7 +94,7 @@ pub struct Plan {
     pub unreadable: usize,
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// The plan for what was observed, in this order: what was seen ([`Seen`]), the list clients
@@ -134,7 +136,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         cooldown: policy.scale_in_cooldown_secs,
         now: obs.now,
     });
-    let reason = reason(&decision, &size, &band, policy, seen.modulo);
+    let reason = reason(&decision, &size, &band, policy);
     let effect = Effect {
         obs,
         base,
@@ -193,7 +195,7 @@ struct Seen<'a> {
     /// The function's state, brought up to date with what AWS shows.
     state: State,
     fleet: Fleet,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 impl<'a> Seen<'a> {
@@ -213,7 +215,10 @@ impl<'a> Seen<'a> {
         let counts = Counts::of(obs, &shards, base, &mut warnings);
         let room = Room::of(obs, policy, &mut warnings);
         for (root, why) in &obs.unreadable {
-            warnings.push(format!("shard {root} skipped: {why}"));
+            warnings.push(Warning::ShardSkipped {
+                root: root.clone(),
+                why: why.clone(),
+            });
         }
         let strategy = base.map_or(Strategy::Rendezvous, |l| l.strategy);
         let mut state = obs.state.clone();

@@ -1,5 +1,6 @@
 //! Turning a `modulo-sha256` list into a rendezvous one (the migrate event).
 
+use super::warning::Warning;
 use crate::observed::Observed;
 use crate::shard;
 use efs_router::list::{MountTargetList, Strategy};
@@ -11,14 +12,10 @@ use efs_router::list::{MountTargetList, Strategy};
 pub(super) fn migrate(
     published: Option<&MountTargetList>,
     obs: &Observed,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Option<MountTargetList> {
     let Some(list) = published.filter(|l| l.strategy == Strategy::ModuloSha256) else {
-        warnings.push(
-            "the migrate event asks for rendezvous, and the list already is (or none is \
-             published): nothing to migrate"
-                .to_owned(),
-        );
+        warnings.push(Warning::NothingToMigrate);
         return None;
     };
     let mut out = MountTargetList::new(Strategy::Rendezvous);
@@ -34,11 +31,7 @@ pub(super) fn migrate(
                         .map(|t| t.az_id.clone())
                 });
                 let Some(az_id) = az_id else {
-                    warnings.push(format!(
-                        "cannot migrate: the AZ of listed mount target {} is known neither from \
-                         the list nor from AWS, so its shard cannot be named; nothing changed",
-                        e.id
-                    ));
+                    warnings.push(Warning::MigrateAzUnknown { id: e.id.clone() });
                     return None;
                 };
                 e.root = shard::root_for_az(&az_id);
@@ -49,9 +42,9 @@ pub(super) fn migrate(
         out.mount_targets.push(e);
     }
     if let Err(err) = out.validate() {
-        warnings.push(format!(
-            "cannot migrate: the list under rendezvous would be refused ({err}); nothing changed"
-        ));
+        warnings.push(Warning::MigrateInvalid {
+            problem: err.to_string(),
+        });
         return None;
     }
     Some(out)

@@ -2,6 +2,7 @@
 
 use super::policy::Policy;
 use super::step::{NewTarget, SecurityGroups};
+use super::warning::Warning;
 use crate::observed::{Observed, Subnet};
 use crate::shard::{self, Shard};
 use std::collections::BTreeSet;
@@ -25,7 +26,7 @@ pub(super) struct Room<'a> {
 }
 
 impl<'a> Room<'a> {
-    pub(super) fn of(obs: &'a Observed, policy: &Policy, warnings: &mut Vec<String>) -> Room<'a> {
+    pub(super) fn of(obs: &'a Observed, policy: &Policy, warnings: &mut Vec<Warning>) -> Room<'a> {
         let vpc = obs
             .vpc_id
             .clone()
@@ -56,12 +57,11 @@ impl<'a> Room<'a> {
             .iter()
             .filter(|s| vpc.as_deref() != Some(s.vpc_id.as_str()))
         {
-            warnings.push(format!(
-                "subnet {} is in {}, not the file system's VPC {}; ignored",
-                s.id,
-                s.vpc_id,
-                vpc.as_deref().unwrap_or("?")
-            ));
+            warnings.push(Warning::OtherVpc {
+                subnet: s.id.clone(),
+                vpc: s.vpc_id.clone(),
+                file_system_vpc: vpc.clone().unwrap_or_else(|| "?".to_owned()),
+            });
         }
         // Refused subnets still left out: said on every run, so the reason for a capacity
         // shortfall is in each response.
@@ -77,10 +77,11 @@ impl<'a> Room<'a> {
             })
             .collect();
         for e in &excluded {
-            warnings.push(format!(
-                "{} is left out of scale-out until {} (Unix time): {}",
-                e.key, e.until, e.reason
-            ));
+            warnings.push(Warning::Excluded {
+                key: e.key.clone(),
+                until: e.until,
+                reason: e.reason.clone(),
+            });
         }
         let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
         Room {

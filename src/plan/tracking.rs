@@ -1,5 +1,6 @@
 //! The state brought up to date with what AWS shows.
 
+use super::warning::Warning;
 use crate::observed::{LifeCycle, Observed};
 use crate::shard::Shard;
 use crate::state::{Drain, State};
@@ -15,7 +16,7 @@ pub(super) fn track_targets(
     shards: &[Shard],
     strategy: Strategy,
     state: &mut State,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) {
     let seen = |id: &str| {
         obs.mount_targets
@@ -53,11 +54,10 @@ pub(super) fn track_targets(
         for t in &l.mount_targets {
             let recreated = shards.iter().any(|s| s.root == t.root);
             if gone(state, &t.id) && !recreated && !state.draining.contains_key(&t.id) {
-                warnings.push(format!(
-                    "mount target {} ({}) is gone; its root {} stays listed, draining, until its \
-                     files are home",
-                    t.id, t.root, t.root
-                ));
+                warnings.push(Warning::TargetGone {
+                    id: t.id.clone(),
+                    root: t.root.clone(),
+                });
                 state.draining.insert(
                     t.id.clone(),
                     Drain {
@@ -104,10 +104,7 @@ pub(super) fn track_targets(
             && !protected
             && strategy == Strategy::Rendezvous;
         if target.is_some() && !allowed {
-            warnings.push(format!(
-                "the drain of {id} stopped: a target that was there before this function, the \
-                 first shard `/`, a protected AZ or a modulo list never goes"
-            ));
+            warnings.push(Warning::DrainStopped { id: id.clone() });
             state.draining.remove(&id);
         }
     }
@@ -133,11 +130,10 @@ pub(super) fn track_targets(
             && last.as_deref() == Some(root.as_str());
         if !holds {
             if entry.is_some() && seen(&d.target) {
-                warnings.push(format!(
-                    "the drain of shard {root} stopped: it is no longer the last shard of {} \
-                     (the list was changed by hand?)",
-                    d.target
-                ));
+                warnings.push(Warning::ShardDrainStopped {
+                    root: root.clone(),
+                    target: d.target.clone(),
+                });
             }
             state.draining_shards.remove(&root);
         }
@@ -146,10 +142,7 @@ pub(super) fn track_targets(
     if let Some(l) = published {
         for t in l.mount_targets.iter().filter(|t| t.draining) {
             if !state.draining.contains_key(&t.id) {
-                warnings.push(format!(
-                    "the list marks {} draining, but this function did not: the mark is removed",
-                    t.id
-                ));
+                warnings.push(Warning::ForeignDrainMark { id: t.id.clone() });
             }
         }
         for t in l.mount_targets.iter().filter(|t| t.draining_shards > 0) {
@@ -159,11 +152,10 @@ pub(super) fn track_targets(
                 .filter(|d| d.target == t.id)
                 .count();
             if (t.draining_shards as usize) > marked {
-                warnings.push(format!(
-                    "the list marks {} shard(s) of {} draining, but this function did not: the \
-                     mark is removed",
-                    t.draining_shards, t.id
-                ));
+                warnings.push(Warning::ForeignShardDrainMark {
+                    id: t.id.clone(),
+                    shards: t.draining_shards,
+                });
             }
         }
     }

@@ -4,7 +4,38 @@
 //!
 //! Shared by `tests/e2e.rs` and `examples/demo.rs` (`#[path = "../tests/support/mod.rs"]`);
 //! each uses a part of it.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unused_macros)]
+
+/// `assert!` for a test that invoked the function: on failure it prints the invocation (the
+/// response or error, and the function's logs) after the message.
+macro_rules! check {
+    ($inv:expr, $cond:expr $(,)?) => {
+        assert!($cond, "{}", $inv.describe())
+    };
+    ($inv:expr, $cond:expr, $($msg:tt)+) => {
+        assert!($cond, "{}\n{}", format_args!($($msg)+), $inv.describe())
+    };
+}
+
+/// `assert_eq!` that prints the invocation on failure, as [`check!`] does.
+macro_rules! check_eq {
+    ($inv:expr, $left:expr, $right:expr $(,)?) => {
+        assert_eq!($left, $right, "{}", $inv.describe())
+    };
+    ($inv:expr, $left:expr, $right:expr, $($msg:tt)+) => {
+        assert_eq!($left, $right, "{}\n{}", format_args!($($msg)+), $inv.describe())
+    };
+}
+
+/// `assert_ne!` that prints the invocation on failure, as [`check!`] does.
+macro_rules! check_ne {
+    ($inv:expr, $left:expr, $right:expr $(,)?) => {
+        assert_ne!($left, $right, "{}", $inv.describe())
+    };
+    ($inv:expr, $left:expr, $right:expr, $($msg:tt)+) => {
+        assert_ne!($left, $right, "{}\n{}", format_args!($($msg)+), $inv.describe())
+    };
+}
 
 pub mod aws;
 pub mod files;
@@ -69,4 +100,9 @@ pub fn strings(response: &Value, key: &str) -> Vec<String> {
 /// Whether the response's `actions` include `name`.
 pub fn has_action(response: &Value, name: &str) -> bool {
     strings(response, "actions").iter().any(|a| a == name)
+}
+
+/// Whether the response warns of this kind (`warning_kinds`, the kinds of its `warnings`).
+pub fn has_warning(response: &Value, kind: &str) -> bool {
+    strings(response, "warning_kinds").iter().any(|k| k == kind)
 }

@@ -1,0 +1,212 @@
+//! Things an operator should know that change nothing: one type for every warning a run gives,
+//! whoever finds it (observe, plan, apply, a rebalance). The response and the logs carry the
+//! text ([`Display`](std::fmt::Display)); tests and anything else that must tell warnings
+//! apart use [`Warning::kind`].
+
+use super::fleet::MovesWait;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The state file of earlier versions was read once into the state parameter.
+    OldStateCarriedOver {
+        file: String,
+        parameter: String,
+        /// AZs it names as the function's own, which are not carried over.
+        created_azs: Vec<String>,
+    },
+    /// The state file of earlier versions could not be read safely.
+    OldStateFile { problem: String },
+    /// The migrate event on a list that is rendezvous already (or none).
+    NothingToMigrate,
+    /// The migrate event cannot name a listed target's shard: its AZ is unknown.
+    MigrateAzUnknown { id: String },
+    /// The migrate event's list would be refused by the list's own rules.
+    MigrateInvalid { problem: String },
+    /// A shard directory that could not be read (skipped; the run went on).
+    ShardSkipped { root: String, why: String },
+    /// A shard directory that could not be made (the shard is not published until it is).
+    ShardDirNotMade { error: String },
+    /// Files under a root no mount target owns: not counted.
+    Uncounted { root: String, files: u64 },
+    /// A target that holds its AZ but serves nothing (`error`, `deleting`, unknown state).
+    TargetNotServing {
+        id: String,
+        az: String,
+        state: String,
+    },
+    /// A candidate subnet outside the file system's VPC.
+    OtherVpc {
+        subnet: String,
+        vpc: String,
+        file_system_vpc: String,
+    },
+    /// A subnet or AZ AWS refused before, still left out.
+    Excluded {
+        key: String,
+        until: u64,
+        reason: String,
+    },
+    /// AWS refused a subnet (or its AZ) in this run: it is left out from now.
+    SubnetRefused {
+        reason: String,
+        key: String,
+        until: u64,
+    },
+    /// A service's newest deployment failed to roll out.
+    RolloutFailed { service: String, why: String },
+    /// Services have not run the list for longer than the fleet's patience.
+    FleetNotConverged { services: Vec<String>, age: u64 },
+    /// A listed target deleted outside this function: its root drains home.
+    TargetGone { id: String, root: String },
+    /// A target's drain that no rule allows any more.
+    DrainStopped { id: String },
+    /// A shard's drain whose shard is no longer its target's last.
+    ShardDrainStopped { root: String, target: String },
+    /// The list marks a target draining, and this function did not.
+    ForeignDrainMark { id: String },
+    /// The list marks shards of a target draining, and this function did not.
+    ForeignShardDrainMark { id: String, shards: u32 },
+    /// A rebalance that moves nothing, and why.
+    MovesWait(MovesWait),
+    /// A mover died holding the only copy of a version under a private name.
+    CutShortMove { path: String },
+}
+
+impl Warning {
+    /// The warning's name, for the response's `warning_kinds` and for tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Warning::OldStateCarriedOver { .. } => "old_state_carried_over",
+            Warning::OldStateFile { .. } => "old_state_file",
+            Warning::NothingToMigrate => "nothing_to_migrate",
+            Warning::MigrateAzUnknown { .. } => "migrate_az_unknown",
+            Warning::MigrateInvalid { .. } => "migrate_invalid",
+            Warning::ShardSkipped { .. } => "shard_skipped",
+            Warning::ShardDirNotMade { .. } => "shard_dir_not_made",
+            Warning::Uncounted { .. } => "uncounted",
+            Warning::TargetNotServing { .. } => "target_not_serving",
+            Warning::OtherVpc { .. } => "other_vpc",
+            Warning::Excluded { .. } => "excluded",
+            Warning::SubnetRefused { .. } => "subnet_refused",
+            Warning::RolloutFailed { .. } => "rollout_failed",
+            Warning::FleetNotConverged { .. } => "fleet_not_converged",
+            Warning::TargetGone { .. } => "target_gone",
+            Warning::DrainStopped { .. } => "drain_stopped",
+            Warning::ShardDrainStopped { .. } => "shard_drain_stopped",
+            Warning::ForeignDrainMark { .. } => "foreign_drain_mark",
+            Warning::ForeignShardDrainMark { .. } => "foreign_shard_drain_mark",
+            Warning::MovesWait(_) => "moves_wait",
+            Warning::CutShortMove { .. } => "cut_short_move",
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::OldStateCarriedOver {
+                file,
+                parameter,
+                created_azs,
+            } => {
+                write!(
+                    f,
+                    "the timers of {file} were carried over to the parameter {parameter} (read \
+                     once; the file is no longer used)"
+                )?;
+                if !created_azs.is_empty() {
+                    write!(
+                        f,
+                        "; the AZs it names as created by this function ({}) were not: add \
+                         those targets to `created` in the parameter if they are",
+                        created_azs.join(", ")
+                    )?;
+                }
+                Ok(())
+            }
+            Warning::OldStateFile { problem } => write!(f, "old state file: {problem}"),
+            Warning::NothingToMigrate => write!(
+                f,
+                "the migrate event asks for rendezvous, and the list already is (or none is \
+                 published): nothing to migrate"
+            ),
+            Warning::MigrateAzUnknown { id } => write!(
+                f,
+                "cannot migrate: the AZ of listed mount target {id} is known neither from the \
+                 list nor from AWS, so its shard cannot be named; nothing changed"
+            ),
+            Warning::MigrateInvalid { problem } => write!(
+                f,
+                "cannot migrate: the list under rendezvous would be refused ({problem}); nothing \
+                 changed"
+            ),
+            Warning::ShardSkipped { root, why } => write!(f, "shard {root} skipped: {why}"),
+            Warning::ShardDirNotMade { error } => f.write_str(error),
+            Warning::Uncounted { root, files } => write!(
+                f,
+                "{files} files under {root} belong to no mount target and are not counted"
+            ),
+            Warning::TargetNotServing { id, az, state } => write!(
+                f,
+                "mount target {id} in {az} is {state}; it holds its AZ but serves no shard"
+            ),
+            Warning::OtherVpc {
+                subnet,
+                vpc,
+                file_system_vpc,
+            } => write!(
+                f,
+                "subnet {subnet} is in {vpc}, not the file system's VPC {file_system_vpc}; ignored"
+            ),
+            Warning::Excluded { key, until, reason } => write!(
+                f,
+                "{key} is left out of scale-out until {until} (Unix time): {reason}"
+            ),
+            Warning::SubnetRefused { reason, key, until } => {
+                write!(f, "{reason}; {key} is left out until {until} (Unix time)")
+            }
+            Warning::RolloutFailed { service, why } => write!(
+                f,
+                "the rollout of service {service}'s newest deployment failed ({why}); its tasks \
+                 still run the previous deployment and the list it had"
+            ),
+            Warning::FleetNotConverged { services, age } => write!(
+                f,
+                "services {} have not run the list published {age} s ago (old tasks still run, \
+                 or the rollout is stuck): files wait to move",
+                services.join(", ")
+            ),
+            Warning::TargetGone { id, root } => write!(
+                f,
+                "mount target {id} ({root}) is gone; its root {root} stays listed, draining, \
+                 until its files are home"
+            ),
+            Warning::DrainStopped { id } => write!(
+                f,
+                "the drain of {id} stopped: a target that was there before this function, the \
+                 first shard `/`, a protected AZ or a modulo list never goes"
+            ),
+            Warning::ShardDrainStopped { root, target } => write!(
+                f,
+                "the drain of shard {root} stopped: it is no longer the last shard of {target} \
+                 (the list was changed by hand?)"
+            ),
+            Warning::ForeignDrainMark { id } => write!(
+                f,
+                "the list marks {id} draining, but this function did not: the mark is removed"
+            ),
+            Warning::ForeignShardDrainMark { id, shards } => write!(
+                f,
+                "the list marks {shards} shard(s) of {id} draining, but this function did not: \
+                 the mark is removed"
+            ),
+            Warning::MovesWait(wait) => write!(f, "{wait}: no file moves"),
+            Warning::CutShortMove { path } => write!(
+                f,
+                "{path} looks like a move that died with the only copy of a version: left for \
+                 a person to look at"
+            ),
+        }
+    }
+}
