@@ -90,101 +90,39 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let value = |var: &'static str| {
-            get(var)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let required = |var: &'static str| {
-            value(var).ok_or(ConfigError {
-                var,
-                problem: "required, not set".into(),
-            })
-        };
-        let file_system_id = required("EFS_FILE_SYSTEM_ID")?;
-        let cluster = required("ECS_CLUSTER_NAME")?;
-        let services = id_list("ECS_SERVICE_NAME", &required("ECS_SERVICE_NAME")?)?;
-        let parameter_name = value("SSM_PARAMETER_NAME")
-            .unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
-        let state_parameter_name =
-            value("STATE_PARAMETER_NAME").unwrap_or_else(|| "/efs-mount-autoscaling/state".into());
-        if state_parameter_name == parameter_name {
-            return Err(ConfigError {
-                var: "STATE_PARAMETER_NAME",
-                problem: format!("{state_parameter_name} is also SSM_PARAMETER_NAME"),
-            });
-        }
-
-        let mount_path =
-            PathBuf::from(value("EFS_MOUNT_PATH").unwrap_or_else(|| "/mnt/efs".into()));
+        // Read and checked in this order, so the error reported is the first variable's.
+        let env = Env(get);
+        let file_system_id = env.required("EFS_FILE_SYSTEM_ID")?;
+        let cluster = env.required("ECS_CLUSTER_NAME")?;
+        let services = id_list("ECS_SERVICE_NAME", &env.required("ECS_SERVICE_NAME")?)?;
+        let (parameter_name, state_parameter_name) = parameter_names(&env)?;
+        let mount_path = PathBuf::from(
+            env.value("EFS_MOUNT_PATH")
+                .unwrap_or_else(|| "/mnt/efs".into()),
+        );
         if !mount_path.is_absolute() {
             return Err(ConfigError {
                 var: "EFS_MOUNT_PATH",
                 problem: format!("{} is not an absolute path", mount_path.display()),
             });
         }
-        let watch_dir = watch_dir(value("WATCH_DIR").as_deref().unwrap_or("data/analysis"))?;
-
-        let positive =
-            |var: &'static str| value(var).map(|v| whole_above_zero(var, &v)).transpose();
-        let file_threshold = positive("FILE_THRESHOLD")?.unwrap_or(50_000);
-        let max_mount_targets =
-            positive("MAX_MOUNT_TARGETS")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        let max_shards = match positive("MAX_SHARDS")? {
-            None => DEFAULT_MAX_SHARDS,
-            Some(n) if n <= MAX_LIST_SHARDS as u64 => n as usize,
-            Some(n) => {
-                return Err(ConfigError {
-                    var: "MAX_SHARDS",
-                    problem: format!(
-                    "{n} is more than the {MAX_LIST_SHARDS} shards one published list may describe"
-                ),
-                })
-            }
-        };
-        let scale_in_ratio = match value("SCALE_IN_RATIO") {
-            None => 0.6,
-            Some(v) => match v.parse::<f64>() {
-                Ok(r) if r > 0.0 && r < 1.0 => r,
-                _ => {
-                    return Err(ConfigError {
-                        var: "SCALE_IN_RATIO",
-                        problem: format!("{v:?} is not a number between 0 and 1 (exclusive)"),
-                    })
-                }
-            },
-        };
-        let seconds = |var: &'static str| {
-            value(var)
-                .map(|v| {
-                    v.parse::<u64>()
-                        .map(Duration::from_secs)
-                        .map_err(|_| ConfigError {
-                            var,
-                            problem: format!("{v:?} is not a whole number of seconds"),
-                        })
-                })
-                .transpose()
-        };
-        let scale_in_cooldown =
-            seconds("SCALE_IN_COOLDOWN_SECONDS")?.unwrap_or(Duration::from_secs(1800));
-        let subnet_exclusion =
-            seconds("SUBNET_EXCLUSION_SECONDS")?.unwrap_or(Duration::from_secs(86_400));
-        let defaults = ApiTimeouts::default();
-        let attempt =
-            positive("API_ATTEMPT_TIMEOUT_SECONDS")?.map_or(defaults.attempt, Duration::from_secs);
-        let call = positive("API_CALL_TIMEOUT_SECONDS")?.map_or(defaults.call, Duration::from_secs);
-        if call < attempt {
-            return Err(ConfigError {
-                var: "API_CALL_TIMEOUT_SECONDS",
-                problem: format!(
-                    "{} s is shorter than one attempt (API_ATTEMPT_TIMEOUT_SECONDS, {} s)",
-                    call.as_secs(),
-                    attempt.as_secs()
-                ),
-            });
-        }
-        let optional_list = |var: &'static str| value(var).map(|v| id_list(var, &v)).transpose();
+        let watch_dir = watch_dir(env.value("WATCH_DIR").as_deref().unwrap_or("data/analysis"))?;
+        let file_threshold = env.positive("FILE_THRESHOLD")?.unwrap_or(50_000);
+        let max_mount_targets = env
+            .positive("MAX_MOUNT_TARGETS")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let list_cap = format!("the {MAX_LIST_SHARDS} shards one published list may describe");
+        let max_shards = env
+            .at_most("MAX_SHARDS", MAX_LIST_SHARDS as u64, &list_cap)?
+            .map_or(DEFAULT_MAX_SHARDS, |n| n as usize);
+        let scale_in_ratio = scale_in_ratio(&env)?;
+        let scale_in_cooldown = env
+            .seconds("SCALE_IN_COOLDOWN_SECONDS")?
+            .unwrap_or(Duration::from_secs(1800));
+        let subnet_exclusion = env
+            .seconds("SUBNET_EXCLUSION_SECONDS")?
+            .unwrap_or(Duration::from_secs(86_400));
+        let api_timeouts = api_timeouts(&env)?;
         Ok(Config {
             file_system_id,
             parameter_name,
@@ -194,26 +132,19 @@ impl Config {
             mount_path,
             watch_dir,
             file_threshold,
-            subnet_ids: optional_list("SUBNET_IDS")?,
-            security_group_ids: optional_list("SECURITY_GROUP_IDS")?,
+            subnet_ids: env.list("SUBNET_IDS")?,
+            security_group_ids: env.list("SECURITY_GROUP_IDS")?,
             max_mount_targets,
             max_shards,
             scale_in_ratio,
             scale_in_cooldown,
-            protected_subnet_ids: optional_list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
+            protected_subnet_ids: env.list("PROTECTED_SUBNET_IDS")?.unwrap_or_default(),
             subnet_exclusion,
-            api_timeouts: ApiTimeouts { attempt, call },
-            client_refresh: seconds("CLIENT_REFRESH_SECONDS")?.unwrap_or_default(),
-            move_concurrency: match positive("MOVE_CONCURRENCY")? {
-                None => 16,
-                Some(n) if n <= 256 => n as usize,
-                Some(n) => {
-                    return Err(ConfigError {
-                        var: "MOVE_CONCURRENCY",
-                        problem: format!("{n} is more than 256"),
-                    })
-                }
-            },
+            api_timeouts,
+            client_refresh: env.seconds("CLIENT_REFRESH_SECONDS")?.unwrap_or_default(),
+            move_concurrency: env
+                .at_most("MOVE_CONCURRENCY", 256, "256")?
+                .map_or(16, |n| n as usize),
         })
     }
 
@@ -224,6 +155,118 @@ impl Config {
         path.extend(self.watch_dir.split('/').filter(|p| !p.is_empty()));
         path
     }
+}
+
+/// The settings by name: trimmed, and an empty value is unset (CloudFormation passes optional
+/// parameters as empty strings).
+struct Env<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Env<F> {
+    fn value(&self, var: &str) -> Option<String> {
+        (self.0)(var)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn required(&self, var: &'static str) -> Result<String, ConfigError> {
+        self.value(var).ok_or(ConfigError {
+            var,
+            problem: "required, not set".into(),
+        })
+    }
+
+    fn positive(&self, var: &'static str) -> Result<Option<u64>, ConfigError> {
+        self.value(var)
+            .map(|v| whole_above_zero(var, &v))
+            .transpose()
+    }
+
+    /// A whole number above 0 and at most `most` (`what` says what that limit is).
+    fn at_most(
+        &self,
+        var: &'static str,
+        most: u64,
+        what: &str,
+    ) -> Result<Option<u64>, ConfigError> {
+        match self.positive(var)? {
+            Some(n) if n > most => Err(ConfigError {
+                var,
+                problem: format!("{n} is more than {what}"),
+            }),
+            n => Ok(n),
+        }
+    }
+
+    fn seconds(&self, var: &'static str) -> Result<Option<Duration>, ConfigError> {
+        self.value(var)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map(Duration::from_secs)
+                    .map_err(|_| ConfigError {
+                        var,
+                        problem: format!("{v:?} is not a whole number of seconds"),
+                    })
+            })
+            .transpose()
+    }
+
+    fn list(&self, var: &'static str) -> Result<Option<Vec<String>>, ConfigError> {
+        self.value(var).map(|v| id_list(var, &v)).transpose()
+    }
+}
+
+/// The list's parameter and the function's own: two names, never one.
+fn parameter_names<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<(String, String), ConfigError> {
+    let list = env
+        .value("SSM_PARAMETER_NAME")
+        .unwrap_or_else(|| "/efs-mount-autoscaling/mount-targets".into());
+    let state = env
+        .value("STATE_PARAMETER_NAME")
+        .unwrap_or_else(|| "/efs-mount-autoscaling/state".into());
+    if state == list {
+        return Err(ConfigError {
+            var: "STATE_PARAMETER_NAME",
+            problem: format!("{state} is also SSM_PARAMETER_NAME"),
+        });
+    }
+    Ok((list, state))
+}
+
+fn scale_in_ratio<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<f64, ConfigError> {
+    let Some(v) = env.value("SCALE_IN_RATIO") else {
+        return Ok(0.6);
+    };
+    match v.parse::<f64>() {
+        Ok(r) if r > 0.0 && r < 1.0 => Ok(r),
+        _ => Err(ConfigError {
+            var: "SCALE_IN_RATIO",
+            problem: format!("{v:?} is not a number between 0 and 1 (exclusive)"),
+        }),
+    }
+}
+
+/// One attempt's limit, and the whole call's, which must hold at least one attempt.
+fn api_timeouts<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<ApiTimeouts, ConfigError> {
+    let defaults = ApiTimeouts::default();
+    let attempt = env
+        .positive("API_ATTEMPT_TIMEOUT_SECONDS")?
+        .map_or(defaults.attempt, Duration::from_secs);
+    let call = env
+        .positive("API_CALL_TIMEOUT_SECONDS")?
+        .map_or(defaults.call, Duration::from_secs);
+    if call < attempt {
+        return Err(ConfigError {
+            var: "API_CALL_TIMEOUT_SECONDS",
+            problem: format!(
+                "{} s is shorter than one attempt (API_ATTEMPT_TIMEOUT_SECONDS, {} s)",
+                call.as_secs(),
+                attempt.as_secs()
+            ),
+        });
+    }
+    Ok(ApiTimeouts { attempt, call })
 }
 
 fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, ConfigError> {
