@@ -6,9 +6,10 @@ use crate::error::{ConfigError, Error};
 use crate::migration;
 use crate::observed::{LifeCycle, Observed};
 use crate::plan::Warning;
-use crate::shard::{self, root_for_az};
+use crate::shard;
 use crate::state::{self, State};
 use efs_router::dir::count_files_at;
+use efs_router::list::az_root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -86,7 +87,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     if let Some(p) = &parameter {
         roots.extend(p.list.shards().into_iter().map(|t| t.root));
     }
-    roots.extend(holding.iter().map(|t| root_for_az(&t.az_id)));
+    roots.extend(holding.iter().map(|t| az_root(&t.az_id)));
     // Draining: each target's roots (all the shards a target gone by hand served), each shard's.
     let mut draining_roots: BTreeSet<String> = BTreeSet::new();
     for (id, d) in &state.draining {

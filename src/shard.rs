@@ -3,7 +3,7 @@
 //! this function adds gets `/shards/<az-id>`, a key that survives re-creating the target.
 
 use crate::observed::MountTarget;
-use efs_router::list::MountTargetList;
+use efs_router::list::{az_root, MountTargetList};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shard {
@@ -20,10 +20,6 @@ pub fn open_dir(
 ) -> std::io::Result<std::os::fd::OwnedFd> {
     let rel = dir.strip_prefix(&config.mount_path).unwrap_or(dir);
     efs_router::dir::open_beneath(&config.mount_path, &rel.to_string_lossy(), create)
-}
-
-pub fn root_for_az(az_id: &str) -> String {
-    format!("/shards/{az_id}")
 }
 
 /// Gives every mount target that holds an AZ its shard root, in a stable order (the
@@ -77,7 +73,7 @@ pub fn assign(
     pending.sort_by_key(|t| t.state != crate::observed::LifeCycle::Available);
     let mut rest = Vec::new();
     for t in pending {
-        let own = root_for_az(&t.az_id);
+        let own = az_root(&t.az_id);
         if shard_dir_exists(&own) && !taken(&shards, &own) {
             shards.push(Shard {
                 target: t.clone(),
@@ -89,7 +85,7 @@ pub fn assign(
     }
     for t in rest {
         let root = if taken(&shards, "/") {
-            root_for_az(&t.az_id)
+            az_root(&t.az_id)
         } else {
             "/".to_owned()
         };

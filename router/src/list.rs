@@ -90,9 +90,15 @@ fn is_zero(n: &u32) -> bool {
 /// every shard is a directory a client may probe for a file that is not at home.
 pub const MAX_LIST_SHARDS: usize = 1000;
 
+/// The first root of a mount target added in AZ `az_id` (the first target keeps `/`): a key
+/// that survives re-creating the target in that AZ.
+pub fn az_root(az_id: &str) -> String {
+    format!("/shards/{az_id}")
+}
+
 /// The root of a mount target's `k`-th shard (k ≥ 1; its first is its `root`).
 pub fn extra_root(az_id: &str, k: u32) -> String {
-    format!("/shards/{az_id}.{k}")
+    format!("{}.{k}", az_root(az_id))
 }
 
 impl Target {
@@ -124,6 +130,13 @@ impl Target {
                 }
             })
             .collect()
+    }
+
+    /// The root of its last shard when it serves more than one (and has an AZ id): the shard
+    /// that goes first when the target serves fewer.
+    pub fn last_extra_root(&self) -> Option<String> {
+        let az_id = self.az_id.as_deref().filter(|_| self.shards > 1)?;
+        Some(extra_root(az_id, self.shards - 1))
     }
 
     /// Whether its `k`-th shard is draining: the whole target is, or k is among its last
@@ -512,6 +525,25 @@ pub fn root_is_valid(root: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_targets_roots_are_named_after_its_az() {
+        let mut t = Target {
+            az_id: Some("use1-az2".into()),
+            ..Target::new("fsmt-b", "10.0.2.4", az_root("use1-az2"))
+        };
+        assert_eq!(t.root, "/shards/use1-az2");
+        assert_eq!(t.last_extra_root(), None, "one shard: none extra");
+        t.shards = 3;
+        assert_eq!(t.last_extra_root().as_deref(), Some("/shards/use1-az2.2"));
+        assert_eq!(t.shard_roots().last(), t.last_extra_root().as_ref());
+        t.az_id = None;
+        assert_eq!(
+            t.last_extra_root(),
+            None,
+            "no AZ id: no extra shard can be named"
+        );
+    }
 
     #[test]
     fn original_form_reads_as_modulo_with_root_slash() {

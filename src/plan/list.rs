@@ -3,7 +3,7 @@
 use crate::observed::{LifeCycle, Observed};
 use crate::shard::Shard;
 use crate::state::State;
-use efs_router::list::{extra_root, MountTargetList, Strategy, Target, MAX_LIST_SHARDS};
+use efs_router::list::{MountTargetList, Strategy, Target, MAX_LIST_SHARDS};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The first shard of mount target `id` when the target serves (creating, available or
@@ -161,11 +161,7 @@ pub(super) fn rebuild_list(
     // Shards are marked draining as the state says: only ever the last of a target's; one
     // drained and unlisted is left out.
     for e in &mut out.mount_targets {
-        let last = e
-            .az_id
-            .as_deref()
-            .filter(|_| e.shards > 1)
-            .map(|az_id| extra_root(az_id, e.shards - 1));
+        let last = e.last_extra_root();
         let unlisted = last
             .as_ref()
             .and_then(|root| state.draining_shards.get(root))

@@ -2,7 +2,7 @@
 
 use super::warning::Warning;
 use crate::observed::Observed;
-use crate::shard;
+use efs_router::list::az_root;
 use efs_router::list::{MountTargetList, Strategy};
 
 /// The list a `modulo-sha256` list becomes under `rendezvous`: the same entries in the same
@@ -34,7 +34,7 @@ pub(super) fn migrate(
                     warnings.push(Warning::MigrateAzUnknown { id: e.id.clone() });
                     return None;
                 };
-                e.root = shard::root_for_az(&az_id);
+                e.root = az_root(&az_id);
                 e.az_id = Some(az_id);
             }
             slash_taken = true;

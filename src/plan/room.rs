@@ -4,7 +4,8 @@ use super::policy::Policy;
 use super::step::{NewTarget, SecurityGroups};
 use super::warning::Warning;
 use crate::observed::{Observed, Subnet};
-use crate::shard::{self, Shard};
+use crate::shard::Shard;
+use efs_router::list::az_root;
 use std::collections::BTreeSet;
 
 /// A subnet (by id) or an AZ (by AZ id) left out of scale-out after CreateMountTarget refused it.
@@ -100,7 +101,7 @@ impl<'a> Room<'a> {
             subnet_id: subnet.id.clone(),
             az: subnet.az.clone(),
             az_id: subnet.az_id.clone(),
-            root: shard::root_for_az(&subnet.az_id),
+            root: az_root(&subnet.az_id),
             security_groups: match (&policy.security_group_ids, serving) {
                 (Some(ids), _) => SecurityGroups::Given(ids.clone()),
                 (None, Some(s)) => SecurityGroups::SameAs(s.target.id.clone()),

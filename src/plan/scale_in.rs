@@ -6,7 +6,7 @@ use super::list::serving;
 use crate::observed::Observed;
 use crate::shard::Shard;
 use crate::state::State;
-use efs_router::list::{extra_root, MountTargetList};
+use efs_router::list::MountTargetList;
 
 /// The drain under way, if any: a target's (the first in the list's order, then any unlisted
 /// one), else a shard's.
@@ -88,10 +88,9 @@ pub(super) fn scale_in_candidate(
         .filter(|(_, t)| t.shards > 1 && !t.draining && t.draining_shards == 0 && serves(&t.id))
         .max_by_key(|(i, t)| (t.shards, *i))
         .and_then(|(_, t)| {
-            let az_id = t.az_id.as_deref()?;
             Some(Candidate::Shard {
                 id: t.id.clone(),
-                root: extra_root(az_id, t.shards - 1),
+                root: t.last_extra_root()?,
             })
         });
     if shard.is_some() {

@@ -3,7 +3,7 @@ use super::*;
 use crate::observed::{Deployment, FileSystem, MountTarget, Parameter};
 use crate::observed::{LifeCycle, Observed, Subnet};
 use crate::state::{Drain, ShardDrain, State};
-use efs_router::list::{extra_root, Target};
+use efs_router::list::{az_root, extra_root, Target};
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
@@ -127,7 +127,7 @@ fn created(p: &Plan) -> Option<&NewTarget> {
 /// Adds an available target in `az` with its own shard root, published.
 fn add_shard(o: &mut Observed, id: &str, az: char, files: u64) {
     let t = target(id, az, LifeCycle::Available);
-    let root = shard::root_for_az(&t.az_id);
+    let root = az_root(&t.az_id);
     o.files.insert(root.clone(), files);
     // The list as published once the target served: appended, one shard, nothing grown yet.
     let parameter = o.parameter.as_mut().expect("a published list");

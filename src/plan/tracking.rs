@@ -4,7 +4,7 @@ use super::warning::Warning;
 use crate::observed::{LifeCycle, Observed};
 use crate::shard::Shard;
 use crate::state::{Drain, State};
-use efs_router::list::{extra_root, MountTargetList, Strategy};
+use efs_router::list::{MountTargetList, Strategy};
 use std::collections::BTreeSet;
 
 /// Brings the state up to date with what AWS shows: targets that went missing (kept in place
@@ -120,10 +120,7 @@ pub(super) fn track_targets(
             }
             continue;
         }
-        let last = entry.and_then(|t| {
-            let az_id = t.az_id.as_deref().filter(|_| t.shards > 1)?;
-            Some(extra_root(az_id, t.shards - 1))
-        });
+        let last = entry.and_then(|t| t.last_extra_root());
         let holds = strategy == Strategy::Rendezvous
             && seen(&d.target)
             && entry.is_some_and(|t| !t.draining)
