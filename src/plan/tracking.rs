@@ -7,9 +7,10 @@ use crate::state::{Drain, State};
 use efs_router::list::{MountTargetList, Strategy};
 use std::collections::BTreeSet;
 
-/// Brings the state up to date with what AWS shows: targets that went missing (kept in place
-/// for a run, then drained as gone), targets gone for good forgotten, drains that no rule allows
-/// any more (or that the function did not start) dropped with a warning.
+/// Brings the state up to date with what AWS shows, in this order: targets that went missing
+/// (kept in place for a run, then drained as gone), targets gone for good forgotten, drains
+/// that no rule allows any more dropped with a warning, and draining marks the function did
+/// not make reported (the list is rebuilt without them).
 pub(super) fn track_targets(
     obs: &Observed,
     published: Option<&MountTargetList>,
@@ -18,125 +19,172 @@ pub(super) fn track_targets(
     state: &mut State,
     warnings: &mut Vec<Warning>,
 ) {
-    let seen = |id: &str| {
-        obs.mount_targets
+    let t = Tracker {
+        obs,
+        published,
+        shards,
+        rendezvous: strategy == Strategy::Rendezvous,
+    };
+    t.missing(state);
+    t.drain_gone(state, warnings);
+    t.recheck_drains(state, warnings);
+    t.recheck_shard_drains(state, warnings);
+    t.foreign_marks(state, warnings);
+}
+
+struct Tracker<'a> {
+    obs: &'a Observed,
+    published: Option<&'a MountTargetList>,
+    shards: &'a [Shard],
+    /// Under modulo an entry never changes, so nothing drains.
+    rendezvous: bool,
+}
+
+impl Tracker<'_> {
+    /// AWS shows the target, and not on its way out.
+    fn seen(&self, id: &str) -> bool {
+        self.obs
+            .mount_targets
             .iter()
             .any(|t| t.id == id && !matches!(t.state, LifeCycle::Deleted | LifeCycle::Deleting))
-    };
-    // Missing: listed (or created) but not seen.
-    let mut watched: BTreeSet<String> = state.created.keys().cloned().collect();
-    if let Some(l) = published {
-        watched.extend(l.mount_targets.iter().map(|t| t.id.clone()));
     }
-    watched.extend(state.draining.keys().cloned());
-    state
-        .missing
-        .retain(|id, _| watched.contains(id) && !seen(id));
-    for id in &watched {
-        if !seen(id) {
-            state.missing.entry(id.clone()).or_insert(obs.now);
+
+    /// Missing in an earlier run too: gone for good.
+    fn gone(&self, state: &State, id: &str) -> bool {
+        state.missing.get(id).is_some_and(|t| *t < self.obs.now)
+    }
+
+    fn listed(&self, id: &str) -> bool {
+        self.published
+            .is_some_and(|l| l.mount_targets.iter().any(|t| t.id == id))
+    }
+
+    /// Listed (or created, or draining) but not seen: missing since now, unless already; a
+    /// created target gone for good is forgotten.
+    fn missing(&self, state: &mut State) {
+        let mut watched: BTreeSet<String> = state.created.keys().cloned().collect();
+        if let Some(l) = self.published {
+            watched.extend(l.mount_targets.iter().map(|t| t.id.clone()));
+        }
+        watched.extend(state.draining.keys().cloned());
+        state
+            .missing
+            .retain(|id, _| watched.contains(id) && !self.seen(id));
+        for id in &watched {
+            if !self.seen(id) {
+                state.missing.entry(id.clone()).or_insert(self.obs.now);
+            }
+        }
+        let gone_created: Vec<String> = state
+            .created
+            .keys()
+            .filter(|id| self.gone(state, id))
+            .cloned()
+            .collect();
+        for id in gone_created {
+            state.created.remove(&id);
         }
     }
-    let gone = |state: &State, id: &str| state.missing.get(id).is_some_and(|t| *t < obs.now);
-    // A created target gone for good is forgotten.
-    let gone_created: Vec<String> = state
-        .created
-        .keys()
-        .filter(|id| gone(state, id))
-        .cloned()
-        .collect();
-    for id in gone_created {
-        state.created.remove(&id);
-    }
-    // A listed target gone for good: its root drains home (rendezvous only: under modulo an
-    // entry never changes).
-    if let (Some(l), Strategy::Rendezvous) = (published, strategy) {
+
+    /// A listed target gone for good: its root drains home.
+    fn drain_gone(&self, state: &mut State, warnings: &mut Vec<Warning>) {
+        let Some(l) = self.published.filter(|_| self.rendezvous) else {
+            return;
+        };
         for t in &l.mount_targets {
-            let recreated = shards.iter().any(|s| s.root == t.root);
-            if gone(state, &t.id) && !recreated && !state.draining.contains_key(&t.id) {
+            let recreated = self.shards.iter().any(|s| s.root == t.root);
+            if self.gone(state, &t.id) && !recreated && !state.draining.contains_key(&t.id) {
                 warnings.push(Warning::TargetGone {
                     id: t.id.clone(),
                     root: t.root.clone(),
                 });
-                state.draining.insert(
-                    t.id.clone(),
-                    Drain {
-                        root: t.root.clone(),
-                        since: obs.now,
-                        unlisted: false,
-                        gone: true,
-                    },
-                );
+                let drain = Drain {
+                    root: t.root.clone(),
+                    since: self.obs.now,
+                    unlisted: false,
+                    gone: true,
+                };
+                state.draining.insert(t.id.clone(), drain);
             }
         }
     }
-    // Each drain is checked against the rules again, whatever the list or the state says.
-    let listed = |id: &str| published.is_some_and(|l| l.mount_targets.iter().any(|t| t.id == id));
-    let ids: Vec<String> = state.draining.keys().cloned().collect();
-    for id in ids {
-        let d = state.draining[&id].clone();
-        if d.gone {
-            // Done once its root has left the list, or a target re-created in its AZ took the
-            // root over (with its files).
-            let taken_over = shards.iter().any(|s| s.root == d.root);
-            if (d.unlisted && !listed(&id)) || taken_over {
+
+    /// Each target's drain is checked against the rules again, whatever the list or the state
+    /// says.
+    fn recheck_drains(&self, state: &mut State, warnings: &mut Vec<Warning>) {
+        let ids: Vec<String> = state.draining.keys().cloned().collect();
+        for id in ids {
+            let d = state.draining[&id].clone();
+            if d.gone {
+                // Done once its root has left the list, or a target re-created in its AZ took
+                // the root over (with its files).
+                let taken_over = self.shards.iter().any(|s| s.root == d.root);
+                if (d.unlisted && !self.listed(&id)) || taken_over {
+                    state.draining.remove(&id);
+                }
+                continue;
+            }
+            if d.unlisted && !self.seen(&id) {
+                // Deleted by this function once unlisted: done.
+                state.draining.remove(&id);
+                state.created.remove(&id);
+                continue;
+            }
+            if self.gone(state, &id) {
+                // Deleted by someone else while it drained: only its root is left to empty.
+                if let Some(d) = state.draining.get_mut(&id) {
+                    d.gone = true;
+                }
+                continue;
+            }
+            let target = self.obs.mount_targets.iter().find(|t| t.id == id);
+            let protected = target.is_some_and(|t| self.obs.protected_azs.contains(&t.az_id));
+            let allowed =
+                state.created.contains_key(&id) && d.root != "/" && !protected && self.rendezvous;
+            if target.is_some() && !allowed {
+                warnings.push(Warning::DrainStopped { id: id.clone() });
                 state.draining.remove(&id);
             }
-            continue;
-        }
-        if d.unlisted && !seen(&id) {
-            // Deleted by this function once unlisted: done.
-            state.draining.remove(&id);
-            state.created.remove(&id);
-            continue;
-        }
-        if gone(state, &id) {
-            // Deleted by someone else while it drained: only its root is left to empty.
-            if let Some(d) = state.draining.get_mut(&id) {
-                d.gone = true;
-            }
-            continue;
-        }
-        let target = obs.mount_targets.iter().find(|t| t.id == id);
-        let protected = target.is_some_and(|t| obs.protected_azs.contains(&t.az_id));
-        let allowed = state.created.contains_key(&id)
-            && d.root != "/"
-            && !protected
-            && strategy == Strategy::Rendezvous;
-        if target.is_some() && !allowed {
-            warnings.push(Warning::DrainStopped { id: id.clone() });
-            state.draining.remove(&id);
         }
     }
-    // A shard drain holds while its target serves, listed, and the shard is still its last.
-    let roots: Vec<String> = state.draining_shards.keys().cloned().collect();
-    for root in roots {
-        let d = state.draining_shards[&root].clone();
-        let entry = published.and_then(|l| l.mount_targets.iter().find(|t| t.id == d.target));
-        if d.unlisted {
-            // Done once the list without it is the one published.
-            if !entry.is_some_and(|t| t.shard_roots().contains(&root)) {
+
+    /// A shard drain holds while its target serves, listed, and the shard is still its last.
+    fn recheck_shard_drains(&self, state: &mut State, warnings: &mut Vec<Warning>) {
+        let roots: Vec<String> = state.draining_shards.keys().cloned().collect();
+        for root in roots {
+            let d = state.draining_shards[&root].clone();
+            let entry = self
+                .published
+                .and_then(|l| l.mount_targets.iter().find(|t| t.id == d.target));
+            if d.unlisted {
+                // Done once the list without it is the one published.
+                if !entry.is_some_and(|t| t.shard_roots().contains(&root)) {
+                    state.draining_shards.remove(&root);
+                }
+                continue;
+            }
+            let last = entry.and_then(|t| t.last_extra_root());
+            let holds = self.rendezvous
+                && self.seen(&d.target)
+                && entry.is_some_and(|t| !t.draining)
+                && last.as_deref() == Some(root.as_str());
+            if !holds {
+                if entry.is_some() && self.seen(&d.target) {
+                    warnings.push(Warning::ShardDrainStopped {
+                        root: root.clone(),
+                        target: d.target.clone(),
+                    });
+                }
                 state.draining_shards.remove(&root);
             }
-            continue;
-        }
-        let last = entry.and_then(|t| t.last_extra_root());
-        let holds = strategy == Strategy::Rendezvous
-            && seen(&d.target)
-            && entry.is_some_and(|t| !t.draining)
-            && last.as_deref() == Some(root.as_str());
-        if !holds {
-            if entry.is_some() && seen(&d.target) {
-                warnings.push(Warning::ShardDrainStopped {
-                    root: root.clone(),
-                    target: d.target.clone(),
-                });
-            }
-            state.draining_shards.remove(&root);
         }
     }
-    // A draining mark the function did not make is not obeyed.
-    if let Some(l) = published {
+
+    /// A draining mark the function did not make is not obeyed: said, and left out of the list.
+    fn foreign_marks(&self, state: &State, warnings: &mut Vec<Warning>) {
+        let Some(l) = self.published else {
+            return;
+        };
         for t in l.mount_targets.iter().filter(|t| t.draining) {
             if !state.draining.contains_key(&t.id) {
                 warnings.push(Warning::ForeignDrainMark { id: t.id.clone() });
