@@ -8,6 +8,7 @@ use crate::event::Action;
 use crate::metrics;
 use crate::migration;
 use crate::observe::observe;
+use crate::observed::Observed;
 use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind, Warning};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
@@ -68,34 +69,14 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
-            // The list clients use now: every shard is walked, files go where they route;
-            // only when a drain could move files too (the fleet runs that list, ...).
-            if let Some(wait) = &first.moves_wait {
-                let why = Warning::MovesWait(wait.clone());
-                warn!(kind = why.kind(), "{why}");
-                applied.warnings.push(why);
-                if let MovesWait::Fleet(services) = wait {
-                    applied.waiting_for.extend(services.iter().cloned());
-                }
-            } else if let Some(parameter) = &observed.parameter {
-                let roots: Vec<String> = parameter
-                    .list
-                    .shards()
-                    .into_iter()
-                    .map(|t| t.root)
-                    .collect();
-                let budget = migration::Budget {
-                    max_moves,
-                    until: wait_until,
-                    concurrency: config.move_concurrency,
-                };
-                let mut moves =
-                    migration::move_home(config, &parameter.list, &roots, budget, false)?;
-                moves.abandoned_removed =
-                    migration::remove_abandoned(config, &roots, &mut applied.warnings);
-                applied.moves = moves;
-                applied.actions.push(StepKind::MoveFiles);
-            }
+            rebalance(
+                config,
+                &observed,
+                &first,
+                max_moves,
+                wait_until,
+                &mut applied,
+            )?;
             None
         }
         Action::Reconcile | Action::Migrate => Some(
@@ -116,6 +97,55 @@ pub async fn run(
     if matches!(action, Action::Reconcile | Action::Migrate) {
         emit_metrics(config, &first, end, count_took, applied_unreadable);
     }
+    log_summary(action, &first, &response, count_took);
+    Ok(response)
+}
+
+/// The rebalance: moves misplaced files home under the published list, within `max_moves` and
+/// the time left. It does not go through the plan's decision because it decides nothing the
+/// plan decides: it changes no list, state or AWS resource, and walks the list clients use now
+/// (not the one a reconcile would publish). What it shares with a drain, whether files may
+/// move at all, it takes from the plan ([`Plan::moves_wait`]).
+fn rebalance(
+    config: &Config,
+    observed: &Observed,
+    first: &Plan,
+    max_moves: u64,
+    wait_until: Instant,
+    applied: &mut Applied,
+) -> Result<(), Error> {
+    if let Some(wait) = &first.moves_wait {
+        let why = Warning::MovesWait(wait.clone());
+        warn!(kind = why.kind(), "{why}");
+        applied.warnings.push(why);
+        if let MovesWait::Fleet(services) = wait {
+            applied.waiting_for.extend(services.iter().cloned());
+        }
+        return Ok(());
+    }
+    let Some(parameter) = &observed.parameter else {
+        return Ok(());
+    };
+    let roots: Vec<String> = parameter
+        .list
+        .shards()
+        .into_iter()
+        .map(|t| t.root)
+        .collect();
+    let budget = migration::Budget {
+        max_moves,
+        until: wait_until,
+        concurrency: config.move_concurrency,
+    };
+    let mut moves = migration::move_home(config, &parameter.list, &roots, budget, false)?;
+    moves.abandoned_removed = migration::remove_abandoned(config, &roots, &mut applied.warnings);
+    applied.moves = moves;
+    applied.actions.push(StepKind::MoveFiles);
+    Ok(())
+}
+
+/// The one `run summary` event of an invocation.
+fn log_summary(action: Action, first: &Plan, response: &Response, count_took: Duration) {
     info!(
         action = action.as_str(),
         file_count = response.file_count,
@@ -140,7 +170,6 @@ pub async fn run(
         reason = %response.reason,
         "run summary"
     );
-    Ok(response)
 }
 
 /// Applies a plan; after a step that changes what is observed (a target created, available
