@@ -4,7 +4,7 @@
 use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
-use crate::migration::{self, Moves};
+use crate::homing::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step, StepKind, Warning};
 use crate::state::State;
@@ -24,8 +24,8 @@ pub struct Applied {
     progressed: bool,
     /// What happened that an operator should know (a subnet AWS refused).
     pub warnings: Vec<Warning>,
-    /// Shard directories that could not be made.
-    pub unreadable: usize,
+    /// Shard directories that could not be made (each skipped; the run went on).
+    pub dirs_not_made: usize,
 }
 
 /// First and longest pause between two looks at a creating mount target.
@@ -54,7 +54,7 @@ pub async fn apply(
                     applied.warnings.push(Warning::ShardDirNotMade {
                         error: crate::error::chain(&e),
                     });
-                    applied.unreadable += 1;
+                    applied.dirs_not_made += 1;
                     continue;
                 }
                 info!(root = %root, path = %path.display(), "shard directory ready");
@@ -82,13 +82,13 @@ pub async fn apply(
             Step::MoveFiles { root, list } => {
                 // A drain is bounded by the time left only: it is what stands between the
                 // run and removing the target.
-                let budget = migration::Budget {
+                let budget = homing::Budget {
                     max_moves: u64::MAX,
                     until: wait_until,
                     concurrency: config.move_concurrency,
                 };
                 let moves =
-                    migration::move_home(config, list, std::slice::from_ref(root), budget, true)?;
+                    homing::move_home(config, list, std::slice::from_ref(root), budget, true)?;
                 applied.progressed |= moves.moved + moves.dropped_older > 0;
                 applied.moves.then(moves);
             }

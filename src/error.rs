@@ -122,8 +122,13 @@ pub enum Error {
         source: BoxError,
     },
 
-    #[error("{0}")]
-    Inconsistent(String),
+    /// A task of the run's own (counting the shards) panicked or was cancelled.
+    #[error("the {task} task failed")]
+    TaskFailed {
+        task: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 impl Error {
@@ -146,7 +151,7 @@ impl Error {
             Error::FileSystemNotAvailable { .. } => "FileSystemNotAvailable",
             Error::DeploymentController { .. } => "DeploymentController",
             Error::Aws { .. } => "Aws",
-            Error::Inconsistent(_) => "Inconsistent",
+            Error::TaskFailed { .. } => "TaskFailed",
         }
     }
 }

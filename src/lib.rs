@@ -11,7 +11,7 @@ pub mod metrics;
 pub mod reconcile;
 
 mod apply;
-mod migration;
+mod homing;
 mod observe;
 mod observed;
 mod plan;

@@ -3,7 +3,7 @@
 use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
-use crate::migration;
+use crate::homing;
 use crate::observed::{LifeCycle, Observed};
 use crate::plan::Warning;
 use crate::shard;
@@ -79,7 +79,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
     let state_stored = stored_state.is_some();
     let state = match stored_state {
         Some(state) => state,
-        None => migrated(config, state::now(), &mut warnings),
+        None => carried_over(config, state::now(), &mut warnings),
     };
 
     // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
@@ -141,7 +141,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         // Emptiness of a draining shard is decided from its whole tree, nested files included.
         for root in draining_roots {
             let path = config_for_walk.watch_path(&root);
-            match migration::holds_files(&config_for_walk, &path) {
+            match homing::holds_files(&config_for_walk, &path) {
                 Ok(any) => {
                     out.tree_has_files.insert(root, any);
                 }
@@ -154,7 +154,10 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         Ok(out)
     })
     .await
-    .map_err(|e| Error::Inconsistent(format!("counting task failed: {e}")))??;
+    .map_err(|source| Error::TaskFailed {
+        task: "counting",
+        source,
+    })??;
     let count_took = started.elapsed();
 
     Ok((
@@ -189,9 +192,9 @@ struct Counted {
 /// state file on the file system, read once and safely, bounded by now. Its AZs are not
 /// carried over: a file any task could have written never decides what the function deletes
 /// (an operator adds targets the function created before to `created` by hand).
-fn migrated(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State {
+fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State {
     let file = state::old_file_path(&config.mount_path);
-    match state::migrate_old_file(&config.mount_path) {
+    match state::read_old_state_file(&config.mount_path) {
         Ok(None) => State::default(),
         Ok(Some(old)) => {
             let not_after_now = |t: Option<u64>| t.filter(|t| *t <= now);

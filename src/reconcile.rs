@@ -5,8 +5,8 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
+use crate::homing;
 use crate::metrics;
-use crate::migration;
 use crate::observe::observe;
 use crate::observed::Observed;
 use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind, Warning};
@@ -92,10 +92,10 @@ pub async fn run(
         ),
     };
     let end = last.as_ref().unwrap_or(&first);
-    let applied_unreadable = applied.unreadable;
+    let dirs_not_made = applied.dirs_not_made;
     let response = respond(config, action, &first, end, applied);
     if matches!(action, Action::Reconcile | Action::Migrate) {
-        emit_metrics(config, &first, end, count_took, applied_unreadable);
+        emit_metrics(config, &first, end, count_took, dirs_not_made);
     }
     log_summary(action, &first, &response, count_took);
     Ok(response)
@@ -132,13 +132,13 @@ fn rebalance(
         .into_iter()
         .map(|t| t.root)
         .collect();
-    let budget = migration::Budget {
+    let budget = homing::Budget {
         max_moves,
         until: wait_until,
         concurrency: config.move_concurrency,
     };
-    let mut moves = migration::move_home(config, &parameter.list, &roots, budget, false)?;
-    moves.abandoned_removed = migration::remove_abandoned(config, &roots, &mut applied.warnings);
+    let mut moves = homing::move_home(config, &parameter.list, &roots, budget, false)?;
+    moves.abandoned_removed = homing::remove_abandoned(config, &roots, &mut applied.warnings);
     applied.moves = moves;
     applied.actions.push(StepKind::MoveFiles);
     Ok(())
@@ -221,7 +221,7 @@ fn emit_metrics(
     first: &Plan,
     end: &Plan,
     count_took: Duration,
-    applied_unreadable: usize,
+    dirs_not_made: usize,
 ) {
     let m = metrics::RunMetrics {
         file_system_id: config.file_system_id.clone(),
@@ -244,7 +244,7 @@ fn emit_metrics(
         at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
-        unreadable_shards: (end.unreadable + applied_unreadable) as u64,
+        unreadable_shards: (end.unreadable + dirs_not_made) as u64,
         count_duration: count_took,
     };
     for line in metrics::emf_lines(&m, metrics::timestamp_ms_now()) {

@@ -1,6 +1,6 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
-use crate::migration::Moves;
+use crate::homing::Moves;
 use crate::plan::{Excluded, StepKind};
 use efs_router::list::Target;
 use serde::Serialize;

@@ -5,8 +5,10 @@
 use crate::observed::MountTarget;
 use efs_router::list::{az_root, MountTargetList};
 
+/// A mount target and the root of its first shard: the one [`assign`] gives it (a version 2
+/// entry may serve more shards, named after that AZ by `efs_router::list::extra_root`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shard {
+pub struct FirstRoot {
     pub target: MountTarget,
     pub root: String,
 }
@@ -33,7 +35,7 @@ pub fn assign(
     targets: &[MountTarget],
     published: Option<&MountTargetList>,
     shard_dir_exists: impl Fn(&str) -> bool,
-) -> Vec<Shard> {
+) -> Vec<FirstRoot> {
     let listed = published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]);
     let mut ordered: Vec<&MountTarget> = targets.iter().filter(|t| t.occupies_az()).collect();
     ordered.sort_by_key(|t| {
@@ -48,7 +50,7 @@ pub fn assign(
         )
     });
 
-    let mut shards: Vec<Shard> = Vec::with_capacity(ordered.len());
+    let mut shards: Vec<FirstRoot> = Vec::with_capacity(ordered.len());
     let mut pending: Vec<&MountTarget> = Vec::new();
     for t in ordered {
         let known = listed.iter().find(|e| e.id == t.id).or_else(|| {
@@ -57,7 +59,7 @@ pub fn assign(
                 .find(|e| e.az_id.as_deref() == Some(t.az_id.as_str()))
         });
         match known {
-            Some(entry) => shards.push(Shard {
+            Some(entry) => shards.push(FirstRoot {
                 target: t.clone(),
                 root: entry.root.clone(),
             }),
@@ -66,7 +68,7 @@ pub fn assign(
     }
     // A root any listed entry holds is taken, even when that entry's target is gone: its files
     // are still there, draining home.
-    let taken = |shards: &[Shard], root: &str| {
+    let taken = |shards: &[FirstRoot], root: &str| {
         shards.iter().any(|s| s.root == root) || listed.iter().any(|e| e.root == root)
     };
     // `/` goes only to an available target: the first to take it is one that serves now.
@@ -75,7 +77,7 @@ pub fn assign(
     for t in pending {
         let own = az_root(&t.az_id);
         if shard_dir_exists(&own) && !taken(&shards, &own) {
-            shards.push(Shard {
+            shards.push(FirstRoot {
                 target: t.clone(),
                 root: own,
             });
@@ -89,7 +91,7 @@ pub fn assign(
         } else {
             "/".to_owned()
         };
-        shards.push(Shard {
+        shards.push(FirstRoot {
             target: t.clone(),
             root,
         });
@@ -114,7 +116,7 @@ mod tests {
         }
     }
 
-    fn root_of<'a>(shards: &'a [Shard], id: &str) -> &'a str {
+    fn root_of<'a>(shards: &'a [FirstRoot], id: &str) -> &'a str {
         &shards.iter().find(|s| s.target.id == id).unwrap().root
     }
 

@@ -141,7 +141,7 @@ const OLD_FILE_MAX: u64 = 64 * 1024;
 /// The old state file, read once to carry its timers and AZs over. Opened without following
 /// links and without blocking (a FIFO), read only when it is a small regular file; anything
 /// else is a warning, never an error: the state then starts empty.
-pub fn migrate_old_file(mount: &Path) -> Result<Option<OldFile>, String> {
+pub fn read_old_state_file(mount: &Path) -> Result<Option<OldFile>, String> {
     let path = old_file_path(mount);
     let dir = path.parent().expect("has a directory");
     // A planted link at the directory is refused like one at the file.
@@ -236,7 +236,7 @@ mod tests {
     #[test]
     fn the_old_file_is_read_only_when_it_is_a_small_regular_file() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(migrate_old_file(d.path()), Ok(None));
+        assert_eq!(read_old_state_file(d.path()), Ok(None));
         let dir = d.path().join(".efs-mount-autoscaler");
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(
@@ -244,19 +244,19 @@ mod tests {
             br#"{"created_azs": ["use1-az4"], "below_since": 5}"#,
         )
         .unwrap();
-        let old = migrate_old_file(d.path()).unwrap().unwrap();
+        let old = read_old_state_file(d.path()).unwrap().unwrap();
         assert_eq!(old.below_since, Some(5));
         assert!(old.created_azs.contains("use1-az4"));
         // A link planted in its place is not followed.
         std::fs::remove_file(dir.join("state.json")).unwrap();
         std::os::unix::fs::symlink("/dev/zero", dir.join("state.json")).unwrap();
-        assert!(migrate_old_file(d.path()).is_err());
+        assert!(read_old_state_file(d.path()).is_err());
         // A link at the directory neither.
         std::fs::remove_file(dir.join("state.json")).unwrap();
         std::fs::remove_dir(&dir).unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), &dir).unwrap();
-        assert!(migrate_old_file(d.path()).is_err());
+        assert!(read_old_state_file(d.path()).is_err());
     }
 
     #[test]
@@ -270,6 +270,6 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        assert!(migrate_old_file(d.path()).is_err());
+        assert!(read_old_state_file(d.path()).is_err());
     }
 }

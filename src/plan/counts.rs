@@ -2,7 +2,7 @@
 
 use super::warning::Warning;
 use crate::observed::Observed;
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,7 +15,7 @@ pub(super) struct Counts<'a> {
 impl<'a> Counts<'a> {
     pub(super) fn of(
         obs: &'a Observed,
-        shards: &[Shard],
+        shards: &[FirstRoot],
         list: Option<&MountTargetList>,
         warnings: &mut Vec<Warning>,
     ) -> Counts<'a> {
@@ -56,7 +56,7 @@ impl<'a> Counts<'a> {
     pub(super) fn per_shard_and_target(
         &self,
         list: &MountTargetList,
-        shards: &[Shard],
+        shards: &[FirstRoot],
     ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
         let mut per_shard = BTreeMap::new();
         let mut per_target = BTreeMap::new();

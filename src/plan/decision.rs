@@ -4,7 +4,7 @@ use super::fleet::MovesWait;
 use super::scale_in::Candidate;
 use super::sizing::Size;
 use super::step::NewTarget;
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 
 /// What a run decides about the number of mount targets: exactly one of these a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -142,7 +142,7 @@ pub(super) struct Situation<'a> {
     pub(super) drain: Option<&'a DrainView>,
     /// Why no file may move now.
     pub(super) moves_wait: Option<&'a MovesWait>,
-    pub(super) creating: Option<&'a Shard>,
+    pub(super) creating: Option<&'a FirstRoot>,
     pub(super) allow_create: bool,
     /// Where a new target would go, if anywhere.
     pub(super) next_target: Option<NewTarget>,

@@ -6,7 +6,7 @@ use super::decision::{Decision, DrainView};
 use super::list::rebuild_list;
 use super::step::Step;
 use crate::observed::Observed;
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::MountTargetList;
 
@@ -15,7 +15,7 @@ pub(super) struct Effect<'a> {
     pub(super) obs: &'a Observed,
     /// The list the plan started from (the published one, or it under rendezvous).
     pub(super) base: Option<&'a MountTargetList>,
-    pub(super) shards: &'a [Shard],
+    pub(super) shards: &'a [FirstRoot],
     pub(super) drain: Option<&'a DrainView>,
     /// New shards for the targets that serve now: (index in the list, shards added).
     pub(super) growth: &'a [(usize, u32)],

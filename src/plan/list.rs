@@ -1,14 +1,14 @@
 //! The list clients should see, rebuilt from the published one and what AWS shows.
 
 use crate::observed::{LifeCycle, Observed};
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use crate::state::State;
 use efs_router::list::{MountTargetList, Strategy, Target, MAX_LIST_SHARDS};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The first shard of mount target `id` when the target serves (creating, available or
 /// updating).
-pub(super) fn serving<'a>(shards: &'a [Shard], id: &str) -> Option<&'a Shard> {
+pub(super) fn serving<'a>(shards: &'a [FirstRoot], id: &str) -> Option<&'a FirstRoot> {
     shards
         .iter()
         .find(|s| s.target.id == id && s.target.state.is_active())
@@ -17,7 +17,7 @@ pub(super) fn serving<'a>(shards: &'a [Shard], id: &str) -> Option<&'a Shard> {
 /// Shards that take new files: those of each listed target that serves (creating, available
 /// or updating) and is not draining, less its draining shards; and one for each serving
 /// target not listed yet (it will serve its first shard), unless it is being drained.
-pub(super) fn serving_shards(list: &MountTargetList, shards: &[Shard], state: &State) -> usize {
+pub(super) fn serving_shards(list: &MountTargetList, shards: &[FirstRoot], state: &State) -> usize {
     shards
         .iter()
         .filter(|s| s.target.state.is_active())
@@ -39,7 +39,7 @@ pub(super) fn serving_shards(list: &MountTargetList, shards: &[Shard], state: &S
 /// Returns (index in the list, shards added).
 pub(super) fn grow_shards(
     list: &MountTargetList,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     desired: usize,
     desired_targets: usize,
 ) -> Vec<(usize, u32)> {
@@ -95,17 +95,17 @@ pub(super) fn grow_shards(
 /// - new targets are appended once `available`, with an address and their shard directory.
 pub(super) fn rebuild_list(
     published: Option<&MountTargetList>,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     state: &State,
     obs: &Observed,
 ) -> MountTargetList {
-    let servable = |s: &&Shard| {
+    let servable = |s: &&FirstRoot| {
         matches!(s.target.state, LifeCycle::Available | LifeCycle::Updating)
             && s.target.ip.is_some()
     };
     let unlisted = |id: &str| state.draining.get(id).is_some_and(|d| d.unlisted);
     let draining = |id: &str| state.draining.get(id).is_some_and(|d| !d.unlisted);
-    let entry = |s: &Shard, shards: u32| Target {
+    let entry = |s: &FirstRoot, shards: u32| Target {
         id: s.target.id.clone(),
         ip: s.target.ip.clone().unwrap_or_default(),
         az: Some(s.target.az.clone()),

@@ -40,7 +40,7 @@ use effect::{Effect, Outcome};
 use fleet::Fleet;
 use list::{grow_shards, rebuild_list, serving_shards};
 use reason::reason;
-use rendezvous::migrate;
+use rendezvous::to_rendezvous;
 use room::Room;
 use scale_in::{drain_under_way, scale_in_candidate};
 use sizing::{Band, Limits, Size};
@@ -48,7 +48,7 @@ use tracking::track_targets;
 use upkeep::upkeep;
 
 use crate::observed::{LifeCycle, Observed};
-use crate::shard::{self, Shard};
+use crate::shard::{self, FirstRoot};
 use crate::state::State;
 use efs_router::list::{MountTargetList, Strategy};
 use std::collections::BTreeMap;
@@ -56,7 +56,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Each mount target's first shard.
-    pub shards: Vec<Shard>,
+    pub shards: Vec<FirstRoot>,
     pub file_count: u64,
     /// Files in each shard of the list (by root), and in each root that holds files but
     /// belongs to no listed shard yet.
@@ -187,7 +187,7 @@ struct Seen<'a> {
     /// The migrate event's list: the published one under rendezvous.
     migrated: Option<MountTargetList>,
     /// Each mount target's first shard.
-    shards: Vec<Shard>,
+    shards: Vec<FirstRoot>,
     counts: Counts<'a>,
     room: Room<'a>,
     /// The list is `modulo-sha256`.
@@ -206,7 +206,7 @@ impl<'a> Seen<'a> {
         // upkeep's comparison with what is published makes it go out.
         let migrated = policy
             .migrate
-            .then(|| migrate(published, obs, &mut warnings))
+            .then(|| to_rendezvous(published, obs, &mut warnings))
             .flatten();
         let base = migrated.as_ref().or(published);
         let shards = shard::assign(&obs.mount_targets, base, |root| {

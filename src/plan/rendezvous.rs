@@ -9,7 +9,7 @@ use efs_router::list::{MountTargetList, Strategy};
 /// order; the first rooted at `/` keeps it, each other entry that shared `/` gets
 /// `/shards/<az-id>` (its AZ from the list or from AWS). None, with a warning, when an AZ is
 /// unknown or the result would not be a valid list.
-pub(super) fn migrate(
+pub(super) fn to_rendezvous(
     published: Option<&MountTargetList>,
     obs: &Observed,
     warnings: &mut Vec<Warning>,

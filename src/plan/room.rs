@@ -4,7 +4,7 @@ use super::policy::Policy;
 use super::step::{NewTarget, SecurityGroups};
 use super::warning::Warning;
 use crate::observed::{Observed, Subnet};
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use efs_router::list::az_root;
 use std::collections::BTreeSet;
 
@@ -94,7 +94,7 @@ impl<'a> Room<'a> {
 
     /// The new mount target this room allows, if any: in the first eligible subnet, with the
     /// security groups given, else those of a target that serves.
-    pub(super) fn next_target(&self, policy: &Policy, shards: &[Shard]) -> Option<NewTarget> {
+    pub(super) fn next_target(&self, policy: &Policy, shards: &[FirstRoot]) -> Option<NewTarget> {
         let subnet = self.eligible.first()?;
         let serving = shards.iter().find(|s| s.target.state.is_active());
         Some(NewTarget {

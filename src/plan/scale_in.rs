@@ -4,7 +4,7 @@ use super::counts::Counts;
 use super::decision::DrainView;
 use super::list::serving;
 use crate::observed::Observed;
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use crate::state::State;
 use efs_router::list::MountTargetList;
 
@@ -13,7 +13,7 @@ use efs_router::list::MountTargetList;
 pub(super) fn drain_under_way(
     list: &MountTargetList,
     base: Option<&MountTargetList>,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     state: &State,
     obs: &Observed,
 ) -> Option<DrainView> {
@@ -76,7 +76,7 @@ pub(super) enum Candidate {
 pub(super) fn scale_in_candidate(
     obs: &Observed,
     list: &MountTargetList,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     counts: &Counts,
     state: &State,
 ) -> Option<Candidate> {

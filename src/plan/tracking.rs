@@ -2,7 +2,7 @@
 
 use super::warning::Warning;
 use crate::observed::{LifeCycle, Observed};
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use crate::state::{Drain, State};
 use efs_router::list::{MountTargetList, Strategy};
 use std::collections::BTreeSet;
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 pub(super) fn track_targets(
     obs: &Observed,
     published: Option<&MountTargetList>,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     strategy: Strategy,
     state: &mut State,
     warnings: &mut Vec<Warning>,
@@ -35,7 +35,7 @@ pub(super) fn track_targets(
 struct Tracker<'a> {
     obs: &'a Observed,
     published: Option<&'a MountTargetList>,
-    shards: &'a [Shard],
+    shards: &'a [FirstRoot],
     /// Under modulo an entry never changes, so nothing drains.
     rendezvous: bool,
 }

@@ -4,7 +4,7 @@ use super::list::serving;
 use super::policy::Policy;
 use super::step::Step;
 use crate::observed::{LifeCycle, Observed};
-use crate::shard::Shard;
+use crate::shard::FirstRoot;
 use efs_router::list::MountTargetList;
 
 /// What every run does whatever it decided: make missing shard directories, wait for
@@ -12,7 +12,7 @@ use efs_router::list::MountTargetList;
 pub(super) fn upkeep(
     obs: &Observed,
     policy: &Policy,
-    shards: &[Shard],
+    shards: &[FirstRoot],
     published: Option<&MountTargetList>,
     list: &MountTargetList,
     steps: &mut Vec<Step>,

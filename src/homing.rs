@@ -212,12 +212,8 @@ fn flush(
         .collect();
     let mut unmade = BTreeSet::new();
     for parent in parents {
-        if let Err(source) = shard::open_dir(config, &parent, true) {
-            let e = Error::CreateShardDir {
-                path: parent.clone(),
-                source,
-            };
-            warn!(error = %crate::error::chain(&e), "destination directory not made; its files stay");
+        if let Err(e) = shard::open_dir(config, &parent, true) {
+            warn!(dir = %parent.display(), error = %e, "destination directory not made; its files stay");
             unmade.insert(parent);
         }
     }
