@@ -4,7 +4,7 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
-use crate::observed::{LifeCycle, Observed};
+use crate::observed::{LifeCycle, MountTarget, Observed, Parameter};
 use crate::plan::Warning;
 use crate::shard;
 use crate::state::{self, State};
@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 /// largest shard; few enough for Lambda's limits on threads and open files.
 const COUNTING_THREADS: usize = 64;
 
-/// What was observed, and how long counting the files took.
+/// What was observed, and how long counting the files took: AWS and the state first, then
+/// the files of every root a shard may have, all shards at once.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
     let (file_system, mount_targets, parameter, stored_state, deployments) = tokio::try_join!(
         clients.efs.file_system(&config.file_system_id),
@@ -34,24 +35,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             state: file_system.state.as_str().to_owned(),
         });
     }
-
-    let holding: Vec<_> = mount_targets.iter().filter(|t| t.occupies_az()).collect();
-    let vpc_id = match holding.iter().find_map(|t| t.vpc_id.clone()) {
-        Some(vpc) => Some(vpc),
-        // Older API responses carry no VpcId: take it from a target's subnet.
-        None => match holding.first() {
-            Some(t) => clients
-                .ec2
-                .subnets_by_id(
-                    std::slice::from_ref(&t.subnet_id),
-                    "the subnet of a mount target",
-                )
-                .await?
-                .first()
-                .map(|s| s.vpc_id.clone()),
-            None => None,
-        },
-    };
+    let vpc_id = vpc_of(clients, &mount_targets).await?;
     let subnets = match (&config.subnet_ids, &vpc_id) {
         (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
         (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
@@ -65,7 +49,6 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             }))
         }
     };
-
     let protected_azs = if config.protected_subnet_ids.is_empty() {
         BTreeSet::new()
     } else {
@@ -82,84 +65,10 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         None => carried_over(config, state::now(), &mut warnings),
     };
 
-    // Every root a shard may have: `/`, those the list names, and `/shards/<az-id>` of each target.
-    let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
-    if let Some(p) = &parameter {
-        roots.extend(p.list.shards().into_iter().map(|t| t.root));
-    }
-    roots.extend(holding.iter().map(|t| az_root(&t.az_id)));
-    // Draining: each target's roots (all the shards a target gone by hand served), each shard's.
-    let mut draining_roots: BTreeSet<String> = BTreeSet::new();
-    for (id, d) in &state.draining {
-        draining_roots.insert(d.root.clone());
-        let listed = parameter
-            .as_ref()
-            .and_then(|p| p.list.mount_targets.iter().find(|t| &t.id == id));
-        if let Some(t) = listed.filter(|t| t.root == d.root) {
-            draining_roots.extend(t.shard_roots());
-        }
-    }
-    draining_roots.extend(state.draining_shards.keys().cloned());
-    roots.extend(draining_roots.iter().cloned());
+    let (roots, draining_roots) = roots_to_count(parameter.as_ref(), &mount_targets, &state);
     let started = Instant::now();
-    let dirs: Vec<_> = roots
-        .into_iter()
-        .map(|r| (config.watch_path(&r), r))
-        .collect();
-    // The shards are counted at once (up to 64 at a time): over NFS a shard's count is a chain of
-    // READDIR round trips, so the run takes as long as its largest shard, not the sum.
-    // Results are read in the order of `dirs`, so the error reported is the same as one by one.
-    // Each directory is opened beneath the mount without following a link a task could plant.
-    let config_for_walk = config.clone();
-    let counted = tokio::task::spawn_blocking(move || -> Result<Counted, Error> {
-        let count = |path: &std::path::Path| -> std::io::Result<Option<u64>> {
-            match shard::open_dir(&config_for_walk, path, false) {
-                Ok(fd) => count_files_at(&fd).map(Some),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e),
-            }
-        };
-        // At most COUNTING_THREADS at once: hundreds of shards must not take as many threads
-        // and descriptors (Lambda allows 1,024 of each).
-        let counted = efs_router::pool::map_all(&dirs, COUNTING_THREADS, |(path, _)| count(path));
-        let mut out = Counted::default();
-        for ((path, root), counted) in dirs.into_iter().zip(counted) {
-            match counted {
-                Ok(Some(n)) => {
-                    out.files.insert(root, n);
-                }
-                Ok(None) if root == "/" => return Err(Error::MissingWatchDir { path }),
-                Ok(None) => {}
-                Err(source) if root == "/" => return Err(Error::ReadDir { path, source }),
-                // One bad shard directory stops only itself.
-                Err(e) => {
-                    out.unreadable
-                        .insert(root, format!("cannot read {}: {e}", path.display()));
-                }
-            }
-        }
-        // Emptiness of a draining shard is decided from its whole tree, nested files included.
-        for root in draining_roots {
-            let path = config_for_walk.watch_path(&root);
-            match homing::holds_files(&config_for_walk, &path) {
-                Ok(any) => {
-                    out.tree_has_files.insert(root, any);
-                }
-                Err(e) => {
-                    out.unreadable
-                        .insert(root, format!("cannot walk {}: {e}", path.display()));
-                }
-            }
-        }
-        Ok(out)
-    })
-    .await
-    .map_err(|source| Error::TaskFailed {
-        task: "counting",
-        source,
-    })??;
+    let counted = count(config, roots, draining_roots).await?;
     let count_took = started.elapsed();
-
     Ok((
         Observed {
             file_system,
@@ -179,6 +88,117 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         },
         count_took,
     ))
+}
+
+/// The VPC of the file system's mount targets, if it has any.
+async fn vpc_of(clients: &Clients, mount_targets: &[MountTarget]) -> Result<Option<String>, Error> {
+    let mut holding = mount_targets.iter().filter(|t| t.occupies_az());
+    if let Some(vpc) = holding.clone().find_map(|t| t.vpc_id.clone()) {
+        return Ok(Some(vpc));
+    }
+    // Older API responses carry no VpcId: take it from a target's subnet.
+    let Some(t) = holding.next() else {
+        return Ok(None);
+    };
+    let subnets = clients
+        .ec2
+        .subnets_by_id(
+            std::slice::from_ref(&t.subnet_id),
+            "the subnet of a mount target",
+        )
+        .await?;
+    Ok(subnets.first().map(|s| s.vpc_id.clone()))
+}
+
+/// Every root a shard may have (`/`, those the list names, `/shards/<az-id>` of each target,
+/// and those being drained), and those whose whole tree must be walked: the roots of drains
+/// (each target's, all the shards a target gone by hand served, each shard's).
+fn roots_to_count(
+    parameter: Option<&Parameter>,
+    mount_targets: &[MountTarget],
+    state: &State,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut roots: BTreeSet<String> = BTreeSet::from(["/".to_owned()]);
+    if let Some(p) = parameter {
+        roots.extend(p.list.shards().into_iter().map(|t| t.root));
+    }
+    let holding = mount_targets.iter().filter(|t| t.occupies_az());
+    roots.extend(holding.map(|t| az_root(&t.az_id)));
+    let mut draining_roots: BTreeSet<String> = BTreeSet::new();
+    for (id, d) in &state.draining {
+        draining_roots.insert(d.root.clone());
+        let listed = parameter.and_then(|p| p.list.mount_targets.iter().find(|t| &t.id == id));
+        if let Some(t) = listed.filter(|t| t.root == d.root) {
+            draining_roots.extend(t.shard_roots());
+        }
+    }
+    draining_roots.extend(state.draining_shards.keys().cloned());
+    roots.extend(draining_roots.iter().cloned());
+    (roots, draining_roots)
+}
+
+/// Counts the files of each root, and walks the trees of `draining_roots`. The shards are
+/// counted at once (up to [`COUNTING_THREADS`] at a time): over NFS a shard's count is a chain
+/// of READDIR round trips, so the run takes as long as its largest shard, not the sum. Results
+/// are read in the order of the roots, so the error reported is the same as one by one. Each
+/// directory is opened beneath the mount without following a link a task could plant.
+async fn count(
+    config: &Config,
+    roots: BTreeSet<String>,
+    draining_roots: BTreeSet<String>,
+) -> Result<Counted, Error> {
+    let dirs: Vec<_> = roots
+        .into_iter()
+        .map(|r| (config.watch_path(&r), r))
+        .collect();
+    let config = config.clone();
+    tokio::task::spawn_blocking(move || -> Result<Counted, Error> {
+        let count = |path: &std::path::Path| -> std::io::Result<Option<u64>> {
+            match shard::open_dir(&config, path, false) {
+                Ok(fd) => count_files_at(&fd).map(Some),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        // A bounded pool: hundreds of shards must not take as many threads and descriptors
+        // (Lambda allows 1,024 of each).
+        let counted = efs_router::pool::map_all(&dirs, COUNTING_THREADS, |(path, _)| count(path));
+        let mut out = Counted::default();
+        for ((path, root), counted) in dirs.into_iter().zip(counted) {
+            match counted {
+                Ok(Some(n)) => {
+                    out.files.insert(root, n);
+                }
+                Ok(None) if root == "/" => return Err(Error::MissingWatchDir { path }),
+                Ok(None) => {}
+                Err(source) if root == "/" => return Err(Error::ReadDir { path, source }),
+                // One bad shard directory stops only itself.
+                Err(e) => {
+                    out.unreadable
+                        .insert(root, format!("cannot read {}: {e}", path.display()));
+                }
+            }
+        }
+        // Emptiness of a draining shard is decided from its whole tree, nested files included.
+        for root in draining_roots {
+            let path = config.watch_path(&root);
+            match homing::holds_files(&config, &path) {
+                Ok(any) => {
+                    out.tree_has_files.insert(root, any);
+                }
+                Err(e) => {
+                    out.unreadable
+                        .insert(root, format!("cannot walk {}: {e}", path.display()));
+                }
+            }
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|source| Error::TaskFailed {
+        task: "counting",
+        source,
+    })?
 }
 
 #[derive(Default)]
