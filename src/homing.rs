@@ -90,100 +90,23 @@ pub fn move_home(
     budget: Budget,
     drain: bool,
 ) -> Result<Moves, Error> {
-    let mut moves = Moves::default();
-    let roots: BTreeSet<&String> = roots.iter().collect();
-    // Files route over the list's shards (several per mount target in a version 2 list).
-    let shards = list.shards();
-    for root in roots {
+    let mut mover = Mover {
+        config,
+        list,
+        // Files route over the list's shards (several per mount target in a version 2 list).
+        shards: list.shards(),
+        budget,
+        moves: Moves::default(),
+        batch: Vec::with_capacity(BATCH),
+    };
+    for root in roots.iter().collect::<BTreeSet<_>>() {
         if Instant::now() >= budget.until {
-            moves.incomplete = true;
+            mover.moves.incomplete = true;
             break;
         }
-        let dir = config.watch_path(root);
-        let fd = match shard::open_dir(config, &dir, false) {
-            Ok(fd) => fd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => {
-                warn!(root = %root, error = %source, "shard skipped: cannot open its directory");
-                moves.failed += 1;
-                continue;
-            }
-        };
-        let mut batch: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(BATCH);
-        let mut walk_error = None;
-        let walked = dir::walk_at(&fd, |entry| {
-            // Past the deadline nothing more can move: counting on would only hold the run.
-            if Instant::now() >= budget.until {
-                moves.incomplete = true;
-                return Flow::Stop;
-            }
-            let flow = match entry.kind {
-                Kind::File => Flow::Continue,
-                // Maybe a directory: opened as one (without following a link) and walked if it
-                // is; a misplaced one that is not a regular file is refused by the move.
-                Kind::Unknown => Flow::Enter,
-                Kind::Directory => return Flow::Continue,
-                Kind::Private(_) => return Flow::Continue,
-                Kind::Other(other) => {
-                    moves.skipped += 1;
-                    warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
-                    return Flow::Continue;
-                }
-                Kind::Failed(ref e) => {
-                    moves.failed += 1;
-                    warn!(path = %dir.join(entry.path).display(), error = %e, "directory skipped");
-                    return Flow::Continue;
-                }
-            };
-            let Some(rel_path) = entry.path.to_str() else {
-                moves.failed += 1;
-                return flow;
-            };
-            let logical = if config.watch_dir.is_empty() {
-                rel_path.to_owned()
-            } else {
-                format!("{}/{rel_path}", config.watch_dir)
-            };
-            match shard_index(&logical, &shards, list.strategy) {
-                Ok(i) if shards[i].root != *root => {
-                    if moves.moved + moves.dropped_older + batch.len() as u64 >= budget.max_moves
-                        || Instant::now() >= budget.until
-                    {
-                        moves.remaining += 1;
-                        return flow;
-                    }
-                    let home = config.watch_path(&shards[i].root);
-                    batch.push((dir.join(entry.path), home.join(entry.path)));
-                    if batch.len() == BATCH {
-                        if let Err(e) = flush(config, &mut batch, budget, &mut moves) {
-                            walk_error = Some(e);
-                            return Flow::Stop;
-                        }
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    moves.failed += 1;
-                    warn!(file = %logical, error = %e, "not a routable path; left alone");
-                }
-            }
-            flow
-        });
-        if let Err(source) = walked {
-            warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
-            moves.failed += 1;
-        }
-        if let Some(e) = walk_error {
-            return Err(e);
-        }
-        flush(config, &mut batch, budget, &mut moves)?;
-        if drain {
-            match dir::remove_empty_dirs_at(&fd) {
-                Ok(removed) => info!(root = %root, removed = ?removed, "empty directories removed"),
-                Err(e) => warn!(root = %root, error = %e, "empty directories left"),
-            }
-        }
+        mover.shard(root, drain)?;
     }
+    let moves = mover.moves;
     info!(
         moved = moves.moved,
         dropped_older = moves.dropped_older,
@@ -193,6 +116,113 @@ pub fn move_home(
         "moved files home"
     );
     Ok(moves)
+}
+
+/// One run's moving: what it routes by, what it may still do, what it did.
+struct Mover<'a> {
+    config: &'a Config,
+    list: &'a MountTargetList,
+    shards: Vec<efs_router::list::Target>,
+    budget: Budget,
+    moves: Moves,
+    /// Misplaced files found and not moved yet: (where it is, its home).
+    batch: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Mover<'_> {
+    /// Walks the shard rooted at `root` and moves its misplaced files home.
+    fn shard(&mut self, root: &str, drain: bool) -> Result<(), Error> {
+        let dir = self.config.watch_path(root);
+        let fd = match shard::open_dir(self.config, &dir, false) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                warn!(root = %root, error = %source, "shard skipped: cannot open its directory");
+                self.moves.failed += 1;
+                return Ok(());
+            }
+        };
+        let mut walk_error = None;
+        let walked = dir::walk_at(&fd, |entry| match self.visit(root, &dir, entry) {
+            Ok(flow) => flow,
+            Err(e) => {
+                walk_error = Some(e);
+                Flow::Stop
+            }
+        });
+        if let Err(source) = walked {
+            warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
+            self.moves.failed += 1;
+        }
+        if let Some(e) = walk_error {
+            return Err(e);
+        }
+        flush(self.config, &mut self.batch, self.budget, &mut self.moves)?;
+        if drain {
+            match dir::remove_empty_dirs_at(&fd) {
+                Ok(removed) => info!(root = %root, removed = ?removed, "empty directories removed"),
+                Err(e) => warn!(root = %root, error = %e, "empty directories left"),
+            }
+        }
+        Ok(())
+    }
+
+    /// One entry of the walk of the shard at `root` (watched directory `dir`): a misplaced
+    /// file joins the batch (moved once the batch is full), anything else is counted.
+    fn visit(&mut self, root: &str, dir: &Path, entry: dir::Entry<'_>) -> Result<Flow, Error> {
+        let (budget, moves) = (self.budget, &mut self.moves);
+        // Past the deadline nothing more can move: counting on would only hold the run.
+        if Instant::now() >= budget.until {
+            moves.incomplete = true;
+            return Ok(Flow::Stop);
+        }
+        let flow = match entry.kind {
+            Kind::File => Flow::Continue,
+            // Maybe a directory: opened as one (without following a link) and walked if it
+            // is; a misplaced one that is not a regular file is refused by the move.
+            Kind::Unknown => Flow::Enter,
+            Kind::Directory | Kind::Private(_) => return Ok(Flow::Continue),
+            Kind::Other(other) => {
+                moves.skipped += 1;
+                warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
+                return Ok(Flow::Continue);
+            }
+            Kind::Failed(ref e) => {
+                moves.failed += 1;
+                warn!(path = %dir.join(entry.path).display(), error = %e, "directory skipped");
+                return Ok(Flow::Continue);
+            }
+        };
+        let Some(rel_path) = entry.path.to_str() else {
+            moves.failed += 1;
+            return Ok(flow);
+        };
+        let logical = match self.config.watch_dir.as_str() {
+            "" => rel_path.to_owned(),
+            watch_dir => format!("{watch_dir}/{rel_path}"),
+        };
+        match shard_index(&logical, &self.shards, self.list.strategy) {
+            Ok(i) if self.shards[i].root != root => {
+                let taken = moves.moved + moves.dropped_older + self.batch.len() as u64;
+                if taken >= budget.max_moves || Instant::now() >= budget.until {
+                    moves.remaining += 1;
+                    return Ok(flow);
+                }
+                let home = self.config.watch_path(&self.shards[i].root);
+                self.batch
+                    .push((dir.join(entry.path), home.join(entry.path)));
+                if self.batch.len() == BATCH {
+                    flush(self.config, &mut self.batch, budget, moves)?;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                moves.failed += 1;
+                warn!(file = %logical, error = %e, "not a routable path; left alone");
+            }
+        }
+        Ok(flow)
+    }
 }
 
 /// Moves one batch, making each destination's directory first (beneath the mount, without
