@@ -55,51 +55,7 @@ impl Ecs {
                 });
             }
             for service in out.services() {
-                let name = service.service_name().unwrap_or_default().to_owned();
-                let missing = |why: String| Error::NotFound {
-                    operation: OP,
-                    what: format!("service {name} in cluster {cluster} (ECS_SERVICE_NAME)"),
-                    source: why.into(),
-                };
-                let status = service.status().unwrap_or_default();
-                if status != "ACTIVE" {
-                    return Err(missing(format!("its status is {status}")));
-                }
-                if let Some(controller) = service
-                    .deployment_controller()
-                    .map(|c| c.r#type().as_str())
-                    .filter(|c| *c != "ECS")
-                {
-                    return Err(Error::DeploymentController {
-                        cluster: cluster.to_owned(),
-                        service: name,
-                        controller: controller.to_owned(),
-                    });
-                }
-                let primary = service
-                    .deployments()
-                    .iter()
-                    .find(|d| d.status() == Some("PRIMARY"));
-                let rollout_failed = primary
-                    .filter(|d| d.rollout_state().is_some_and(|s| s.as_str() == "FAILED"))
-                    .map(|d| {
-                        d.rollout_state_reason()
-                            .unwrap_or("no reason given")
-                            .to_owned()
-                    });
-                let others_running = service
-                    .deployments()
-                    .iter()
-                    .filter(|d| d.status() != Some("PRIMARY"))
-                    .map(|d| i64::from(d.running_count()))
-                    .sum();
-                found.push(Deployment {
-                    service: name,
-                    id: primary.and_then(|d| d.id()).map(str::to_owned),
-                    created_at: time(primary.and_then(|d| d.created_at())),
-                    rollout_failed,
-                    others_running,
-                });
+                found.push(deployment(service, cluster)?);
             }
         }
         // Every service asked for is described or failed; anything else is not there.
@@ -146,6 +102,57 @@ impl Ecs {
             .and_then(|d| d.id());
         Ok(primary.map(str::to_owned))
     }
+}
+
+/// What a run needs of one described service: its primary deployment, when that started,
+/// whether its rollout failed, and the tasks older deployments still run. A service that is
+/// not `ACTIVE`, or whose deployments another controller than ECS's runs, is an error.
+fn deployment(service: &aws_sdk_ecs::types::Service, cluster: &str) -> Result<Deployment, Error> {
+    const OP: &str = "DescribeServices";
+    let name = service.service_name().unwrap_or_default().to_owned();
+    let status = service.status().unwrap_or_default();
+    if status != "ACTIVE" {
+        return Err(Error::NotFound {
+            operation: OP,
+            what: format!("service {name} in cluster {cluster} (ECS_SERVICE_NAME)"),
+            source: format!("its status is {status}").into(),
+        });
+    }
+    if let Some(controller) = service
+        .deployment_controller()
+        .map(|c| c.r#type().as_str())
+        .filter(|c| *c != "ECS")
+    {
+        return Err(Error::DeploymentController {
+            cluster: cluster.to_owned(),
+            service: name,
+            controller: controller.to_owned(),
+        });
+    }
+    let primary = service
+        .deployments()
+        .iter()
+        .find(|d| d.status() == Some("PRIMARY"));
+    let rollout_failed = primary
+        .filter(|d| d.rollout_state().is_some_and(|s| s.as_str() == "FAILED"))
+        .map(|d| {
+            d.rollout_state_reason()
+                .unwrap_or("no reason given")
+                .to_owned()
+        });
+    let others_running = service
+        .deployments()
+        .iter()
+        .filter(|d| d.status() != Some("PRIMARY"))
+        .map(|d| i64::from(d.running_count()))
+        .sum();
+    Ok(Deployment {
+        service: name,
+        id: primary.and_then(|d| d.id()).map(str::to_owned),
+        created_at: time(primary.and_then(|d| d.created_at())),
+        rollout_failed,
+        others_running,
+    })
 }
 
 #[cfg(test)]
