@@ -109,22 +109,7 @@ impl fmt::Display for Warning {
                 file,
                 parameter,
                 created_azs,
-            } => {
-                write!(
-                    f,
-                    "the timers of {file} were carried over to the parameter {parameter} (read \
-                     once; the file is no longer used)"
-                )?;
-                if !created_azs.is_empty() {
-                    write!(
-                        f,
-                        "; the AZs it names as created by this function ({}) were not: add \
-                         those targets to `created` in the parameter if they are",
-                        created_azs.join(", ")
-                    )?;
-                }
-                Ok(())
-            }
+            } => carried_over(f, file, parameter, created_azs),
             Warning::OldStateFile { problem } => write!(f, "old state file: {problem}"),
             Warning::NothingToMigrate => write!(
                 f,
@@ -209,4 +194,26 @@ impl fmt::Display for Warning {
             ),
         }
     }
+}
+
+fn carried_over(
+    f: &mut fmt::Formatter<'_>,
+    file: &str,
+    parameter: &str,
+    created_azs: &[String],
+) -> fmt::Result {
+    write!(
+        f,
+        "the timers of {file} were carried over to the parameter {parameter} (read once; the \
+         file is no longer used)"
+    )?;
+    if !created_azs.is_empty() {
+        write!(
+            f,
+            "; the AZs it names as created by this function ({}) were not: add those targets \
+             to `created` in the parameter if they are",
+            created_azs.join(", ")
+        )?;
+    }
+    Ok(())
 }
