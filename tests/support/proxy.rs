@@ -319,6 +319,19 @@ impl Proxy {
         }
     }
 
+    /// Targets the proxy shows `creating` in the next `DescribeMountTargets` answer: created
+    /// while targets were held and not yet counted down to their real state. No run has seen
+    /// them available.
+    pub fn shown_creating(&self) -> Vec<String> {
+        let state = self.state.lock().unwrap();
+        state
+            .held
+            .iter()
+            .filter(|(_, remaining)| **remaining > 0)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Requests of `operation` seen (faulted ones included).
     pub fn count(&self, operation: &str) -> usize {
         self.state
