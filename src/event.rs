@@ -24,7 +24,9 @@ pub const DEFAULT_MAX_MOVES: u64 = 10_000;
 
 impl Action {
     /// An EventBridge scheduled event or `{"action":"reconcile"}` reconciles;
-    /// `{"action":"plan"}` plans. Anything else is refused before any AWS call.
+    /// `{"action":"plan"}` plans; `{"action":"rebalance"}` (with an optional `max_moves`)
+    /// rebalances; `{"action":"migrate","strategy":"rendezvous"}` migrates. Anything else is
+    /// refused before any AWS call.
     pub fn from_event(event: &Value) -> Result<Self, Error> {
         if event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") {
             return Ok(Action::Reconcile);

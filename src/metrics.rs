@@ -57,11 +57,12 @@ pub const TOTAL_FILES: &str = "TotalFiles";
 /// property [`PROP_LARGEST_SHARD_ROOT`]): what the scale-out compares with `FILE_THRESHOLD`.
 /// Absent from a run that counted no shard.
 pub const LARGEST_SHARD_FILES: &str = "LargestShardFiles";
-/// Shards (directories) in the list, as published.
+/// Shards that take new files once the run's steps have run (and those of targets still
+/// creating): the response's `shards`.
 pub const SHARDS: &str = "Shards";
 /// Shards the file count calls for, after the `MAX_SHARDS` cap.
 pub const DESIRED_SHARDS: &str = "DesiredShards";
-/// Mount targets of the file system, as observed.
+/// Mount targets creating, available or updating after the run: the response's `total`.
 pub const MOUNT_TARGETS: &str = "MountTargets";
 /// Mount targets wanted, after the AZ and `MAX_MOUNT_TARGETS` caps.
 pub const DESIRED_MOUNT_TARGETS: &str = "DesiredMountTargets";
@@ -194,10 +195,13 @@ pub struct RunMetrics {
     /// `FILE_THRESHOLD`: the line the largest shard is shown against.
     pub threshold: u64,
     pub total_files: u64,
+    /// Mount targets creating, available or updating after the run (the plan's `current`,
+    /// the response's `total`).
     pub mount_targets: u64,
     /// Mount targets wanted (after the AZ and `MAX_MOUNT_TARGETS` caps).
     pub desired: u64,
-    /// Shards listed (each a directory; a mount target serves one or more).
+    /// Shards that take new files after the run (each a directory; a mount target serves one
+    /// or more): the response's `shards`.
     pub shards: u64,
     /// Shards the file count calls for, after `MAX_SHARDS`.
     pub desired_shards: u64,

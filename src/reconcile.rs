@@ -152,7 +152,7 @@ fn log_summary(action: Action, first: &Plan, response: &Response, count_took: Du
         files_per_shard = ?response.files_per_shard,
         count_ms = count_took.as_millis() as u64,
         // The floor of counting over NFS: the shards are read at once, so the largest one's
-        // READDIR replies (about 544 names each) set it.
+        // READDIR replies (NAMES_PER_READDIR names each) set it.
         count_floor_round_trips = first
             .files_per_shard
             .values()

@@ -37,7 +37,8 @@ pub struct Response {
     /// More shards are needed than `MAX_SHARDS` (or, for a modulo list, the AZs) allow.
     pub at_capacity: bool,
     pub new_mount_target: Option<NewMountTarget>,
-    /// Mount targets creating, available or updating after this run.
+    /// Mount targets creating, available or updating after this run (the original's name;
+    /// the plan's `current`, the metric `MountTargets`).
     pub total: usize,
     /// The published list after this run (for a plan: the list it would publish).
     pub mount_targets: Vec<Target>,

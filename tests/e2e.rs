@@ -712,7 +712,7 @@ async fn an_unknown_event_is_an_error_listing_what_is_accepted() {
 
     let inv = tb.invoke(&json!({"action": "explode"})).await;
     let message = inv.error_text();
-    for accepted in ["reconcile", "plan"] {
+    for accepted in ["reconcile", "plan", "rebalance", "migrate"] {
         check!(
             inv,
             message.contains(accepted),

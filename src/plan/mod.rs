@@ -63,7 +63,8 @@ pub struct Plan {
     pub files_per_shard: BTreeMap<String, u64>,
     /// Files in all the shards each mount target serves, by mount target id.
     pub files_per_target: BTreeMap<String, u64>,
-    /// Mount targets creating, available or updating.
+    /// Mount targets creating, available or updating (the response's `total`, the metric
+    /// `MountTargets`: one number, named as the contract names it in each).
     pub current: usize,
     /// Shards that take new files once the steps have run (and those of targets still
     /// creating, which will).
