@@ -170,8 +170,8 @@ async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks
     let list = tb.world.published().await.json();
     assert_eq!(list["mount_targets"][0]["shards"], json!(5), "{list}");
 
-    // Under a modulo list one target is one shard: at capacity, and the reason says why
-    // and what lifts it; nothing is asked of AWS.
+    // Under a modulo list one target is one shard: at capacity (the reason names the migrate
+    // event, which lifts it); nothing is asked of AWS.
     let a = &list["mount_targets"][0];
     tb.world
         .put_parameter(&json!({"mount_targets": [{"id": a["id"], "ip": a["ip"]}]}).to_string())
