@@ -4,7 +4,7 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
-use crate::observed::{LifeCycle, MountTarget, Observed, Parameter};
+use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, When};
 use crate::plan::Warning;
 use crate::shard;
 use crate::state::{self, State};
@@ -84,7 +84,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             state,
             state_stored,
             warnings,
-            now: state::now(),
+            now: When::now(),
         },
         count_took,
     ))

@@ -3,7 +3,44 @@
 use crate::state::State;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// A moment, as Unix time in milliseconds: the one type for "when" in what a run observes (the
+/// list's last publish, a deployment's start, the run's own now). AWS's times carry
+/// milliseconds, and a deployment forced within a second of a publish must still count as
+/// after it. The state's timers are whole seconds, [`When::secs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct When(u64);
+
+impl When {
+    pub fn from_millis(ms: u64) -> When {
+        When(ms)
+    }
+
+    pub fn from_secs(secs: u64) -> When {
+        When(secs.saturating_mul(1000))
+    }
+
+    /// `t`, if it is after the Unix epoch.
+    pub fn from_system(t: SystemTime) -> Option<When> {
+        let since = t.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+        Some(When(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    pub fn now() -> When {
+        When::from_system(SystemTime::now()).unwrap_or(When(0))
+    }
+
+    /// Whole seconds since the Unix epoch (how the state keeps its timers).
+    pub fn secs(self) -> u64 {
+        self.0 / 1000
+    }
+
+    /// How long after `earlier` this is (zero when it is not after it).
+    pub fn since(self, earlier: When) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifeCycle {
@@ -69,7 +106,7 @@ pub struct Subnet {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parameter {
     pub list: MountTargetList,
-    pub last_modified: Option<SystemTime>,
+    pub last_modified: Option<When>,
 }
 
 /// The file system, as DescribeFileSystems shows it.
@@ -102,7 +139,7 @@ impl FileSystem {
 pub struct Deployment {
     pub service: String,
     pub id: Option<String>,
-    pub created_at: Option<SystemTime>,
+    pub created_at: Option<When>,
     /// The primary deployment's rollout failed (`rolloutState` `FAILED`): its reason. The
     /// tasks still run the previous deployment, and so the previous list.
     pub rollout_failed: Option<String>,
@@ -134,6 +171,31 @@ pub struct Observed {
     pub state_stored: bool,
     /// Observed things an operator should know (the old state file, say).
     pub warnings: Vec<crate::plan::Warning>,
-    /// Unix seconds when observed.
-    pub now: u64,
+    /// When it was observed.
+    pub now: When,
+}
+
+impl Observed {
+    /// When the list was last published, if it is: the one reading of that time.
+    pub fn published_at(&self) -> Option<When> {
+        self.parameter.as_ref().and_then(|p| p.last_modified)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_keeps_its_milliseconds() {
+        let published =
+            When::from_system(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700)).unwrap();
+        let deployed = When::from_millis(1_950);
+        // Within the same second, and still after it: the fleet rule compares moments.
+        assert!(deployed > published);
+        assert_eq!((published.secs(), deployed.secs()), (1, 1));
+        assert_eq!(deployed.since(published), Duration::from_millis(250));
+        assert_eq!(published.since(deployed), Duration::ZERO);
+        assert_eq!(When::from_secs(3).secs(), 3);
+    }
 }

@@ -238,9 +238,6 @@ mod tests {
         let ecs = Ecs::new(mock_client!(aws_sdk_ecs, [&rule]));
         let d = ecs.primary_deployments("c", &["app".into()]).await.unwrap();
         assert_eq!(d[0].id.as_deref(), Some("ecs-svc/new"));
-        assert_eq!(
-            d[0].created_at,
-            Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(20))
-        );
+        assert_eq!(d[0].created_at, Some(crate::observed::When::from_secs(20)));
     }
 }

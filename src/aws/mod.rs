@@ -23,6 +23,7 @@ pub mod ssm;
 
 use crate::config::ApiTimeouts;
 use crate::error::Error;
+use crate::observed::When;
 use aws_config::timeout::TimeoutConfig;
 use aws_runtime::retries::classifiers::THROTTLING_ERRORS;
 use aws_sdk_efs::error::{ProvideErrorMetadata, SdkError};
@@ -121,6 +122,7 @@ where
     }
 }
 
-pub(crate) fn time(t: Option<&aws_smithy_types::DateTime>) -> Option<SystemTime> {
+pub(crate) fn time(t: Option<&aws_smithy_types::DateTime>) -> Option<When> {
     t.and_then(|t| SystemTime::try_from(*t).ok())
+        .and_then(When::from_system)
 }

@@ -3,10 +3,10 @@
 use super::{sdk_error, time};
 use crate::error::Error;
 use crate::observed::Parameter;
+use crate::observed::When;
 use crate::state::State;
 use aws_sdk_ssm::types::ParameterType;
 use efs_router::list::MountTargetList;
-use std::time::SystemTime;
 
 #[derive(Clone, Debug)]
 pub struct Ssm {
@@ -53,7 +53,7 @@ impl Ssm {
     }
 
     /// A parameter's value and last modification; `None` when it does not exist.
-    async fn get(&self, name: &str) -> Result<Option<(String, Option<SystemTime>)>, Error> {
+    async fn get(&self, name: &str) -> Result<Option<(String, Option<When>)>, Error> {
         match self.client.get_parameter().name(name).send().await {
             Ok(out) => {
                 let p = out.parameter();
@@ -140,9 +140,6 @@ mod tests {
         let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
         let p = ssm.read("/p").await.unwrap().unwrap();
         assert_eq!(p.list.strategy, Strategy::ModuloSha256);
-        assert_eq!(
-            p.last_modified,
-            Some(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000))
-        );
+        assert_eq!(p.last_modified, Some(When::from_secs(1_700_000_000)));
     }
 }

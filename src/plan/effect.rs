@@ -35,7 +35,7 @@ impl Effect<'_> {
             list,
             steps: Vec::new(),
         };
-        let now = self.obs.now;
+        let now = self.obs.now.secs();
         match decision {
             // The list already is the migrated one; publishing it is upkeep.
             Decision::Migrate { .. } => {}
@@ -138,7 +138,7 @@ impl Effect<'_> {
         for (index, added) in self.growth {
             out.list.mount_targets[*index].shards += added;
         }
-        out.state.last_scale_out = Some(self.obs.now);
+        out.state.last_scale_out = Some(self.obs.now.secs());
         out.state.below_since = None;
     }
 }

@@ -2,7 +2,7 @@
 
 use super::policy::Policy;
 use super::warning::Warning;
-use crate::observed::Observed;
+use crate::observed::{Observed, When};
 
 /// Why files may not move now, whatever moves them (a drain or a rebalance).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub(super) struct Fleet {
 
 impl Fleet {
     pub(super) fn of(obs: &Observed, policy: &Policy, warnings: &mut Vec<Warning>) -> Fleet {
-        let published = obs.parameter.as_ref().and_then(|p| p.last_modified);
+        let published = obs.published_at();
         let waiting: Vec<String> = obs
             .deployments
             .iter()
@@ -76,7 +76,7 @@ impl Fleet {
                 });
             }
         }
-        let age = published_at(obs).map(|t| obs.now.saturating_sub(t));
+        let age = published.map(|t| obs.now.since(t).as_secs());
         let stuck = !waiting.is_empty() && age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
         if stuck {
             warnings.push(Warning::FleetNotConverged {
@@ -109,14 +109,6 @@ impl Fleet {
 /// Seconds left before clients that re-read the list every `CLIENT_REFRESH_SECONDS` have all
 /// read the one published last (0 when they have, or when no client refreshes by itself).
 fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {
-    (published_at(obs).unwrap_or(0) + policy.client_refresh_secs).saturating_sub(obs.now)
-}
-
-/// When the list was last published (Unix seconds), if it exists.
-pub(super) fn published_at(obs: &Observed) -> Option<u64> {
-    obs.parameter
-        .as_ref()
-        .and_then(|p| p.last_modified)
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs())
+    let read_by = obs.published_at().map_or(0, When::secs) + policy.client_refresh_secs;
+    read_by.saturating_sub(obs.now.secs())
 }

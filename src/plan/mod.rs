@@ -135,7 +135,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         below_since: state.below_since,
         last_scale_out: state.last_scale_out,
         cooldown: policy.scale_in_cooldown_secs,
-        now: obs.now,
+        now: obs.now.secs(),
     });
     let reason = reason(&decision, &size, &band, policy);
     let effect = Effect {

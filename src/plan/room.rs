@@ -50,7 +50,11 @@ impl<'a> Room<'a> {
             })
             .filter(|s| !used_azs.contains(s.az_id.as_str()))
             .filter(|s| obs.file_system.allows_az(&s.az, &s.az_id))
-            .filter(|s| obs.state.exclusion(&s.id, &s.az_id, obs.now).is_none())
+            .filter(|s| {
+                obs.state
+                    .exclusion(&s.id, &s.az_id, obs.now.secs())
+                    .is_none()
+            })
             .collect();
         eligible.sort_by(|a, b| (&a.az_id, &a.id).cmp(&(&b.az_id, &b.id)));
         for s in obs
@@ -70,7 +74,7 @@ impl<'a> Room<'a> {
             .state
             .excluded
             .iter()
-            .filter(|(_, e)| e.until > obs.now)
+            .filter(|(_, e)| e.until > obs.now.secs())
             .map(|(key, e)| Excluded {
                 key: key.clone(),
                 until: e.until,

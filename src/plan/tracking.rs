@@ -51,7 +51,10 @@ impl Tracker<'_> {
 
     /// Missing in an earlier run too: gone for good.
     fn gone(&self, state: &State, id: &str) -> bool {
-        state.missing.get(id).is_some_and(|t| *t < self.obs.now)
+        state
+            .missing
+            .get(id)
+            .is_some_and(|t| *t < self.obs.now.secs())
     }
 
     fn listed(&self, id: &str) -> bool {
@@ -72,7 +75,10 @@ impl Tracker<'_> {
             .retain(|id, _| watched.contains(id) && !self.seen(id));
         for id in &watched {
             if !self.seen(id) {
-                state.missing.entry(id.clone()).or_insert(self.obs.now);
+                state
+                    .missing
+                    .entry(id.clone())
+                    .or_insert(self.obs.now.secs());
             }
         }
         let gone_created: Vec<String> = state
@@ -100,7 +106,7 @@ impl Tracker<'_> {
                 });
                 let drain = Drain {
                     root: t.root.clone(),
-                    since: self.obs.now,
+                    since: self.obs.now.secs(),
                     unlisted: false,
                     gone: true,
                 };

@@ -45,7 +45,7 @@ pub(super) fn upkeep(
     if publish {
         steps.push(Step::Publish { list: list.clone() });
     }
-    let param_time = obs.parameter.as_ref().and_then(|p| p.last_modified);
+    let param_time = obs.published_at();
     for service in &policy.services {
         let deployed = obs.deployments.iter().find(|d| &d.service == service);
         let stale = match (param_time, deployed.and_then(|d| d.created_at)) {

@@ -158,7 +158,7 @@ fn a_target_missing_for_one_run_keeps_its_place_then_drains_as_gone() {
     assert_eq!(saved(&p).unwrap().missing.get(&gone.id), Some(&NOW));
     // Still missing a run later: its root stays listed, draining, until its files are home.
     o.state = saved(&p).unwrap().clone();
-    o.now = NOW + 300;
+    o.now = When::from_secs(NOW + 300);
     o.tree_has_files.insert("/shards/use1-az2".into(), true);
     let p = plan(&o, &policy());
     assert_eq!(draining_id(&p), Some("fsmt-b"));

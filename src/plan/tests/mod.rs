@@ -2,12 +2,11 @@
 
 use super::decision::{Bound, Hold, MIGRATE_EVENT};
 use super::*;
-use crate::observed::{Deployment, FileSystem, MountTarget, Parameter};
+use crate::observed::{Deployment, FileSystem, MountTarget, Parameter, When};
 use crate::observed::{LifeCycle, Observed, Subnet};
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::{az_root, extra_root, Target};
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime};
 
 mod decisions;
 mod drain;
@@ -39,8 +38,8 @@ pub(super) fn target(id: &str, az: char, state: LifeCycle) -> MountTarget {
     }
 }
 
-pub(super) fn at(secs: u64) -> Option<SystemTime> {
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+pub(super) fn at(secs: u64) -> Option<When> {
+    Some(When::from_secs(secs))
 }
 
 /// A file system with one available target in AZ a, subnets in a, b, c of its VPC, its
@@ -75,7 +74,7 @@ pub(super) fn world(files: u64) -> Observed {
         warnings: Vec::new(),
         unreadable: BTreeMap::new(),
         tree_has_files: BTreeMap::new(),
-        now: NOW,
+        now: When::from_secs(NOW),
     };
     // Published as it was before the files grew: one shard, built by hand (not by `plan`,
     // so that a bug in the list's rebuild cannot move the input along with the output).
