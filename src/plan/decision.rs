@@ -189,45 +189,8 @@ pub(super) fn decide(s: &Situation) -> Decision {
     // A drain yields to growth: a drain is cancelled, and the root of a target gone by hand
     // (which cannot serve again) waits while shards or a target are added.
     let growing = s.size.desired_shards > s.size.current_shards;
-    if let Some(d) = s.drain.as_ref().filter(|d| !(d.gone && growing)) {
-        let id = d.id.clone();
-        return if growing {
-            Decision::CancelDrain { id }
-        } else if let Some(wait) = &s.moves_wait {
-            // publish → converge → move → publish → converge → delete.
-            match wait {
-                // The clients run the published list, not the one the state implies.
-                MovesWait::ListPending => Decision::PublishFirst { id },
-                MovesWait::Fleet(services) => Decision::WaitForFleet {
-                    id,
-                    services: services.clone(),
-                },
-                MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
-            }
-        } else if let Some(root) = d.with_files.first() {
-            Decision::MoveDrained {
-                id,
-                az: d.az.clone(),
-                root: root.clone(),
-            }
-        } else if d.shard && !d.unlisted {
-            Decision::DropShard {
-                id,
-                root: d.root.clone(),
-            }
-        } else if d.shard {
-            // Dropped, and the list without it is the one published: nothing left to do
-            // (the next run forgets it).
-            Decision::Keep {
-                fewer_would_do: false,
-            }
-        } else if d.gone {
-            Decision::DropGone { id }
-        } else if !d.unlisted {
-            Decision::Unlist { id }
-        } else {
-            Decision::DeleteDrained { id }
-        };
+    if let Some(d) = s.drain.filter(|d| !(d.gone && growing)) {
+        return drain_step(d, growing, s.moves_wait);
     }
     let short_of_targets = s.size.desired > s.size.current;
     if short_of_targets {
@@ -251,33 +214,82 @@ pub(super) fn decide(s: &Situation) -> Decision {
         return Decision::AtCapacity(s.bound.clone());
     }
     if s.in_band {
-        let held = s.now.saturating_sub(s.below_since.unwrap_or(s.now));
-        let after_scale_out = s.last_scale_out.map(|t| s.now.saturating_sub(t));
-        return match &s.candidate {
-            None if s.modulo => Decision::Hold(Hold::ModuloList),
-            None => Decision::Hold(Hold::NoCandidate),
-            Some(_) if held < s.cooldown => Decision::Hold(Hold::Settling {
-                held,
-                cooldown: s.cooldown,
-            }),
-            Some(_) if after_scale_out.is_some_and(|t| t < s.cooldown) => {
-                Decision::Hold(Hold::RecentScaleOut {
-                    ago: after_scale_out.unwrap_or_default(),
-                    cooldown: s.cooldown,
-                })
-            }
-            Some(Candidate::Target(id)) => Decision::StartDrain {
-                id: id.clone(),
-                held,
-            },
-            Some(Candidate::Shard { id, root }) => Decision::StartShardDrain {
-                id: id.clone(),
-                root: root.clone(),
-                held,
-            },
-        };
+        return scale_in(s);
     }
     Decision::Keep {
         fewer_would_do: s.size.desired_shards < s.size.current_shards,
+    }
+}
+
+/// The next step of the drain under way: publish → converge → move → publish → converge →
+/// delete, unless growth cancels it.
+fn drain_step(d: &DrainView, growing: bool, moves_wait: Option<&MovesWait>) -> Decision {
+    let id = d.id.clone();
+    if growing {
+        return Decision::CancelDrain { id };
+    }
+    if let Some(wait) = moves_wait {
+        return match wait {
+            // The clients run the published list, not the one the state implies.
+            MovesWait::ListPending => Decision::PublishFirst { id },
+            MovesWait::Fleet(services) => Decision::WaitForFleet {
+                id,
+                services: services.clone(),
+            },
+            MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
+        };
+    }
+    if let Some(root) = d.with_files.first() {
+        Decision::MoveDrained {
+            id,
+            az: d.az.clone(),
+            root: root.clone(),
+        }
+    } else if d.shard && !d.unlisted {
+        Decision::DropShard {
+            id,
+            root: d.root.clone(),
+        }
+    } else if d.shard {
+        // Dropped, and the list without it is the one published: nothing left to do (the
+        // next run forgets it).
+        Decision::Keep {
+            fewer_would_do: false,
+        }
+    } else if d.gone {
+        Decision::DropGone { id }
+    } else if !d.unlisted {
+        Decision::Unlist { id }
+    } else {
+        Decision::DeleteDrained { id }
+    }
+}
+
+/// Within the scale-in band: what may go, once the cool-downs allow.
+fn scale_in(s: &Situation) -> Decision {
+    let held = s.now.saturating_sub(s.below_since.unwrap_or(s.now));
+    let after_scale_out = s.last_scale_out.map(|t| s.now.saturating_sub(t));
+    match &s.candidate {
+        None if s.modulo => Decision::Hold(Hold::ModuloList),
+        None => Decision::Hold(Hold::NoCandidate),
+        Some(_) if held < s.cooldown => Decision::Hold(Hold::Settling {
+            held,
+            cooldown: s.cooldown,
+        }),
+        Some(_) if after_scale_out.is_some_and(|t| t < s.cooldown) => {
+            Decision::Hold(Hold::RecentScaleOut {
+                ago: after_scale_out.unwrap_or_default(),
+                cooldown: s.cooldown,
+            })
+        }
+        Some(Candidate::Target(id)) => Decision::StartDrain {
+            id: id.clone(),
+            held,
+        },
+        Some(Candidate::Shard { id, root }) => Decision::StartShardDrain {
+            id: id.clone(),
+            root: root.clone(),
+            held,
+        },
     }
 }
