@@ -6,7 +6,9 @@ use super::sizing::Size;
 use super::step::NewTarget;
 use crate::shard::FirstRoot;
 
-/// What a run decides about the number of mount targets: exactly one of these a run.
+/// What a run decides, exactly one a run: grow (a mount target, shards), take the next step
+/// of a drain under way (or cancel it), start one, hold, or keep; [`Decision::name`] names
+/// each. What each does is [`super::effect`]'s one match.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// The migrate event: the `modulo-sha256` list is published again under `rendezvous`

@@ -3,11 +3,12 @@
 //! Level-triggered like a Kubernetes controller: it assumes nothing about why it runs or
 //! what the last run finished, so a run that died anywhere is finished by the next one.
 //!
-//! A plan is made in parts, each a small function of plain data: the counts (files per
-//! shard), the room (where a new mount target may go), the size (how many are needed, wanted
-//! and possible), one [`Decision`] chosen by [`decide`], the reason rendered from that
-//! decision, and the housekeeping every run does whatever was decided (shard directories,
-//! waits, publish, redeploy).
+//! A plan is made in parts, one file each, each a small function of plain data: the counts
+//! (files per shard), the room (where a new mount target may go), the state brought up to
+//! date with AWS, the fleet, the list clients should see, the size (how many are needed,
+//! wanted and possible), one [`Decision`] chosen by [`decide`], its effect (one exhaustive
+//! match), the reason rendered from it, and the upkeep every run does whatever was decided
+//! (shard directories, waits, publish, redeploy). [`plan`] is that pipeline.
 
 mod counts;
 mod decision;
