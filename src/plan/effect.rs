@@ -1,6 +1,6 @@
 //! What each decision does: to the function's state, to the list clients see, and the steps
 //! it adds. One exhaustive match, so a new decision cannot be added without saying what it
-//! does; the steps every run takes whatever was decided are [`super::upkeep`]'s.
+//! does; the steps every run takes whatever was decided are [`mod@super::upkeep`]'s.
 
 use super::decision::{Decision, DrainView};
 use super::list::rebuild_list;
