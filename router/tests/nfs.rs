@@ -101,6 +101,13 @@ fn write_atomically(path: &Path, data: &[u8]) {
     fs::rename(&tmp, path).unwrap();
 }
 
+/// The server's own view (no client cache) of `real`, a path under `mount`'s tree of `test`.
+fn on_server(test: &str, mount: &Path, real: &Path) -> PathBuf {
+    backing()
+        .join(test)
+        .join(real.strip_prefix(mount.join(test)).unwrap())
+}
+
 fn missing(path: &Path) -> bool {
     matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
@@ -110,7 +117,7 @@ fn missing(path: &Path) -> bool {
 fn probe_a_miss_then_another_clients_write_is_found() {
     let t = "probe_miss";
     let m = setup(t);
-    let (task1, task2) = (router(&m[1], t), router(&m[2], t));
+    let task1 = router(&m[1], t);
     let (path, home1, _) = misplaced(&task1, 1, 0, "m");
     let home2 = through(&home1, &m[1], &m[2]);
 
@@ -129,7 +136,6 @@ fn probe_a_miss_then_another_clients_write_is_found() {
         (&b"v1"[..], Place::Home)
     );
     assert_eq!(task1.locate(&path).unwrap().found, Found::Home);
-    let _ = task2;
 }
 
 #[test]
@@ -137,15 +143,9 @@ fn probe_a_miss_then_another_clients_write_is_found() {
 fn probe_the_old_name_after_a_move_is_not_named() {
     let t = "probe_moved";
     let m = setup(t);
-    let (task, mover) = (router(&m[1], t), router(&m[0], t));
+    let task = router(&m[1], t);
     let (path, home_t, away_t) = misplaced(&task, 1, 2, "o");
-    fs::write(
-        backing()
-            .join(t)
-            .join(away_t.strip_prefix(m[1].join(t)).unwrap()),
-        b"x",
-    )
-    .unwrap();
+    fs::write(on_server(t, &m[1], &away_t), b"x").unwrap();
     // The task has seen the file away from home, and not at home.
     assert!(fs::metadata(&away_t).is_ok());
     assert!(missing(&home_t));
@@ -165,7 +165,6 @@ fn probe_the_old_name_after_a_move_is_not_named() {
     // The router names only the file's real place.
     assert_eq!(task.locate(&path).unwrap().found, Found::Home);
     assert!(task.exists(&path).unwrap());
-    let _ = mover;
 }
 
 /// What the previous `relocate` did, with plain calls, around a writer: look at the source and
@@ -206,14 +205,7 @@ fn probe_a_version_renamed_over_the_source_during_a_move() {
             writer();
             relocate(&away_f, &home_f).unwrap();
         }
-        let server = |real: &Path| {
-            fs::read(
-                backing()
-                    .join(t)
-                    .join(real.strip_prefix(m[0].join(t)).unwrap()),
-            )
-            .ok()
-        };
+        let server = |real: &Path| fs::read(on_server(t, &m[0], real)).ok();
         let (home, away) = (server(&home_f), server(&away_f));
         let kept = home.as_deref() == Some(b"newest") || away.as_deref() == Some(b"newest");
         if old {
@@ -239,10 +231,8 @@ fn racing_readers_of_a_misplaced_file_all_get_its_bytes() {
         let (path, home0, away0) = misplaced(&readers[0], 1, 2, &format!("q{round}"));
         fs::write(&away0, format!("bytes {round}")).unwrap();
         // Every reader has missed at home first, so each holds a cached "missing" there.
-        for (i, r) in readers.iter().enumerate() {
-            let home = through(&home0, &m[0], &m[i]);
-            assert!(missing(&home));
-            let _ = r;
+        for mount in &m {
+            assert!(missing(&through(&home0, &m[0], mount)));
         }
         let barrier = Arc::new(Barrier::new(readers.len()));
         let results: Vec<_> = thread::scope(|s| {
@@ -269,7 +259,6 @@ fn racing_readers_of_a_misplaced_file_all_get_its_bytes() {
             );
         }
         assert!(moved <= 1, "{results:?}");
-        let _ = home0;
     }
 }
 
@@ -328,14 +317,7 @@ fn the_newest_version_survives_moves_racing_writers() {
             });
             s.spawn(|| relocate(&away_f, &home_f).unwrap());
         });
-        let server = |real: &Path| {
-            fs::read(
-                backing()
-                    .join(t)
-                    .join(real.strip_prefix(m[0].join(t)).unwrap()),
-            )
-            .ok()
-        };
+        let server = |real: &Path| fs::read(on_server(t, &m[0], real)).ok();
         let (home, away) = (server(&home_f), server(&away_f));
         let newest = Some(newest.into_bytes());
         if home == newest {
