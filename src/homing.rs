@@ -18,7 +18,8 @@ use crate::plan::Warning;
 use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
-use efs_router::relocation::relocate_many;
+use efs_router::names::Private;
+use efs_router::relocation::{self, relocate_many};
 use efs_router::{shard_index, NotARegularFile, Relocation};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -281,8 +282,10 @@ fn flush(
 }
 
 /// Removes the router's temporary files abandoned (unchanged for an hour) under the shards
-/// rooted at `roots`: writes that died before their rename. A cut-short move's only copy is
-/// never removed; it is reported for a person to look at.
+/// rooted at `roots`: writes that died before their rename; and gives back what a move's
+/// retire left in its private directory ([`relocation::recover`]: the newer copy stays). A
+/// cut-short move's only copy under a private file name is never removed; it is reported for
+/// a person to look at.
 pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Warning>) -> u64 {
     let mut removed = 0;
     for root in roots.iter().collect::<BTreeSet<_>>() {
@@ -296,6 +299,19 @@ pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Wa
         };
         for a in found {
             let path = dir.join(&a.path);
+            if is_cut_short_retire(&a, &path) {
+                // Its file kept its name inside: give it back, the newer copy staying.
+                match relocation::recover(&path) {
+                    Ok(n) => removed += n,
+                    Err(e) => {
+                        warn!(path = %path.display(), error = %e, "cut-short move not given back");
+                        warnings.push(Warning::CutShortMove {
+                            path: path.display().to_string(),
+                        });
+                    }
+                }
+                continue;
+            }
             if !a.safe_to_remove() {
                 warnings.push(Warning::CutShortMove {
                     path: path.display().to_string(),
@@ -309,6 +325,13 @@ pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Wa
         }
     }
     removed
+}
+
+/// A move's private directory (`relocate` retires a source into one, under its own name),
+/// not a link to one.
+fn is_cut_short_retire(a: &dir::Abandoned, path: &Path) -> bool {
+    a.kind == Private::Moving
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
 }
 
 /// Whether the tree under `dir` (opened beneath the mount, links not followed) holds a file

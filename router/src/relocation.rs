@@ -551,6 +551,33 @@ fn remove_private(p: &Path) -> io::Result<()> {
     }
 }
 
+/// Puts back what a move cut short left in its private directory `pd` (its retire died after
+/// taking the source away, before settling it): each entry goes back to its own name in
+/// `pd`'s directory by [`relocate`], so the newer of it and whatever is there now stays and
+/// nothing is replaced by an older copy, and the emptied `pd` is removed. The entry kept its
+/// name inside `pd` for this. Then it is an ordinary file of its shard again, which reads find
+/// and the function's moves take home. Answers how many entries were given back or dropped as
+/// older. Only for a `pd` no move is using: one unchanged for an hour
+/// ([`crate::dir::find_abandoned`]).
+pub fn recover(pd: &Path) -> io::Result<u64> {
+    let dir = parent(pd);
+    let mut settled = 0;
+    for entry in fs::read_dir(pd)? {
+        let name = entry?.file_name();
+        if private_kind(name.as_encoded_bytes()).is_some() {
+            continue; // a recovery's own retire that died too: the next recovery of it
+        }
+        match relocate(&pd.join(&name), &dir.join(&name))? {
+            Relocation::SourceGone => {}
+            _ => settled += 1,
+        }
+    }
+    match fs::remove_dir(pd) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(settled),
+    }
+}
+
 /// Moves each `(src, dst)` pair as [`relocate`] does, `concurrency` moves at a time, and
 /// gives each outcome in the order of `pairs`: `None` for a pair not tried because `until`
 /// came first. The same pair twice is safe (the second finds the source gone).
@@ -628,6 +655,36 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// A retire that died after taking the source away: the file sits, under its own name, in
+    /// a private directory beside where it was.
+    fn cut_short(dir: &Path, name: &str, data: &[u8], secs: u64) -> PathBuf {
+        let pd = dir.join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        put(&pd.join(name), data, secs);
+        pd
+    }
+
+    #[test]
+    fn a_cut_short_retire_is_given_back_and_the_newer_copy_stays() {
+        let d = tempfile::tempdir().unwrap();
+        // Nothing at the name: the version goes back.
+        let pd = cut_short(d.path(), "a", b"only copy", 10);
+        assert_eq!(recover(&pd).unwrap(), 1);
+        assert_eq!(fs::read(d.path().join("a")).unwrap(), b"only copy");
+        // A newer version written there since: the cut-short one is the older copy, dropped.
+        put(&d.path().join("b"), b"newer", 30);
+        let pd2 = cut_short(d.path(), "b", b"older", 20);
+        assert_eq!(recover(&pd2).unwrap(), 1);
+        assert_eq!(fs::read(d.path().join("b")).unwrap(), b"newer");
+        // An older version there: the cut-short one replaces it.
+        put(&d.path().join("c"), b"older", 10);
+        let pd3 = cut_short(d.path(), "c", b"newer", 20);
+        assert_eq!(recover(&pd3).unwrap(), 1);
+        assert_eq!(fs::read(d.path().join("c")).unwrap(), b"newer");
+        // No private directory or name is left.
+        assert_eq!(names(d.path()), ["a", "b", "c"]);
     }
 
     #[test]
