@@ -69,7 +69,7 @@ nfs-test:
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) -m unittest discover -v \
 	      -s $(CURDIR)/clients/python/tests_nfs -p 'test_*.py' && \
-	    cd $(CURDIR)/router && $$bin --ignored --test-threads 1 --color never"
+	    cd $(CURDIR)/router && $$bin --ignored --skip crash_child --test-threads 1 --color never"
 
 ## Run the function against moto_server on a generated directory of 60,000 files.
 ## One cargo invocation builds the binary and the example together, so the AWS SDK is

@@ -18,6 +18,11 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use std::{fs, thread};
 
+mod support {
+    pub mod crash;
+}
+use support::crash;
+
 const ON_THE_TIER: &str = "runs on the NFS tier (make nfs-test)";
 
 /// The tier's mounts (at least three: the function, a task, another task).
@@ -337,4 +342,47 @@ fn the_newest_version_survives_moves_racing_writers() {
         at_home > 0 && at_source > 0,
         "seed {seed}: home {at_home}, source {at_source}"
     );
+}
+
+/// The mover's process of the crash test: does nothing unless that test started it.
+#[test]
+#[ignore = "the mover child of the crash test, started by it"]
+fn crash_child() {
+    crash::child();
+}
+
+/// A mover on the function's mount killed at random moments among its moves, while a writer
+/// on a task's mount rewrites the files it moves; the next run gives back what it left.
+/// `CRASH_SEED` reproduces a failure's draws.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
+    let t = "crash";
+    let m = setup(t);
+    let seed: u64 = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261201);
+    let dirs = |base: &Path| {
+        (
+            base.join(t).join("shards/use1-az1/data/analysis"),
+            base.join(t).join("shards/use1-az4/data/analysis"),
+        )
+    };
+    let ((src_f, dst_f), (src_t, _), (src_s, dst_s)) = (dirs(&m[0]), dirs(&m[1]), dirs(&backing()));
+    let exe = std::env::current_exe().unwrap();
+    let seen = crash::run(
+        seed,
+        (8, 150, Duration::from_millis(300)),
+        (&src_f, &dst_f),
+        &src_t,
+        (&src_s, &dst_s),
+        &exe,
+        &["--exact", "crash_child", "--ignored"],
+    );
+    println!("seed {seed}: {seen:?}");
+    assert!(seen.kills >= 6, "seed {seed}: {seen:?}");
+    assert!(seen.among_moves >= 2, "seed {seed}: {seen:?}");
+    assert!(seen.recovered >= 1, "seed {seed}: {seen:?}");
+    assert!(seen.writes > 0, "seed {seed}: {seen:?}");
 }

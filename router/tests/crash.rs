@@ -1,0 +1,43 @@
+//! A mover killed at random moments among its moves, on one local directory, while a writer
+//! rewrites the files it moves (tests/support/crash.rs). The NFS tier runs the same with each
+//! actor on its own mount (tests/nfs.rs). `CRASH_SEED` reproduces a failure's draws.
+
+mod support {
+    pub mod crash;
+}
+use support::crash;
+
+/// The mover's process: does nothing unless the parent test started it.
+#[test]
+#[ignore = "the mover child of the crash tests, started by them"]
+fn crash_child() {
+    crash::child();
+}
+
+#[test]
+fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
+    let seed: u64 = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261201);
+    let d = tempfile::tempdir().unwrap();
+    let (src, dst) = (d.path().join("shard-a"), d.path().join("shard-b"));
+    std::fs::create_dir(&src).unwrap();
+    std::fs::create_dir(&dst).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let seen = crash::run(
+        seed,
+        (12, 300, std::time::Duration::from_millis(8)),
+        (&src, &dst),
+        &src,
+        (&src, &dst),
+        &exe,
+        &["--exact", "crash_child", "--ignored"],
+    );
+    println!("seed {seed}: {seen:?}");
+    // The kills landed among the moves, and some inside a retire.
+    assert!(seen.kills >= 10, "seed {seed}: {seen:?}");
+    assert!(seen.among_moves >= 3, "seed {seed}: {seen:?}");
+    assert!(seen.recovered >= 1, "seed {seed}: {seen:?}");
+    assert!(seen.writes > 0, "seed {seed}: {seen:?}");
+}

@@ -1,0 +1,252 @@
+//! A mover killed at random moments among its moves, while a writer on the previous list keeps
+//! writing the files it moves: nothing may be lost, and no newest version may stay hidden in a
+//! private name once the next run has given back what the dead one left.
+//!
+//! The mover is a child process (this test binary again, running [`child`]) doing
+//! `relocate_many` over every file, SIGKILLed after a random delay drawn from the seed; then the
+//! next round recovers its private directories (as the function's rebalance does) and starts
+//! another. Shared by `tests/crash.rs` (one local directory) and `tests/nfs.rs` (the NFS tier,
+//! the writer and the mover on their own mounts).
+
+use efs_router::dir::find_abandoned;
+use efs_router::relocation::{recover, relocate_many};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use std::{fs, thread};
+
+/// The variable that makes [`child`] the mover: the file listing its pairs.
+pub const CHILD: &str = "EFS_CRASH_CHILD";
+
+/// A small seeded generator (xorshift): a failing seed reproduces its draws.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// The mover's side: moves every pair listed in the file `CHILD` names, 16 at a time.
+pub fn child() {
+    let Ok(list) = std::env::var(CHILD) else {
+        return;
+    };
+    let pairs: Vec<(PathBuf, PathBuf)> = fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once('\t').unwrap();
+            (PathBuf::from(a), PathBuf::from(b))
+        })
+        .collect();
+    let _ = relocate_many(&pairs, 16, None);
+    std::process::exit(0);
+}
+
+/// What one run saw.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub kills: u64,
+    /// Kills with some files home and some not: landed among the moves.
+    pub among_moves: u64,
+    /// Private directories a killed mover left, given back by the next round.
+    pub recovered: u64,
+    pub writes: u64,
+}
+
+/// The names of regular files directly in `dir`, private ones apart.
+fn listing(dir: &Path) -> (Vec<String>, Vec<PathBuf>) {
+    let (mut files, mut private) = (Vec::new(), Vec::new());
+    for e in fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".efs-router-") {
+            private.push(e.path());
+        } else if !name.ends_with(".writing") {
+            files.push(name);
+        }
+    }
+    (files, private)
+}
+
+fn write_atomically(path: &Path, data: &[u8]) {
+    let tmp = path.with_extension("writing");
+    let mut f = fs::File::create(&tmp).unwrap();
+    f.write_all(data).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    fs::rename(&tmp, path).unwrap();
+}
+
+/// Runs `rounds` movers over `files` misplaced files, each killed within `max_delay`. `mover_src`/`mover_dst` are the
+/// shard directories through the mover's mount, `writer_src` the source through the writer's,
+/// `truth_src`/`truth_dst` the same directories through no cache (the server's own, or the
+/// same local directory). `exe` and `args` start the child (this binary, running [`child`]).
+pub fn run(
+    seed: u64,
+    (rounds, files, max_delay): (u32, usize, Duration),
+    mover: (&Path, &Path),
+    writer_src: &Path,
+    truth: (&Path, &Path),
+    exe: &Path,
+    args: &[&str],
+) -> Seen {
+    let (mover_src, mover_dst) = mover;
+    let (truth_src, truth_dst) = truth;
+    let mut rng = Rng::new(seed);
+    let names: Vec<String> = (0..files).map(|i| format!("device-{i:04}.json")).collect();
+    // The newest version written of each name: what must survive.
+    let newest: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    for n in &names {
+        let v = format!("{n} v0");
+        fs::write(truth_src.join(n), &v).unwrap();
+        newest.lock().unwrap().insert(n.clone(), v);
+    }
+    let pairs: String = names
+        .iter()
+        .map(|n| {
+            format!(
+                "{}\t{}\n",
+                mover_src.join(n).display(),
+                mover_dst.join(n).display()
+            )
+        })
+        .collect();
+    let list = std::env::temp_dir().join(format!("efs-crash-{seed}-{}", std::process::id()));
+    fs::write(&list, pairs).unwrap();
+    let mut seen = Seen::default();
+    for round in 0..rounds {
+        // A writer on the previous list rewrites random names at the source meanwhile.
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (stop, newest, names) = (stop.clone(), newest.clone(), names.clone());
+            let (src, mut wrng) = (
+                writer_src.to_path_buf(),
+                Rng::new(seed ^ (round as u64 + 7)),
+            );
+            thread::spawn(move || {
+                let mut writes = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let n = &names[wrng.below(names.len() as u64) as usize];
+                    let v = format!("{n} r{round} w{writes}");
+                    // Recorded first: the version is the newest as soon as its rename lands.
+                    newest.lock().unwrap().insert(n.clone(), v.clone());
+                    write_atomically(&src.join(n), v.as_bytes());
+                    writes += 1;
+                    thread::sleep(Duration::from_micros(300));
+                }
+                writes
+            })
+        };
+        let home_before = listing(truth_dst).0.len();
+        let mut child = Command::new(exe)
+            .args(args)
+            .env(CHILD, &list)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Once it has moved a file (a process starts slowly in the VM), a random moment later.
+        for _ in 0..2000 {
+            if listing(truth_dst).0.len() > home_before || child.try_wait().unwrap().is_some() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        thread::sleep(Duration::from_micros(
+            rng.below(max_delay.as_micros() as u64),
+        ));
+        let killed = child.kill().is_ok();
+        let _ = child.wait();
+        stop.store(true, Ordering::SeqCst);
+        seen.writes += writer.join().unwrap();
+        if killed {
+            seen.kills += 1;
+        }
+        // The next run gives back what the dead mover left in private directories.
+        let (at_src, private) = listing(truth_src);
+        let (at_home, _) = listing(truth_dst);
+        if !at_home.is_empty() && !at_src.is_empty() {
+            seen.among_moves += 1;
+        }
+        let _ = private;
+        seen.recovered += tidy(mover_src) + tidy(mover_dst);
+        check_visible(&newest.lock().unwrap(), truth_src, truth_dst, seed, round);
+    }
+    // The last run, with no writer and no kill, finishes every move.
+    let pairs: Vec<(PathBuf, PathBuf)> = names
+        .iter()
+        .map(|n| (mover_src.join(n), mover_dst.join(n)))
+        .collect();
+    for outcome in relocate_many(&pairs, 16, None) {
+        outcome.unwrap().unwrap();
+    }
+    let newest = newest.lock().unwrap();
+    for n in &names {
+        assert_eq!(
+            fs::read_to_string(truth_dst.join(n)).unwrap(),
+            newest[n],
+            "seed {seed}: {n} at home is not its newest version"
+        );
+    }
+    tidy(mover_src);
+    tidy(mover_dst);
+    assert_eq!(
+        listing(truth_src).0,
+        Vec::<String>::new(),
+        "seed {seed}: left at the source"
+    );
+    // What is left under a private name is never a newest version, and never a directory.
+    for p in listing(truth_src).1.into_iter().chain(listing(truth_dst).1) {
+        assert!(!p.is_dir(), "seed {seed}: {} not given back", p.display());
+        let held = fs::read_to_string(&p).unwrap_or_default();
+        assert!(
+            !newest.values().any(|v| *v == held),
+            "seed {seed}: the newest version {held:?} is hidden in {}",
+            p.display()
+        );
+    }
+    let _ = fs::remove_file(&list);
+    seen
+}
+
+/// What the function's rebalance does with what dead movers left in `dir` (without its hour of
+/// waiting: no mover is alive here): private directories given back, second names removed.
+/// Answers how many private directories were given back.
+fn tidy(dir: &Path) -> u64 {
+    let mut given_back = 0;
+    for a in find_abandoned(dir, Duration::ZERO).unwrap() {
+        let path = dir.join(&a.path);
+        if path.is_dir() {
+            recover(&path).unwrap();
+            given_back += 1;
+        } else if a.safe_to_remove() {
+            fs::remove_file(&path).unwrap();
+        }
+    }
+    given_back
+}
+
+/// Every name's newest version is where readers look: at home or at the source.
+fn check_visible(newest: &BTreeMap<String, String>, src: &Path, dst: &Path, seed: u64, round: u32) {
+    for (n, v) in newest {
+        let found = [src, dst]
+            .iter()
+            .any(|d| fs::read_to_string(d.join(n)).ok().as_deref() == Some(v.as_str()));
+        assert!(
+            found,
+            "seed {seed} round {round}: the newest version of {n} ({v:?}) is neither home nor at the source"
+        );
+    }
+}
