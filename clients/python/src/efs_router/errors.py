@@ -1,0 +1,69 @@
+"""The errors the package raises on purpose, each with the rule it names (``kind``)."""
+
+from __future__ import annotations
+
+import errno
+
+
+class RouterError(Exception):
+    """Base of every error this module raises on purpose."""
+
+
+class ListError(RouterError, ValueError):
+    """The published list was refused. ``kind`` names the rule, as ``tests/vectors/lists.json`` spells it:
+    not-a-list, duplicate-key, bad-version, shards-need-version, bad-shards, empty-id, duplicate-id, bad-root,
+    reserved-root, duplicate-root or nested-root."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class PathError(RouterError, ValueError):
+    """A logical path was refused. ``kind``: empty, nul, empty-component, escapes-root or reserved-name (a
+    component that is one of the router's own names), and not-unicode, for a str with a lone surrogate,
+    which Rust's strings cannot hold."""
+
+    def __init__(self, kind: str, path: str, message: str):
+        super().__init__("path %r %s" % (path, message))
+        self.kind = kind
+        self.path = path
+
+
+class RouteError(RouterError):
+    """No shard to route to. ``kind``: no-targets or all-draining."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class LayoutError(RouterError, ValueError):
+    """A layout that does not fit the list."""
+
+
+class InsideAnotherShard(RouterError, ValueError):
+    """Joined to an outer root (``/``), the path lands in another shard's directory."""
+
+    def __init__(self, path: str, root: str):
+        super().__init__("path %r lies inside the directory of shard root %s; it would alias that shard's files"
+                         % (path, root))
+        self.path = path
+        self.root = root
+
+
+class NotFound(RouterError, FileNotFoundError):
+    """No shard has the file."""
+
+
+class NotARegularFile(RouterError, OSError):
+    """A copy that is a symbolic link, FIFO, device, socket or directory: not data, left alone. ``path``
+    names it, ``what`` says what it is. Raised for the home copy of a read and for either side of a move."""
+
+    def __init__(self, path: str, what: str):
+        super().__init__(errno.EINVAL, "%s is a %s, not a regular file: not data, left alone" % (path, what))
+        self.path = path
+        self.what = what
+
+    def __str__(self) -> str:
+        return "%s is a %s, not a regular file: not data, left alone" % (self.path, self.what)

@@ -1,0 +1,463 @@
+"""File operations (router/src/fs.rs): the router, and what its operations answer."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import os
+import threading
+import time
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+
+from .cache import revalidate_dir
+from .errors import InsideAnotherShard, NotARegularFile, NotFound
+from .layout import Layout, _relative_to
+from .list import MountTargetList, Target
+from .names import _private_name
+from .path import _at_or_under, normalise
+from .relocation import MOVED, REPLACED_OLDER, SOURCE_GONE, _parent, _regular, _relocate
+from .shard import _index_of
+from .ssm import _ssm_client
+
+# The logger of the package, by its name (as before the modules): "efs_router".
+logger = logging.getLogger("efs_router")
+
+
+class Resolved(NamedTuple):
+    index: int  # type: ignore[assignment]  # the home shard's position in shards() (shadows tuple.index)
+    logical: str  # the normalised logical path
+    real: str  # where the file is, or will be, on this host
+
+
+class Found(NamedTuple):
+    kind: str  # "home", "elsewhere" or "missing"
+    index: Optional[int] = None  # type: ignore[assignment]  # for "elsewhere": the shard that has it
+    real: Optional[str] = None  # for "elsewhere": its real path there
+
+
+class Location(NamedTuple):
+    home: Resolved
+    found: Found
+
+
+class Place(NamedTuple):
+    """Where a read found its bytes: ``home``; ``moved-home`` (found in shard ``index``, moved
+    home by this read); ``moved-by-another`` (found in shard ``index``, another client moved or
+    removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``)."""
+
+    kind: str
+    index: Optional[int] = None  # type: ignore[assignment]  # shadows tuple.index, as in Resolved
+    reason: Optional[str] = None
+
+
+class ReadResult(NamedTuple):
+    data: bytes
+    place: Place
+
+
+HOME = Place("home")
+
+
+def _present(path: str) -> bool:
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def _fresh_present(path: str) -> bool:
+    """_present, as the server answers now: ``path``'s directory revalidated first (``revalidate_dir``)."""
+    return revalidate_dir(_parent(path)) and _present(path)
+
+
+# A copy is opened as data: no link followed, no wait on a FIFO, no controlling terminal.
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+class _Opened(NamedTuple):
+    fd: int
+    st: os.stat_result
+
+
+def _open_copy(path: str) -> Optional[_Opened]:
+    """Opens ``path`` as data (O_NOFOLLOW | O_NONBLOCK), then fstat: a regular file, or ``NotARegularFile``.
+    None when nothing is there. One open: no look before it."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotARegularFile(path, "symbolic link") from None
+        if e.errno == errno.ENXIO:  # a socket, or a device without a driver
+            raise NotARegularFile(path, "special file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        _regular(st, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Opened(fd, st)
+
+
+def _fresh_open(path: str) -> Optional[_Opened]:
+    """``_open_copy``, as the server answers now: ``path``'s directory revalidated first."""
+    if not revalidate_dir(_parent(path)):
+        return None
+    return _open_copy(path)
+
+
+def _fresh_candidate(path: str) -> Optional[_Opened]:
+    """``_fresh_open`` of a copy in another shard: anything but a regular file counts as absent."""
+    try:
+        return _fresh_open(path)
+    except NotARegularFile:
+        return None
+
+
+def _read_opened(opened: _Opened) -> bytes:
+    with os.fdopen(opened.fd, "rb") as f:
+        return f.read()
+
+
+def _close(opened: Optional[_Opened]) -> None:
+    if opened is not None:
+        os.close(opened.fd)
+
+
+T = TypeVar("T")
+
+
+PROBE_THREADS = 32
+"""Paths a miss probes at once, as the Rust library: with hundreds of shards, a thread each would cost more
+than the round trips it saves."""
+
+
+def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, BaseException]]:
+    """``check`` of each path, in their order: at once (up to ``PROBE_THREADS`` threads) when there are
+    several, since over NFS each is a round trip and they do not wait on one another. An exception is
+    returned in its place."""
+    def one(path: str) -> Union[T, BaseException]:
+        try:
+            return check(path)
+        except Exception as e:
+            return e
+
+    if len(paths) < 2:
+        return [one(p) for p in paths]
+    out: List[Union[T, BaseException]] = [RuntimeError("not probed")] * len(paths)
+
+    pending = iter(range(len(paths)))
+    lock = threading.Lock()
+
+    def run() -> None:
+        while True:
+            with lock:
+                i = next(pending, None)
+            if i is None:
+                return
+            out[i] = one(paths[i])
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(min(len(paths), PROBE_THREADS))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def _create_temporary(directory: str) -> Tuple[str, int]:
+    """A new ``.efs-router-<16 hex>.tmp`` in ``directory``, created exclusively, open for writing: its path and
+    descriptor. ``FileNotFoundError`` when the directory is missing."""
+    for attempt in range(9):
+        tmp = os.path.join(directory, _private_name(".tmp"))
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            if attempt == 8:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _Snapshot:
+    """A list checked against the layout, with what routing derives from it. Never changed:
+    a refresh replaces the router's snapshot whole, and each operation keeps the one it began with."""
+
+    __slots__ = ("list", "shards", "reserved")
+
+    def __init__(self, mount_list: MountTargetList, layout: Layout):
+        # A list built in code is checked as a parsed one was (its shards are expanded below).
+        mount_list.validate()
+        # What paths route to, by position: the list's shards.
+        self.shards = mount_list.shards()
+        layout.check(self.shards)
+        self.list = mount_list
+        # Outer-root-relative directories of other shards: a path there would alias their files.
+        self.reserved: List[Tuple[str, str]] = []
+        roots = [t.root for t in self.shards]
+        for outer in roots:
+            for inner in roots:
+                rel = _relative_to(inner, outer)
+                if rel and all(r != rel for r, _ in self.reserved):
+                    self.reserved.append((rel, inner))
+
+    @property
+    def targets(self) -> List[Target]:
+        return self.shards
+
+
+class Router:
+    """A published list and how this host mounts it.
+
+    ``reload`` and ``refresh_seconds`` (both or neither; ``Router.from_ssm`` sets them): each
+    operation calls ``reload()`` for a new list first when ``refresh_seconds`` or more have
+    passed, by ``clock`` (seconds, ``time.monotonic`` unless a test injects one), since the last
+    call began; a call that raises, or a list that does not fit ``layout``, keeps the list and
+    logs a warning. See the module's documentation for the fleet rule."""
+
+    def __init__(self, mount_list: MountTargetList, layout: Layout, *,
+                 reload: Optional[Callable[[], MountTargetList]] = None, refresh_seconds: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        if refresh_seconds is not None:
+            if not (isinstance(refresh_seconds, (int, float)) and math.isfinite(refresh_seconds)
+                    and refresh_seconds >= 0):
+                raise ValueError("refresh_seconds %r: expected None (no refresh) or a number of seconds >= 0"
+                                 % (refresh_seconds,))
+            if reload is None:
+                raise ValueError("refresh_seconds needs reload, the way to read the list again (see Router.from_ssm)")
+        self.layout = layout
+        self._snapshot = _Snapshot(mount_list, layout)
+        self._reload = reload
+        self._refresh_seconds = refresh_seconds
+        self._source = "the mount target list"
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_read = clock() if refresh_seconds is not None else 0.0
+
+    @classmethod
+    def from_ssm(cls, name: str, layout: Layout, refresh_seconds: Optional[float] = None, client: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> "Router":
+        """A router on the list published as the SSM parameter ``name`` (read now; an error here
+        is raised). With ``refresh_seconds`` it re-reads the parameter with the same client when
+        that many seconds have passed (see the module's documentation). ``client``: a boto3 SSM
+        client; None makes ``boto3.client("ssm")`` (the ``ssm`` extra)."""
+        if client is None:
+            client = _ssm_client()
+        ssm = client
+
+        def reload() -> MountTargetList:
+            return MountTargetList.from_ssm(name, ssm)
+
+        began = clock()
+        router = cls(reload(), layout, reload=reload if refresh_seconds is not None else None,
+                     refresh_seconds=refresh_seconds, clock=clock)
+        router._source = "SSM parameter %s" % name
+        router._last_read = began
+        return router
+
+    @property
+    def list(self) -> MountTargetList:
+        """The list this router routes by now."""
+        return self._snapshot.list
+
+    @list.setter
+    def list(self, mount_list: MountTargetList) -> None:
+        self._snapshot = _Snapshot(mount_list, self.layout)
+
+    @property
+    def shards(self) -> List[Target]:
+        """The shards of the list, by position: an index of ``Resolved``, ``Found`` or ``Place`` is one of these."""
+        return self._snapshot.shards
+
+    @property
+    def targets(self) -> List[Target]:
+        """The same as ``shards`` (the name from before version 2, when each mount target was one shard)."""
+        return self._snapshot.shards
+
+    def _current(self) -> _Snapshot:
+        """The snapshot an operation uses from start to end, refreshed first when it is due."""
+        if self._refresh_seconds is not None:
+            self._refresh_if_due(self._refresh_seconds)
+        return self._snapshot
+
+    def _refresh_if_due(self, period: float) -> None:
+        if self._clock() - self._last_read < period:
+            return
+        # One re-read at a time; the others wait for it rather than route by a list past its time.
+        with self._lock:
+            began = self._clock()
+            if began - self._last_read < period:
+                return  # another thread refreshed while this one waited
+            assert self._reload is not None
+            try:
+                snapshot = _Snapshot(self._reload(), self.layout)
+            except Exception as e:  # never fails the operation: the old list still routes
+                logger.warning("efs_router: re-reading %s failed, still routing by the list read before "
+                               "(next attempt in %ss): %s: %s", self._source, period, type(e).__name__, e)
+                # Set only now: until the attempt is over, other threads see it due and wait.
+                self._last_read = began
+                return
+            if snapshot.list != self._snapshot.list:
+                logger.info("efs_router: %s changed: now %d mount targets, %d shards (%s)", self._source,
+                            len(snapshot.list.mount_targets), len(snapshot.shards), snapshot.list.strategy)
+            self._snapshot = snapshot
+            self._last_read = began
+
+    def resolve(self, path: str) -> Resolved:
+        return self._resolve(self._current(), path)
+
+    def _resolve(self, s: _Snapshot, path: str) -> Resolved:
+        logical = normalise(path)
+        for rel, root in s.reserved:
+            if _at_or_under(logical, rel):
+                raise InsideAnotherShard(path, root)
+        index = _index_of(path, logical, s.targets, s.list.strategy)
+        return Resolved(index, logical, self.layout.real_path(s.targets, index, logical))
+
+    @staticmethod
+    def _others(s: _Snapshot, home: int) -> Iterator[int]:
+        """Shards holding distinct directories other than home's: one per root, in list order."""
+        t = s.targets
+        for j in range(len(t)):
+            if t[j].root != t[home].root and all(k.root != t[j].root for k in t[:j]):
+                yield j
+
+    def locate(self, path: str) -> Location:
+        """Where ``path`` is now: home, elsewhere, or missing. Moves nothing. Every answer is the server's, never
+        this client's name cache: each directory it answers from is revalidated first (``revalidate_dir``)."""
+        s = self._current()
+        home = self._resolve(s, path)
+        return Location(home, self._find(s, home, fresh_hit=True))
+
+    def _find(self, s: _Snapshot, home: Resolved, fresh_hit: bool) -> Found:
+        if not fresh_hit and _present(home.real):
+            return Found("home")
+        # A miss may be this client's cache remembering a name missing that another client has written since.
+        if _fresh_present(home.real):
+            return Found("home")
+        # The other shards are looked at all at once, as a fallback read does.
+        others = list(self._others(s, home.index))
+        reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
+        for j, real, there in zip(others, reals, _probe(reals, _fresh_present)):
+            if isinstance(there, BaseException):
+                raise there
+            if there:
+                return Found("elsewhere", j, real)
+        if others and _fresh_present(home.real):  # moved home by a concurrent read while we looked elsewhere
+            return Found("home")
+        return Found("missing")
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is in any shard: one stat at home; on a miss, home's directory revalidated and home
+        looked at again, then each other shard the same way (at once), then home once more."""
+        s = self._current()
+        return self._find(s, self._resolve(s, path), fresh_hit=False).kind != "missing"
+
+    def write(self, path: str, data: bytes) -> str:
+        """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
+        Creates missing directories; returns the real path."""
+        home = self.resolve(path)
+        directory = os.path.dirname(home.real)
+        # The directory is made only when the create finds it missing: over NFS making it first would
+        # cost a round trip on every write.
+        try:
+            tmp, fd = _create_temporary(directory)
+        except FileNotFoundError:
+            # Missing, or only missing in this client's cache (another client made it): a mkdir would answer
+            # "exists" while the cache still says "missing".
+            if not revalidate_dir(directory):
+                os.makedirs(directory, exist_ok=True)
+            tmp, fd = _create_temporary(directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, home.real)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return home.real
+
+    def read_with_fallback(self, path: str) -> ReadResult:
+        """Reads ``path`` from home (one open: no look before it). On a miss, opens it in every other shard at
+        once (a thread each), reads the newest copy (modification time; a tie goes to the shard earlier in the
+        list) and moves it home by ``relocate``. Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked
+        with fstat: at home, anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped.
+        Raises ``NotFound`` when no shard has it."""
+        s = self._current()
+        home = self._resolve(s, path)
+        opened = _open_copy(home.real)
+        if opened is None:  # a miss is confirmed against the server before any other shard is searched
+            opened = _fresh_open(home.real)
+        if opened is not None:
+            return ReadResult(_read_opened(opened), HOME)
+        others = list(self._others(s, home.index))
+        reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
+        found = _probe(reals, _fresh_candidate)
+        newest: Optional[Tuple[int, _Opened]] = None
+        failure: Optional[BaseException] = None
+        for j, got in zip(others, found):
+            if isinstance(got, BaseException):
+                failure = failure or got
+            elif got is not None and (newest is None or got.st.st_mtime_ns > newest[1].st.st_mtime_ns):
+                _close(newest[1] if newest is not None else None)
+                newest = (j, got)
+            else:
+                _close(got)
+        if failure is not None:
+            _close(newest[1] if newest is not None else None)
+            raise failure
+        if newest is None:
+            opened = _fresh_open(home.real) if others else None  # moved home by a concurrent read meanwhile
+            if opened is not None:
+                return ReadResult(_read_opened(opened), HOME)
+            raise NotFound("%r: no such file in any shard" % path)
+        j, copy = newest
+        data = _read_opened(copy)
+        place = self._move_home(s, j, home, copy.st)
+        if place is None:  # home gained a file as new or newer (a write) since our miss: home is the truth
+            opened = _fresh_open(home.real)
+            if opened is not None:
+                return ReadResult(_read_opened(opened), HOME)
+            return ReadResult(data, Place("moved-by-another", j))
+        return ReadResult(data, place)
+
+    def _move_home(self, s: _Snapshot, src_index: int, home: Resolved, known: os.stat_result) -> Optional[Place]:
+        """Moves the file from shard ``src_index`` home by ``relocate`` (``known``: the copy that was read).
+        None when home has a file as new or newer and the copy was dropped."""
+        paths = self.layout.move_paths(s.targets, src_index, home.index, home.logical)
+        if paths is None:
+            return Place("left-elsewhere", src_index, "no mount on this host sees both shards")
+        src, dst = paths
+        if src == dst:  # unreachable for distinct roots; never move a file onto itself
+            return Place("left-elsewhere", src_index, "source and home are the same path")
+        # The newer of the copy and whatever is at home now ends at home. The home directory is made only
+        # if the link finds it missing (a round trip saved per move).
+        try:
+            try:
+                outcome = _relocate(src, dst, known)
+            except FileNotFoundError:
+                directory = os.path.dirname(dst)
+                if not directory:
+                    raise
+                try:
+                    if not revalidate_dir(directory):  # made by another client, or really missing
+                        os.makedirs(directory, exist_ok=True)
+                except OSError as e:
+                    return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
+                outcome = _relocate(src, dst, known)
+        except OSError as e:
+            return Place("left-elsewhere", src_index, "move %s to %s: %s" % (src, dst, e))
+        if outcome in (MOVED, REPLACED_OLDER):
+            return Place("moved-home", src_index)
+        if outcome == SOURCE_GONE:
+            return Place("moved-by-another", src_index)
+        return None  # DROPPED_OLDER
