@@ -1,0 +1,300 @@
+"""Moving a file home (router/src/relocation.rs): relocate."""
+
+import contextlib
+import errno
+import os
+import tempfile
+import threading
+import unittest
+from typing import Any, Callable, Iterator, List, Optional
+from unittest import mock
+
+import efs_router
+from efs_router import (
+    DROPPED_OLDER,
+    MOVED,
+    REPLACED_OLDER,
+    SOURCE_GONE,
+    NotARegularFile,
+    relocate,
+)
+from helpers import (
+    names,
+    no_hard_links,
+    put,
+    put_at,
+    read,
+    set_mtime,
+)
+
+
+class Relocate(unittest.TestCase):
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.d = self._tmp.name
+        self.src, self.dst = os.path.join(self.d, "a"), os.path.join(self.d, "b")
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+
+    def test_moves_and_keeps_the_bytes(self) -> None:
+        put(self.src, b"reading")
+        ino = os.stat(self.src).st_ino
+        self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertFalse(os.path.lexists(self.src))
+        self.assertEqual(read(self.dst), b"reading")
+        st = os.stat(self.dst)
+        self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))  # the same file, one name: never a copy
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_an_older_source_is_dropped_and_a_tie_goes_home(self) -> None:
+        for src_secs, dst_secs in ((10, 20), (30, 30)):
+            with self.subTest(src=src_secs, dst=dst_secs):
+                put_at(self.src, b"old", src_secs)
+                put_at(self.dst, b"new", dst_secs)
+                self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+                self.assertFalse(os.path.lexists(self.src))
+                self.assertEqual(read(self.dst), b"new")
+                self.assertEqual(names(self.d), ["b"])
+
+    def test_a_newer_source_replaces_the_destination(self) -> None:
+        put_at(self.src, b"new", 20)
+        put_at(self.dst, b"old", 10)
+        ino = os.stat(self.src).st_ino
+        self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertFalse(os.path.lexists(self.src))
+        self.assertEqual(read(self.dst), b"new")
+        st = os.stat(self.dst)
+        self.assertEqual((st.st_ino, st.st_nlink), (ino, 1))
+        self.assertEqual(names(self.d), ["b"])
+        put_at(self.src, b"newer by a nanosecond", 0, 1)  # nanoseconds count
+        put_at(self.dst, b"older", 0)
+        self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(read(self.dst), b"newer by a nanosecond")
+
+    def test_a_missing_source_is_gone_not_an_error(self) -> None:
+        self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+        put(self.dst, b"moved by another")
+        self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+        self.assertEqual(read(self.dst), b"moved by another")
+
+    def test_a_move_cut_short_after_the_link_is_finished(self) -> None:
+        put(self.src, b"x")
+        os.link(self.src, self.dst)
+        self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertFalse(os.path.lexists(self.src))
+        self.assertEqual(read(self.dst), b"x")
+        self.assertEqual(os.stat(self.dst).st_nlink, 1)
+
+    def test_one_file_however_spelled_is_refused_and_kept(self) -> None:
+        os.mkdir(os.path.join(self.d, "sub"))
+        os.symlink(".", os.path.join(self.d, "here"))
+        put(self.src, b"only copy")
+        for other in (self.src, self.d + "//a", os.path.join(self.d, ".", "a"), os.path.join(self.d, "sub", "..", "a"),
+                      os.path.join(self.d, "here", "a"), os.path.join(self.d, "here", "sub", "..", "here", "a")):
+            for src, dst in ((self.src, other), (other, self.src)):
+                with self.subTest(src=src, dst=dst), self.assertRaises(OSError) as cm:
+                    relocate(src, dst)
+                self.assertEqual(cm.exception.errno, errno.EINVAL)
+                self.assertEqual(read(self.src), b"only copy")
+        cwd = os.getcwd()
+        os.chdir(self.d)
+        try:
+            with self.assertRaises(OSError) as cm:
+                relocate("./a", "a")
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        finally:
+            os.chdir(cwd)
+        self.assertEqual(names(self.d), ["a", "here", "sub"])
+
+    def test_the_routers_own_files_are_never_moved(self) -> None:
+        tmp = os.path.join(self.d, ".efs-router-0123456789abcdef.tmp")
+        put(tmp, b"a write in progress")
+        put(self.src, b"x")
+        for src, dst in ((tmp, self.dst), (self.src, os.path.join(self.d, ".efs-router-0123456789abcdef.moving"))):
+            with self.subTest(src=src, dst=dst), self.assertRaises(OSError) as cm:
+                relocate(src, dst)
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertEqual(names(self.d), [".efs-router-0123456789abcdef.tmp", "a"])
+
+    def test_links_fifos_and_directories_are_not_data(self) -> None:
+        put_at(self.src, b"x", 10)
+        link, fifo, directory = (os.path.join(self.d, n) for n in ("link", "fifo", "dir"))
+        os.symlink("a", link)
+        os.mkfifo(fifo)
+        os.mkdir(directory)
+        for src, dst, bad, what in ((link, "moved-link", link, "symbolic link"), (fifo, "moved-fifo", fifo, "FIFO"),
+                                    (directory, "moved-dir", directory, "directory"),
+                                    (self.src, directory, directory, "directory"),
+                                    (self.src, link, link, "symbolic link")):
+            with self.subTest(src=src, dst=dst), self.assertRaises(NotARegularFile) as cm:
+                relocate(src, os.path.join(self.d, dst))
+            self.assertEqual((cm.exception.path, cm.exception.what), (bad, what))
+            self.assertIsInstance(cm.exception, OSError)
+        self.assertEqual(names(self.d), ["a", "dir", "fifo", "link"])
+        self.assertEqual(read(self.src), b"x")
+
+    @contextlib.contextmanager
+    def writer_renames_over_the_source(self, data: bytes, secs: int,
+                                       also: Optional[Callable[[], None]] = None) -> Iterator[None]:
+        """Just before the move first removes the source name (by renaming it to a private name, or by
+        unlinking it, as a link-then-unlink move would), a writer renames a new version over the source (and
+        ``also`` runs)."""
+        real_rename, real_unlink = os.rename, os.unlink
+        done = [False]
+
+        def writer() -> None:
+            done[0] = True
+            tmp = os.path.join(self.d, "writer.tmp")
+            put_at(tmp, data, secs)
+            real_rename(tmp, self.src)
+            if also is not None:
+                also()
+
+        def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
+            # The move takes the source away into a private name, or a private directory.
+            private = any(efs_router.is_private_name(os.path.basename(x)) for x in (b, os.path.dirname(b)))
+            if not done[0] and a == self.src and private:
+                writer()
+            real_rename(a, b, *args, **kw)
+
+        def unlink(a: Any, *args: Any, **kw: Any) -> None:
+            if not done[0] and a == self.src:
+                writer()
+            real_unlink(a, *args, **kw)
+
+        with mock.patch.object(os, "rename", side_effect=rename), mock.patch.object(os, "unlink", side_effect=unlink):
+            yield
+        self.assertTrue(done[0], "the writer never ran")
+
+    def test_a_version_written_over_the_source_during_the_move_is_kept(self) -> None:
+        # Between link(src, dst) and the rename of src to its private name, a writer puts a newer version at
+        # src: it must end at dst, never be unlinked.
+        put_at(self.src, b"linked", 10)
+        with self.writer_renames_over_the_source(b"written after", 20):
+            self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertEqual(read(self.dst), b"written after")
+        self.assertEqual(names(self.d), ["b"])
+
+        # The version written is older than what home holds by then (a write at home): dropped.
+        os.unlink(self.dst)
+        put_at(self.src, b"linked", 10)
+
+        def home_write() -> None:
+            home = os.path.join(self.d, "home.tmp")
+            put_at(home, b"home write", 30)
+            os.replace(home, self.dst)
+
+        with self.writer_renames_over_the_source(b"stale", 15, home_write):
+            self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertEqual(read(self.dst), b"home write")
+        self.assertEqual(names(self.d), ["b"])
+
+        # Dropping an older source, a newer version written over it meanwhile replaces home.
+        put_at(self.src, b"old", 10)
+        put_at(self.dst, b"home", 20)
+        with self.writer_renames_over_the_source(b"newest", 30):
+            self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(read(self.dst), b"newest")
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_home_rewritten_during_a_replacement_is_looked_at_again(self) -> None:
+        # The source is newer than home; while it is linked beside home, home is written again (newer still):
+        # the last look before the rename sees it, and the source is dropped as older.
+        put_at(self.src, b"newer than home", 20)
+        put_at(self.dst, b"home", 10)
+        real_link = os.link
+
+        def link(a: Any, b: Any, **kw: Any) -> None:
+            real_link(a, b, **kw)
+            if efs_router.is_private_name(os.path.basename(b)):
+                tmp = os.path.join(self.d, "home.tmp")
+                put_at(tmp, b"home, newest", 30)
+                os.replace(tmp, self.dst)
+
+        with mock.patch.object(os, "link", side_effect=link):
+            self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+        self.assertEqual(read(self.dst), b"home, newest")
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_a_replacement_another_mover_already_placed_leaves_no_private_name(self) -> None:
+        # rename(2) of two names of one file does nothing: if another mover put this very file at home
+        # between the last look and the rename, the private name would stay behind.
+        put_at(self.src, b"newer", 20)
+        put_at(self.dst, b"older", 10)
+        real_rename = os.rename
+
+        def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
+            if efs_router.is_private_name(os.path.basename(a)) and b == self.dst:
+                tmp = os.path.join(self.d, "other-mover")
+                os.link(self.src, tmp)
+                real_rename(tmp, self.dst)
+            real_rename(a, b, *args, **kw)
+
+        with mock.patch.object(os, "rename", side_effect=rename):
+            self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(names(self.d), ["b"])
+        self.assertEqual((read(self.dst), os.stat(self.dst).st_nlink), (b"newer", 1))
+
+    def test_other_failures_raise(self) -> None:
+        put(self.src, b"x")
+        with self.assertRaises(FileNotFoundError):  # the destination's directory must exist
+            relocate(self.src, os.path.join(self.d, "no", "b"))
+        self.assertEqual(read(self.src), b"x")
+
+    def test_without_hard_links_it_looks_then_renames(self) -> None:
+        for code in (errno.EPERM, errno.EOPNOTSUPP):
+            with self.subTest(errno=code), no_hard_links(code):
+                put_at(self.src, b"x", 10)
+                self.assertEqual(relocate(self.src, self.dst), MOVED)
+                self.assertFalse(os.path.lexists(self.src))
+                self.assertEqual(read(self.dst), b"x")
+                put_at(self.src, b"older", 5)
+                self.assertEqual(relocate(self.src, self.dst), DROPPED_OLDER)
+                self.assertEqual(read(self.dst), b"x")
+                put_at(self.src, b"newer", 20)
+                self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+                self.assertEqual(read(self.dst), b"newer")
+                self.assertEqual(relocate(self.src, self.dst), SOURCE_GONE)
+                self.assertEqual(names(self.d), ["b"])
+                os.unlink(self.dst)
+        with mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")):
+            put(self.src, b"x")
+            with self.assertRaises(OSError) as cm:
+                relocate(self.src, self.dst)
+            self.assertEqual(cm.exception.errno, errno.EIO)
+            self.assertFalse(os.path.lexists(self.dst))
+
+    def test_racing_movers_leave_exactly_one_copy(self) -> None:
+        for rnd in range(50):
+            src, dst = os.path.join(self.d, "s%d" % rnd), os.path.join(self.d, "d%d" % rnd)
+            put(src, str(rnd).encode())
+            older = rnd % 3 == 0  # every third round home holds an older copy, which the movers replace
+            if older:
+                set_mtime(src, 20)
+                put_at(dst, b"older", 10)
+            barrier = threading.Barrier(4)
+            outcomes: List[str] = []
+
+            def mover(src: str, dst: str, barrier: threading.Barrier, outcomes: List[str]) -> None:
+                barrier.wait()
+                outcomes.append(relocate(src, dst))
+
+            ts = [threading.Thread(target=mover, args=(src, dst, barrier, outcomes)) for _ in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(len(outcomes), 4)
+            reporting = [o for o in outcomes if o != SOURCE_GONE]
+            self.assertEqual(len(reporting), 1, outcomes)
+            if not older:
+                self.assertEqual(reporting, [MOVED])
+            self.assertFalse(os.path.lexists(src))
+            self.assertEqual(read(dst), str(rnd).encode())
+            self.assertEqual(os.stat(dst).st_nlink, 1)
+        self.assertEqual(sorted(os.listdir(self.d)), sorted("d%d" % i for i in range(50)))
+
+
+if __name__ == "__main__":
+    unittest.main()
