@@ -403,13 +403,18 @@ class Races(FileSystemCase):
         done = threading.Event()
         bad: List[int] = []
         reads = [0]
+        errors: List[BaseException] = []
 
         def reader() -> None:
-            while not done.is_set():
-                d = r.read_with_fallback(p).data
-                if len(d) != size or d.count(d[:1]) != size:
-                    bad.append(len(d))
-                reads[0] += 1
+            # Thread.join does not re-raise: an exception is kept and checked below.
+            try:
+                while not done.is_set():
+                    d = r.read_with_fallback(p).data
+                    if len(d) != size or d.count(d[:1]) != size:
+                        bad.append(len(d))
+                    reads[0] += 1
+            except BaseException as e:
+                errors.append(e)
 
         ts = [threading.Thread(target=reader) for _ in range(2)]
         for t in ts:
@@ -419,6 +424,7 @@ class Races(FileSystemCase):
         done.set()
         for t in ts:
             t.join()
+        self.assertEqual(errors, [])
         self.assertEqual(bad, [])
         self.assertGreater(reads[0], 0)
         self.assertEqual(files_under(self.base), [os.path.relpath(r.resolve(p).real, self.base)])
