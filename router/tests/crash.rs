@@ -16,10 +16,7 @@ fn crash_child() {
 
 #[test]
 fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
-    let seed: u64 = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261201);
+    let seed = crash::seed();
     let d = tempfile::tempdir().unwrap();
     let (src, dst) = (d.path().join("shard-a"), d.path().join("shard-b"));
     std::fs::create_dir(&src).unwrap();
@@ -32,7 +29,7 @@ fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
         &src,
         (&src, &dst),
         &exe,
-        &["--exact", "crash_child", "--ignored"],
+        crash::CHILD_ARGS,
     );
     println!("seed {seed}: {seen:?}");
     // The kills landed among the moves, and some inside a retire.

@@ -11,7 +11,6 @@
 //! could fail), then shows the router's answer is the server's.
 
 use efs_router::{relocate, Found, Layout, MountTargetList, Place, Relocation, Router, Target};
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
@@ -21,7 +20,7 @@ use std::{fs, thread};
 mod support {
     pub mod crash;
 }
-use support::crash;
+use support::crash::{self, write_atomically};
 
 const ON_THE_TIER: &str = "runs on the NFS tier (make nfs-test)";
 
@@ -94,16 +93,6 @@ fn misplaced(r: &Router, home: usize, other: usize, tag: &str) -> (String, PathB
 /// The path of `real` (under mount `m`) as another mount `n` names it.
 fn through(real: &Path, m: &Path, n: &Path) -> PathBuf {
     n.join(real.strip_prefix(m).unwrap())
-}
-
-/// Writes as an application does: a temporary file, synced, renamed over the name.
-fn write_atomically(path: &Path, data: &[u8]) {
-    let tmp = path.with_extension("writing");
-    let mut f = fs::File::create(&tmp).unwrap();
-    f.write_all(data).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    fs::rename(&tmp, path).unwrap();
 }
 
 /// The server's own view (no client cache) of `real`, a path under `mount`'s tree of `test`.
@@ -359,10 +348,7 @@ fn crash_child() {
 fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
     let t = "crash";
     let m = setup(t);
-    let seed: u64 = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261201);
+    let seed = crash::seed();
     let dirs = |base: &Path| {
         (
             base.join(t).join("shards/use1-az1/data/analysis"),
@@ -378,7 +364,7 @@ fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
         &src_t,
         (&src_s, &dst_s),
         &exe,
-        &["--exact", "crash_child", "--ignored"],
+        crash::CHILD_ARGS,
     );
     println!("seed {seed}: {seen:?}");
     assert!(seen.kills >= 6, "seed {seed}: {seen:?}");

@@ -54,6 +54,17 @@ pub fn child() {
     std::process::exit(0);
 }
 
+/// `CRASH_SEED`, or the default: a failure's seed reproduces its draws.
+pub fn seed() -> u64 {
+    std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261201)
+}
+
+/// The arguments that start this test binary as the mover ([`child`]).
+pub const CHILD_ARGS: &[&str] = &["--exact", "crash_child", "--ignored"];
+
 /// What one run saw.
 #[derive(Debug, Default)]
 pub struct Seen {
@@ -80,7 +91,8 @@ fn listing(dir: &Path) -> (Vec<String>, Vec<PathBuf>) {
     (files, private)
 }
 
-fn write_atomically(path: &Path, data: &[u8]) {
+/// Writes as an application does: a temporary file, synced, renamed over the name.
+pub fn write_atomically(path: &Path, data: &[u8]) {
     let tmp = path.with_extension("writing");
     let mut f = fs::File::create(&tmp).unwrap();
     f.write_all(data).unwrap();
