@@ -276,11 +276,7 @@ impl Router {
         // first would cost round trips on every write.
         let (tmp, mut file) = match create_temporary(dir) {
             Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
-                // Missing, or only missing in this client's cache (another client made it):
-                // a mkdir would answer "exists" while the cache still says "missing".
-                if !revalidate_dir(dir).map_err(io_err("open directory", dir))? {
-                    fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
-                }
+                make_dir(dir).map_err(io_err("create directory", dir))?;
                 create_temporary(dir)
             }
             created => created,
@@ -394,12 +390,7 @@ impl Router {
         let mut moved = relocate_known(&src, &dst, Some(stamp));
         if matches!(&moved, Err(e) if e.kind() == io::ErrorKind::NotFound) {
             if let Some(dir) = dst.parent() {
-                // Made by another client since this one cached it missing, or really missing.
-                let made = match revalidate_dir(dir) {
-                    Ok(true) => Ok(()),
-                    _ => fs::create_dir_all(dir),
-                };
-                if let Err(e) = made {
+                if let Err(e) = make_dir(dir) {
                     return Ok(Move::Done(Place::LeftElsewhere {
                         index: from,
                         reason: format!("create directory {}: {e}", dir.display()),
@@ -437,6 +428,16 @@ fn present(path: &Path) -> Result<bool, Error> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io_err("stat", path)(e)),
     }
+}
+
+/// Makes `dir` and its parents when the server says it is missing. A directory another client
+/// made may be missing only in this client's cache, where `mkdir` would answer "exists" while
+/// the cache still says "missing": revalidated first, it is found.
+fn make_dir(dir: &Path) -> io::Result<()> {
+    if revalidate_dir(dir)? {
+        return Ok(());
+    }
+    fs::create_dir_all(dir)
 }
 
 /// [`present`], as the server answers now: `path`'s directory revalidated first

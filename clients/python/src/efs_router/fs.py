@@ -67,6 +67,14 @@ def _present(path: str) -> bool:
         return False
 
 
+def _make_dir(directory: str) -> None:
+    """Makes ``directory`` and its parents when the server says it is missing. One another client made may be
+    missing only in this client's cache, where mkdir would answer "exists" while the cache still says
+    "missing": revalidated first, it is found."""
+    if not revalidate_dir(directory):
+        os.makedirs(directory, exist_ok=True)
+
+
 def _fresh_present(path: str) -> bool:
     """_present, as the server answers now: ``path``'s directory revalidated first (``revalidate_dir``)."""
     return revalidate_dir(_parent(path)) and _present(path)
@@ -367,10 +375,7 @@ class Router:
         try:
             tmp, fd = _create_temporary(directory)
         except FileNotFoundError:
-            # Missing, or only missing in this client's cache (another client made it): a mkdir would answer
-            # "exists" while the cache still says "missing".
-            if not revalidate_dir(directory):
-                os.makedirs(directory, exist_ok=True)
+            _make_dir(directory)
             tmp, fd = _create_temporary(directory)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -449,8 +454,7 @@ class Router:
                 if not directory:
                     raise
                 try:
-                    if not revalidate_dir(directory):  # made by another client, or really missing
-                        os.makedirs(directory, exist_ok=True)
+                    _make_dir(directory)
                 except OSError as e:
                     return Place("left-elsewhere", src_index, "create directory %s: %s" % (directory, e))
                 outcome = _relocate(src, dst, known)
