@@ -365,15 +365,16 @@ fn settle_taken(
     let Some(ino) = listed_inode(pd, p)? else {
         return Ok(outcome);
     };
-    if ino == expected.ino && look(p)?.is_some_and(|t| t.same_file(expected)) {
-        remove_private(p)?;
-        return Ok(outcome);
-    }
-    // A writer renamed a new version over the source after it was looked at; the listing has
-    // refreshed this client's entry for it, so `lstat` now answers for that version.
+    // The listing has refreshed this client's entry for `p`, so `lstat` answers for the file
+    // the server holds there.
     let Some(taken) = look(p)? else {
         return Ok(outcome);
     };
+    if ino == expected.ino && taken.same_file(expected) {
+        remove_private(p)?;
+        return Ok(outcome);
+    }
+    // A writer renamed a new version over the source after it was looked at.
     if taken.ino != ino {
         // The cache still disagrees with the server: decide nothing (a link back would link
         // the cached file), and leave the version where the next move finds it.
