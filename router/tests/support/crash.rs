@@ -187,12 +187,11 @@ pub fn run(
             seen.kills += 1;
         }
         // The next run gives back what the dead mover left in private directories.
-        let (at_src, private) = listing(truth_src);
+        let (at_src, _) = listing(truth_src);
         let (at_home, _) = listing(truth_dst);
         if !at_home.is_empty() && !at_src.is_empty() {
             seen.among_moves += 1;
         }
-        let _ = private;
         seen.recovered += tidy(mover_src) + tidy(mover_dst);
         check_visible(&newest.lock().unwrap(), truth_src, truth_dst, seed, round);
     }

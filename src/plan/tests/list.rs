@@ -21,12 +21,7 @@ fn migrate_republishes_a_modulo_list_under_rendezvous() {
     let p = plan(&o, &migrating);
     assert_eq!(p.decision, Decision::Migrate { entries: 2 });
     assert_eq!(p.list.strategy, Strategy::Rendezvous);
-    let got: Vec<(&str, &str)> = p
-        .list
-        .mount_targets
-        .iter()
-        .map(|t| (t.id.as_str(), t.root.as_str()))
-        .collect();
+    let got = ids_and_roots(&p.list);
     assert_eq!(got, [("fsmt-a", "/"), ("fsmt-b", "/shards/use1-az2")]);
     assert_eq!(names(&p), ["publish", "force_deployment"]);
     // Files wait for the fleet to run it; nothing else is decided in that run.
@@ -114,12 +109,7 @@ fn a_recreated_target_keeps_its_shard_and_place() {
         ..target("fsmt-b2", 'b', LifeCycle::Available)
     });
     let p = plan(&o, &policy());
-    let got: Vec<(&str, &str)> = p
-        .list
-        .mount_targets
-        .iter()
-        .map(|t| (t.id.as_str(), t.root.as_str()))
-        .collect();
+    let got = ids_and_roots(&p.list);
     assert_eq!(
         got,
         [

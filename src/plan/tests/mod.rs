@@ -145,6 +145,14 @@ pub(super) fn add_shard(o: &mut Observed, id: &str, az: char, files: u64) {
 }
 
 /// Each entry's (id, shards, draining_shards).
+/// Each listed target's id and root, in list order.
+pub(super) fn ids_and_roots(list: &MountTargetList) -> Vec<(&str, &str)> {
+    list.mount_targets
+        .iter()
+        .map(|t| (t.id.as_str(), t.root.as_str()))
+        .collect()
+}
+
 pub(super) fn shard_counts(list: &MountTargetList) -> Vec<(&str, u32, u32)> {
     list.mount_targets
         .iter()
