@@ -85,7 +85,11 @@ mod tests {
     use super::*;
 
     fn event_file(name: &str) -> Value {
-        let path = format!("{}/events/{name}", env!("CARGO_MANIFEST_DIR"));
+        // The checkout cargo runs the test in (a shared target directory may keep a binary built
+        // in another clone, with that clone's compile-time path).
+        let dir = std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        let path = format!("{dir}/events/{name}");
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
     }
 

@@ -1267,7 +1267,7 @@ for n in req["names"]:
 json.dump(out, sys.stdout)
 "#;
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/src");
+    let src = support::project_dir().join("clients/python/src");
     let mut child = std::process::Command::new(&python)
         .arg("-c")
         .arg(script)

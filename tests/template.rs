@@ -91,8 +91,16 @@ const ROLE: &str = "FunctionRole";
 const REGION: &str = "us-east-1";
 const ACCOUNT: &str = "123456789012";
 
+/// The checkout: the one `cargo test` names when it runs the test, else the compile-time one
+/// (a shared target directory may keep a binary built in another clone).
 fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            std::path::PathBuf::from,
+        )
+    })
 }
 
 /// `template.yaml` as JSON, decoded by cfn-lint.

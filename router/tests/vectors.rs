@@ -10,8 +10,15 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+/// The crate's directory: the one `cargo test` names when it runs the test, else the
+/// compile-time one (a shared target directory may keep a binary built in another clone).
+fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 fn vectors() -> Value {
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/routing.json");
+    let file = crate_dir().join("../tests/vectors/routing.json");
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     serde_json::from_str(&text).expect("routing.json is JSON")
 }
@@ -65,7 +72,7 @@ fn routing_vectors_are_the_generators_output() {
         eprintln!("SKIPPED: no python3 to run tests/vectors/generate_routing.py");
         return;
     };
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
+    let dir = crate_dir().join("../tests/vectors");
     let out = Command::new(python)
         .arg(dir.join("generate_routing.py"))
         .output()
@@ -231,7 +238,7 @@ json.dump([[int(hashlib.sha256(file_path.encode()).hexdigest(), 16) % n for n in
 }
 
 fn list_vectors() -> Value {
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/lists.json");
+    let file = crate_dir().join("../tests/vectors/lists.json");
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     serde_json::from_str(&text).expect("lists.json is JSON")
 }

@@ -58,9 +58,15 @@ pub use self::proxy::Proxy;
 pub use self::testbed::Testbed;
 pub use self::world::{Seed, World};
 
-/// The crate's root directory.
+/// The crate's root directory: the one `cargo test` names when it runs the test, else the one
+/// the test was compiled in. (A shared target directory keeps a binary built in another clone
+/// when only the clone's path changed, and with it that clone's compile-time path.)
 pub fn project_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+    })
 }
 
 /// A sample event from `events/<name>.json` (`scheduled`, `reconcile`, `plan`).
