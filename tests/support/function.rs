@@ -16,9 +16,6 @@ use tokio::task::JoinHandle;
 
 use super::runtime_api::{Pending, Report, RuntimeApi};
 
-/// How long past its deadline a run may go before it is killed, as Lambda would kill it.
-const KILL_GRACE: Duration = Duration::from_secs(3);
-
 /// How to start the function: the binary and its environment.
 #[derive(Clone, Debug)]
 pub struct Function {
@@ -86,7 +83,7 @@ impl Function {
     }
 
     /// A cold start: a new process for this one event, stopped afterwards. The function has
-    /// `timeout` (it gets the deadline `now + timeout`), and is killed a little after it.
+    /// `timeout` (it gets the deadline `now + timeout`), and is killed at it, as Lambda does.
     pub async fn invoke(&self, event: &Value, timeout: Duration) -> Invocation {
         let mut instance = self.start().await;
         let mut invocation = instance.invoke(event, timeout).await;
@@ -170,7 +167,8 @@ impl Instance {
     }
 
     async fn wait_for(&mut self, request_id: &str, timeout: Duration) -> Result<Value, Value> {
-        let kill_at = tokio::time::Instant::now() + timeout + KILL_GRACE;
+        // Lambda stops the sandbox at the deadline itself, whatever the function is doing.
+        let kill_at = tokio::time::Instant::now() + timeout;
         loop {
             if let Some(status) = &self.exited {
                 return Err(self.exit_error(status.clone()).await);
@@ -224,6 +222,11 @@ impl Instance {
     /// Everything the process has printed so far (stdout and stderr, interleaved by line).
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap().clone()
+    }
+
+    /// The process's id, for a kill from another thread.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Whether the process has exited.
