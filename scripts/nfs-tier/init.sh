@@ -77,6 +77,13 @@ for share in $SHARES; do
 done
 
 wait $nfs_modules || fail "$(cat /tmp/insmod-failed)"
+if [ "${HOST_NET:-0}" = 1 ]; then
+  # qemu's user networking: its gateway 10.0.2.2 is the host's own 127.0.0.1.
+  step "bringing up eth0 (the host at 10.0.2.2)"
+  load net.list || fail "$(cat /tmp/insmod-failed)"
+  ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 ||
+    fail "bringing up eth0"
+fi
 step "starting the NFS server"
 export_dir=$R/run/nfs-tier/export
 mkdir -p $export_dir && mount -t tmpfs -o mode=755 tmpfs $export_dir || fail "the export's tmpfs"

@@ -169,6 +169,7 @@ modules() { # LIST MODULE...
 }
 modules virtiofs.list virtio_pci virtiofs
 modules nfs.list nfsd nfsv4 sch_netem
+modules net.list virtio_net
 
 # nfs-utils and tc, with the shared libraries ldd finds for them (from the unpacked packages
 # first, the host's otherwise). Everything is installed at its usual path.

@@ -14,6 +14,9 @@
 #   --rw DIR            also share host directory DIR writable, at the same path (repeatable;
 #                       created if missing): the way to get result files out
 #   --env NAME=VALUE    set an environment variable for the command (repeatable)
+#   --host-net          a network card whose gateway, 10.0.2.2, is the host's own 127.0.0.1
+#                       (qemu's user networking): the way to reach a server the host runs, such
+#                       as moto_server, which takes ~80 s to start under TCG. NFS stays on lo.
 #   --timeout SECS      kill the VM after SECS seconds (default $NFS_TIER_TIMEOUT or 1200)
 #   --cpus N            vCPUs (default 2);  --memory MIB  guest memory (default 2048)
 #   --verbose           copy the VM's console (kernel log, setup steps) to stderr afterwards
@@ -46,7 +49,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 die() { echo "nfs-tier: $*" >&2; exit 125; }
 
-mounts=fn,t1,t2 delay=0 nfs_opts='' timeout_s=${NFS_TIER_TIMEOUT:-1200} cpus=2 memory=2048 verbose=0
+mounts=fn,t1,t2 delay=0 nfs_opts='' timeout_s=${NFS_TIER_TIMEOUT:-1200} cpus=2 memory=2048 verbose=0 host_net=0
 rw=() envs=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -59,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --cpus) cpus=${2?}; shift 2 ;;
     --memory) memory=${2?}; shift 2 ;;
     --verbose) verbose=1; shift ;;
+    --host-net) host_net=1; shift ;;
     --) shift; break ;;
     -h | --help) usage ;;
     *) echo "nfs-tier: unknown option $1 (the command goes after --)" >&2; usage ;;
@@ -164,11 +168,14 @@ DELAY_MS=$delay
 MOUNT_OPTS_EXTRA='${nfs_opts:+,$nfs_opts}'
 SHARES='$shares'
 VERBOSE=$verbose
+HOST_NET=$host_net
 EOF
 (cd "$tmp/extra" && find . | "$NFS_TIER_BUSYBOX" cpio -o -H newc -R 0:0 2>/dev/null) >"$tmp/extra.cpio"
 # The kernel unpacks concatenated cpio archives one after the other.
 cat "$NFS_TIER_INITRD" "$tmp/extra.cpio" >"$tmp/initrd"
 
+net=()
+[[ $host_net == 0 ]] || net=(-netdev user,id=net0 -device virtio-net-pci,netdev=net0,romfile=)
 firmware=()
 IFS=: read -ra fw <<<"$NFS_TIER_FIRMWARE"
 for d in "${fw[@]}"; do firmware+=(-L "$d"); done
@@ -186,7 +193,7 @@ timeout -k 10 "$timeout_s" "$NFS_TIER_QEMU" "${firmware[@]}" \
   -nodefaults -no-user-config -display none -no-reboot \
   -chardev "file,id=console,path=$tmp/console.log" -serial chardev:console \
   -chardev stdio,id=out,signal=off -serial chardev:out \
-  "${qemu_fs[@]}" \
+  "${qemu_fs[@]}" "${net[@]}" \
   -kernel "$NFS_TIER_KERNEL" -initrd "$tmp/initrd" \
   -append "console=ttyS0 quiet panic=-1 rdinit=/init cryptomgr.notests ${NFS_TIER_APPEND:-}" \
   </dev/null >&3 &

@@ -1,22 +1,32 @@
-//! `moto_server` as a child process on 127.0.0.1: one per test, killed on drop.
+//! `moto_server` as a child process on 127.0.0.1: one per test, killed on drop. Or, when
+//! `MOTO_ENDPOINT` is set (`http://HOST:PORT`), one already running there, reset for this test:
+//! inside the NFS tier's VM, moto runs on the host (under TCG it takes ~80 s to start).
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long moto may take to answer after it starts (it needs ~0.7 s alone; tests run in parallel).
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long moto may take to answer after it starts (it needs ~0.7 s alone; tests run in
+/// parallel; in the NFS tier's VM, which runs ~10x slower, about 10 s).
+const START_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A running `moto_server`. Dropping it kills the process.
+/// A running `moto_server`. Dropping it kills the process (one this test started).
 pub struct Moto {
-    child: Child,
+    child: Option<Child>,
+    host: String,
     port: u16,
 }
 
 impl Moto {
     /// Starts `moto_server -H 127.0.0.1 -p <free port>` and waits until it answers HTTP.
     pub fn start() -> Moto {
+        if let Some(endpoint) = std::env::var("MOTO_ENDPOINT")
+            .ok()
+            .filter(|e| !e.is_empty())
+        {
+            return Moto::running_at(&endpoint);
+        }
         let mut last_error = String::new();
         for _ in 0..3 {
             let port = free_port();
@@ -33,7 +43,11 @@ impl Moto {
                 ),
                 Err(e) => panic!("cannot start moto_server: {e}"),
             };
-            let mut moto = Moto { child, port };
+            let mut moto = Moto {
+                child: Some(child),
+                host: "127.0.0.1".into(),
+                port,
+            };
             match moto.wait_until_ready() {
                 Ok(()) => return moto,
                 Err(e) => last_error = e, // port taken by someone else in between: try another
@@ -42,9 +56,33 @@ impl Moto {
         panic!("moto_server did not start: {last_error}");
     }
 
-    /// `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL` or an SDK config.
+    /// The moto at `endpoint` (`http://HOST:PORT`), emptied of what earlier tests made.
+    fn running_at(endpoint: &str) -> Moto {
+        let (host, port) = endpoint
+            .strip_prefix("http://")
+            .and_then(|a| a.trim_end_matches('/').rsplit_once(':'))
+            .and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
+            .unwrap_or_else(|| panic!("MOTO_ENDPOINT={endpoint:?} is not http://HOST:PORT"));
+        let mut moto = Moto {
+            child: None,
+            host,
+            port,
+        };
+        moto.wait_until_ready()
+            .unwrap_or_else(|e| panic!("MOTO_ENDPOINT={endpoint}: {e}"));
+        let reset = request(&moto.host, port, "POST /moto-api/reset");
+        assert!(
+            reset
+                .as_deref()
+                .is_ok_and(|r| r.starts_with("HTTP/1.1 200") || r.starts_with("HTTP/1.0 200")),
+            "MOTO_ENDPOINT={endpoint}: POST /moto-api/reset answered {reset:?}"
+        );
+        moto
+    }
+
+    /// `http://HOST:PORT`, for `AWS_ENDPOINT_URL` or an SDK config.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.host, self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -54,10 +92,10 @@ impl Moto {
     fn wait_until_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         while started.elapsed() < START_TIMEOUT {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
                 return Err(format!("moto_server exited with {status}"));
             }
-            if http_answers(self.port) {
+            if http_answers(&self.host, self.port) {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -71,8 +109,10 @@ impl Moto {
 
 impl Drop for Moto {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -85,16 +125,20 @@ pub fn free_port() -> u16 {
 }
 
 /// True when something on the port answers a plain HTTP request with a status line.
-fn http_answers(port: u16) -> bool {
+fn http_answers(host: &str, port: u16) -> bool {
+    request(host, port, "GET /moto-api/").is_ok_and(|r| r.starts_with("HTTP/"))
+}
+
+/// The first bytes of the answer to `METHOD PATH` with no body.
+fn request(host: &str, port: u16, line: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = "GET /moto-api/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    matches!(stream.read(&mut head), Ok(n) if n >= 5 && head.starts_with(b"HTTP/"))
+    let mut stream = TcpStream::connect((host, port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let request = format!(
+        "{line} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes())?;
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head)?;
+    Ok(String::from_utf8_lossy(&head[..n]).into_owned())
 }
