@@ -5,6 +5,9 @@ PYTHON ?= python3
 # Where pip puts console scripts (moto_server, cfn-lint, sam), whatever Python this is.
 export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null):$(HOME)/.local/bin:$(PATH)
 
+# Steps of the soak on the NFS tier in `make test` (400 run on the host, in `unit`).
+TIER_SOAK_STEPS ?= 400
+
 .PHONY: test lint unit python-lint python-test template-test nfs-test demo build bench bench-count bench-routing bench-rebalance-memory tools
 
 ## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template
@@ -47,8 +50,11 @@ template-test:
 # The tests that need a real NFS client (router/tests/nfs.rs, clients/python/tests_nfs/): ignored on the host,
 # run here inside the NFS tier's VM, one boot for all, each actor through its own mount. The VM sees the host's
 # files read-only, so the test binary runs from the target directory and Python from this checkout.
-NFS_TEST_BIN = $(CARGO) test -p efs-router --test nfs --no-run --message-format=json 2>/dev/null | \
-  $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
+# The executable of one test target: $(call test_bin,<cargo test's arguments>).
+test_bin = $(CARGO) test $(1) --no-run --message-format=json 2>/dev/null | $(PYTHON) -c 'import json,sys; \
+  print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and "test" in m["target"]["kind"]])'
+NFS_TEST_BIN = $(call test_bin,-p efs-router --test nfs)
+SOAK_BIN = $(call test_bin,--test soak)
 NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
 ## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
@@ -60,10 +66,12 @@ bench-nfs-tier:
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.
+## The soak there (`make soak`) boots first, then the router's and the Python client's tests, in a second boot.
 # The VM has its own /tmp, /run and /mnt: a checkout or target directory there is shared into it by name.
-NFS_SHARES = for d in $(CURDIR) "$$(dirname "$$bin")"; do case "$$d" in /tmp/*|/run/*|/mnt/*|/dev/shm/*) \
+NFS_SHARES = for d in $(CURDIR) "$$(dirname "$$(dirname "$$bin")")"; do case "$$d" in /tmp/*|/run/*|/mnt/*|/dev/shm/*) \
   printf ' --rw %s' "$$d";; esac; done
 nfs-test:
+	$(MAKE) --no-print-directory soak
 	$(CARGO) test -p efs-router --test nfs --no-run
 	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
@@ -79,10 +87,20 @@ demo:
 	$(CARGO) build --bin efs-mount-autoscaler --example demo
 	$(CARGO) run --example demo
 
-## A long randomized soak (tests/soak.rs): make soak SEED=<number> STEPS=<number>; the short
-## one runs in `make test`. The seed and the step of a failure are printed, with the step log.
-.PHONY: soak
+## The randomized soak (tests/soak.rs) on the NFS tier: the function, moto and the clients in the VM, the
+## function on its own NFS mount and the clients on two others. make soak SEED=<number> STEPS=<number>
+## (default: the seed and steps `make test` runs). A failure prints its seed, its step and the step log.
+.PHONY: soak soak-local
 soak:
+	scripts/ensure-tools.sh moto
+	$(CARGO) test --test soak --no-run
+	bin=$$($(SOAK_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	MOTO_HOST=10.0.2.2 scripts/with-moto.sh scripts/nfs-tier/run.sh --host-net $$shares \
+	  --delay-ms $(or $(NFS_DELAY_MS),0) --env SOAK_SEED=$(SEED) --env SOAK_STEPS=$(or $(STEPS),$(TIER_SOAK_STEPS)) \
+	  --env CARGO_MANIFEST_DIR=$(CURDIR) -- $$bin --test-threads 1 --nocapture --color never
+
+## The same soak on one local directory (one cache: every client agrees), as `cargo test` runs it.
+soak-local:
 	scripts/ensure-tools.sh moto
 	SOAK_SEED=$(SEED) SOAK_STEPS=$(STEPS) $(CARGO) test --test soak -- --nocapture
 

@@ -3,8 +3,11 @@
 //! One world (moto_server as AWS, three AZs, one mount target in us-east-1a, the contract's list
 //! published), the real function binary run as Lambda runs it (our Runtime API; a new process
 //! each invocation) against moto behind the fault-injecting proxy, and simulated clients that
-//! route with the real routing library (`efs_router::Router`, `Layout::single_mount`) on the
-//! temporary directory standing in for the file system. Each step is one of:
+//! route with the real routing library (`efs_router::Router`, `Layout::single_mount`). Where
+//! they all see the file system is [`Views`]: one temporary directory, or on the NFS tier
+//! (`EFS_NFS_MOUNTS` set, `make soak`) an NFS mount for the function and two for the clients,
+//! each with its own caches, and the exported directory itself for the checks. Each step is one
+//! of:
 //!
 //! - a **client operation**: write a new logical path (flat, `data/analysis/<name>.json`, which
 //!   the function counts, or nested, `data/analysis/<dir>/…/<name>.json`, which it moves but
@@ -18,8 +21,11 @@
 //!   AWS did the call, a deadline too short to move anything, a new target that stays
 //!   `creating` past the run) or **killed** where it stands (the
 //!   proxy stalls every request after the Nth, or the request whose answer it lost, and the
-//!   harness kills the process as Lambda would at its deadline). Faults are cleared after the
-//!   run. Some runs have client operations going on beside them (new paths and reads only: a
+//!   harness kills the process as Lambda would at its deadline), or **killed among its moves**
+//!   (a thread watching the files kills it a random 0-4 ms after the first misplaced file left
+//!   its place; moves make no AWS call, so no proxy fault lands there). The harness kills a run
+//!   at its deadline, as Lambda does, and a run that answered after it fails the soak. Faults
+//!   are cleared after the run. Some runs have client operations going on beside them (new paths and reads only: a
 //!   rewrite racing a move of the same path is a documented window of `relocate`, which this
 //!   soak does not claim to close);
 //! - **an ECS rollout completes** (`Proxy::complete_rollouts`; rollouts are held from the
@@ -67,12 +73,13 @@
 //! within 20 ms, so two versions of a path never share a time stamp.
 //!
 //! **Reproducing.** `SOAK_SEED` (decimal or 0x-hex; default below) and `SOAK_STEPS` (default
-//! 400): `make soak SEED=… STEPS=…`. Every step draws from its own generator, seeded from the
+//! 400): `make soak SEED=… STEPS=…` on the NFS tier, `make soak-local SEED=… STEPS=…` on one
+//! directory. Every step draws from its own generator, seeded from the
 //! seed and the step number (splitmix64), so a seed replays the same choices; what the
 //! function does with them depends on timing only where AWS calls race inside one run (the
 //! request a kill lands on).
 //!
-//! Needs `moto_server` on PATH (`pip install "moto[server]"`).
+//! Needs `moto_server` on PATH (`pip install "moto[server]"`), or one at `MOTO_ENDPOINT`.
 
 mod support;
 
@@ -81,6 +88,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use efs_router::names::private_kind;
@@ -183,6 +192,76 @@ fn env_number(name: &str, default: u64) -> u64 {
             parsed.unwrap_or_else(|e| panic!("{name}={v:?} is not a whole number: {e}"))
         }
         _ => default,
+    }
+}
+
+// ----------------------------------------------------------------------------- the views
+
+/// Where each actor sees the file system. Locally, one directory is all of them. On the NFS
+/// tier (`EFS_NFS_MOUNTS` set: scripts/nfs-tier/run.sh) the function and the clients each reach
+/// one export through their own NFS mount, with its own name and attribute caches, as each ECS
+/// task and the Lambda have their own NFS client; the checks look at the exported directory
+/// itself (`EFS_NFS_BACKING`), which no client's cache stands in front of.
+struct Views {
+    /// The function's `EFS_MOUNT_PATH`.
+    function: PathBuf,
+    /// Client `i` mounts `clients[i % len]`.
+    clients: Vec<PathBuf>,
+    /// What the file system holds, for the checks.
+    truth: PathBuf,
+    tier: bool,
+}
+
+impl Views {
+    /// The tier's mounts when the test runs inside it; one temporary directory otherwise.
+    fn new() -> (Views, support::Mount) {
+        let Some(mounts) = std::env::var_os("EFS_NFS_MOUNTS").filter(|m| !m.is_empty()) else {
+            let mount = support::Mount::temp();
+            let dir = mount.path().to_path_buf();
+            let views = Views {
+                function: dir.clone(),
+                clients: vec![dir.clone()],
+                truth: dir,
+                tier: false,
+            };
+            return (views, mount);
+        };
+        let mounts: Vec<PathBuf> =
+            std::env::split_paths(&mounts.to_string_lossy().replace(',', ":")).collect();
+        assert!(
+            mounts.len() >= 2,
+            "EFS_NFS_MOUNTS names {} mount(s): the soak needs one for the function and one or more for the clients",
+            mounts.len()
+        );
+        let backing = std::env::var_os("EFS_NFS_BACKING")
+            .map(PathBuf::from)
+            .expect("EFS_NFS_BACKING is not set beside EFS_NFS_MOUNTS");
+        // A directory of its own in the export, so other tests of one boot do not meet it.
+        let sub = format!("soak-{}", std::process::id());
+        let mount = support::Mount::at(&mounts[0].join(&sub));
+        let views = Views {
+            function: mount.path().to_path_buf(),
+            clients: mounts[1..].iter().map(|m| m.join(&sub)).collect(),
+            truth: backing.join(&sub),
+            tier: true,
+        };
+        (views, mount)
+    }
+
+    fn client(&self, i: usize) -> &Path {
+        &self.clients[i % self.clients.len()]
+    }
+
+    fn label(&self) -> String {
+        if self.tier {
+            format!(
+                "NFS tier: the function on {}, clients on {:?}",
+                self.function.display(),
+                self.clients
+            )
+        } else {
+            format!("one local directory {}", self.truth.display())
+        }
     }
 }
 
@@ -369,10 +448,72 @@ fn files_under(dir: &Path) -> (Vec<(String, PathBuf)>, Vec<String>) {
     (files, odd)
 }
 
+/// One of the router's own names, or inside one (a move's private directory).
 fn is_private(rel: &str) -> bool {
-    rel.rsplit('/')
-        .next()
-        .is_some_and(|name| private_kind(name.as_bytes()).is_some())
+    rel.split('/')
+        .any(|name| private_kind(name.as_bytes()).is_some())
+}
+
+/// The router's own names under `dir` (files and directories), relative to it.
+fn privates_under(dir: &Path) -> BTreeSet<String> {
+    fn walk(dir: &Path, rel: &str, out: &mut BTreeSet<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if private_kind(name.as_bytes()).is_some() {
+                out.insert(rel.clone());
+            }
+            if fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir()) {
+                walk(&e.path(), &rel, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, "", &mut out);
+    out
+}
+
+/// Kills process `pid` `delay` after the first of `sources` has left its place (a move's retire
+/// took it), unless `done` is set first; true when it killed. It spins rather than sleeps: on a
+/// local directory a move takes some tens of microseconds.
+fn kill_among_moves(
+    pid: u32,
+    sources: Vec<PathBuf>,
+    delay: Duration,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let gone = |p: &PathBuf| matches!(fs::symlink_metadata(p), Err(e) if e.kind() == ErrorKind::NotFound);
+        while !sources.iter().any(gone) {
+            if done.load(Ordering::Acquire) {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        let at = Instant::now() + delay;
+        while Instant::now() < at {
+            if done.load(Ordering::Acquire) {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+        if done.load(Ordering::Acquire) {
+            return false;
+        }
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill(2) takes plain integers; the process is the function's, still running
+        // (the harness stops it only after `done`).
+        unsafe { libc::kill(pid, libc::SIGKILL) == 0 }
+    })
 }
 
 fn root_dir(mount: &Path, root: &str) -> PathBuf {
@@ -394,6 +535,9 @@ enum Fault {
     },
     /// Every request after the first `after` stalls; the process is killed at the first.
     KillAfter(usize),
+    /// Killed this long after the first file it was to move left its place: among the moves,
+    /// or within one (moves make no AWS call, so no proxy fault lands there).
+    KillAmongMoves(Duration),
     /// A deadline that leaves the run no time to wait or move (the 20 s margin eats it).
     ShortDeadline,
     /// Targets created in this run look `creating` in their first N describes (as on AWS,
@@ -432,7 +576,7 @@ impl Fault {
     fn kills(&self) -> bool {
         matches!(
             self,
-            Fault::KillAfter(_) | Fault::LoseAnswer { kill: true, .. }
+            Fault::KillAfter(_) | Fault::LoseAnswer { kill: true, .. } | Fault::KillAmongMoves(_)
         )
     }
 
@@ -456,6 +600,7 @@ impl Fault {
             Fault::LoseAnswer { kill: false, .. } => "lost answer",
             Fault::LoseAnswer { kill: true, .. } => "lost answer + kill",
             Fault::KillAfter(_) => "kill",
+            Fault::KillAmongMoves(_) => "kill among moves",
             Fault::ShortDeadline => "short deadline",
             Fault::SlowCreate(_) => "slow create",
         }
@@ -477,6 +622,10 @@ struct Stats {
     faults: BTreeMap<&'static str, usize>,
     failed_runs: usize,
     kills: usize,
+    /// Kills after some moves of the run began and before they all ended.
+    kills_among_moves: usize,
+    /// Kills that left a private name of a move behind: within one move.
+    kills_within_a_move: usize,
     client_ops: BTreeMap<&'static str, usize>,
     concurrent_ops: usize,
     reads: BTreeMap<&'static str, usize>,
@@ -504,7 +653,7 @@ struct Soak {
     steps: u64,
     step: u64,
     tb: Testbed,
-    mount: PathBuf,
+    views: Views,
     clients: Vec<Client>,
     model: Model,
     published: Published,
@@ -527,27 +676,35 @@ type Step = Result<String, String>;
 
 impl Soak {
     async fn new(seed: u64, steps: u64) -> Soak {
-        let mut tb = Testbed::new(BIN, World::builder()).await;
+        let (views, mount) = Views::new();
+        let mut tb = Testbed::with_mount(BIN, World::builder(), mount).await;
         tb.env("FILE_THRESHOLD", THRESHOLD.to_string())
             .env("SCALE_IN_COOLDOWN_SECONDS", "0")
-            .env("API_ATTEMPT_TIMEOUT_SECONDS", "1")
-            .env("API_CALL_TIMEOUT_SECONDS", "2")
+            // moto answers ~10x slower in the tier's VM.
+            .env(
+                "API_ATTEMPT_TIMEOUT_SECONDS",
+                if views.tier { "10" } else { "1" },
+            )
+            .env(
+                "API_CALL_TIMEOUT_SECONDS",
+                if views.tier { "20" } else { "2" },
+            )
             .env("MOVE_CONCURRENCY", "4");
         tb.proxy.hold_rollouts();
-        let mount = tb.mount.path().to_path_buf();
-        fs::create_dir_all(mount.join(WATCH_DIR)).expect("create the first shard's directory");
+        fs::create_dir_all(views.function.join(WATCH_DIR))
+            .expect("create the first shard's directory");
         let published = read_published(&tb.world).await;
         let targets = tb.world.mount_targets().await;
         let deployment_ids = tb.world.deployment_ids().await;
         let clients = (0..CLIENTS)
-            .map(|_| Client::on(&published, &mount))
+            .map(|i| Client::on(&published, views.client(i)))
             .collect();
         let mut soak = Soak {
             seed,
             steps,
             step: 0,
             tb,
-            mount,
+            views,
             clients,
             model: Model {
                 high: 42,
@@ -568,6 +725,15 @@ impl Soak {
         soak.remember_roots();
         soak.stats.max_targets = soak.targets.len();
         soak
+    }
+
+    /// The command that runs this soak again: on the NFS tier, or on one local directory.
+    fn make_target(&self) -> &'static str {
+        if self.views.tier {
+            "soak"
+        } else {
+            "soak-local"
+        }
     }
 
     fn remember_roots(&mut self) {
@@ -600,8 +766,11 @@ impl Soak {
         );
         let _ = writeln!(
             out,
-            "reproduce: make soak SEED={} STEPS={}",
-            self.seed, self.steps
+            "reproduce: make {} SEED={} STEPS={} ({})",
+            self.make_target(),
+            self.seed,
+            self.steps,
+            self.views.label()
         );
         let _ = writeln!(
             out,
@@ -626,8 +795,14 @@ impl Soak {
 
     async fn run(&mut self) {
         println!(
-            "soak: seed {} (0x{:x}), {} steps; reproduce with `make soak SEED={} STEPS={}`",
-            self.seed, self.seed, self.steps, self.seed, self.steps
+            "soak: seed {} (0x{:x}), {} steps on {}; reproduce with `make {} SEED={} STEPS={}`",
+            self.seed,
+            self.seed,
+            self.steps,
+            self.views.label(),
+            self.make_target(),
+            self.seed,
+            self.steps
         );
         for step in 1..=self.steps {
             self.step = step;
@@ -676,6 +851,7 @@ impl Soak {
             ),
             ("faults that fired", s.faults.values().sum()),
             ("runs killed", s.kills),
+            ("kills among moves", s.kills_among_moves),
             ("targets created", s.created),
             ("drains", s.drains),
             ("targets deleted", s.deleted),
@@ -706,9 +882,9 @@ impl Soak {
         let held = self.tb.proxy.rolling_services();
         self.tb.proxy.complete_rollouts();
         let mut moved = 0;
-        for c in &mut self.clients {
+        for (i, c) in self.clients.iter_mut().enumerate() {
             if c.list.version != self.deployed.version {
-                *c = Client::on(&self.deployed, &self.mount);
+                *c = Client::on(&self.deployed, self.views.client(i));
                 moved += 1;
             }
         }
@@ -815,7 +991,7 @@ impl Soak {
                 }
                 // An old client: only if no shard of its list holds a copy.
                 for root in client.list.roots() {
-                    let copy = root_dir(&self.mount, &root).join(path);
+                    let copy = root_dir(&self.views.truth, &root).join(path);
                     if copy.exists() {
                         return Err(format!(
                             "{head}: not found, but its list {} has a copy at {}",
@@ -838,7 +1014,7 @@ impl Soak {
         let client = &self.clients[c];
         let mut removed = Vec::new();
         for root in client.list.roots() {
-            let copy = root_dir(&self.mount, &root).join(path);
+            let copy = root_dir(self.views.client(c), &root).join(path);
             match fs::remove_file(&copy) {
                 Ok(()) => removed.push(root),
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -862,7 +1038,14 @@ impl Soak {
     async fn function_step(&mut self, rng: &mut Rng) -> Step {
         let rebalance = rng.chance(300);
         let max_moves = 1 + rng.below(40);
-        let fault = Fault::draw(rng);
+        // A kill among moves, when there is something to move: mostly in rebalances, which move
+        // the most; reconciles move files when they drain a shard.
+        let movable = !self.misplaced().is_empty();
+        let fault = if rng.chance(if rebalance { 500 } else { 150 }) && movable {
+            Fault::KillAmongMoves(Duration::from_micros(rng.below(4000)))
+        } else {
+            Fault::draw(rng)
+        };
         let event = if rebalance {
             json!({"action": "rebalance", "max_moves": max_moves})
         } else {
@@ -921,7 +1104,10 @@ impl Soak {
             Fault::LoseAnswer { op, .. } => proxy.lose_answer(op, 1),
             Fault::KillAfter(n) => proxy.stall_everything_after(*n),
             Fault::SlowCreate(k) => proxy.hold_creating(*k),
+            Fault::KillAmongMoves(_) => {}
         }
+        let sources = self.misplaced();
+        let privates_before = privates_under(&self.views.truth);
 
         // The client traffic, on threads of its own.
         let routers: Vec<(usize, Router, i64)> = planned
@@ -961,7 +1147,19 @@ impl Soak {
         let created_before = proxy.created_mount_targets().len();
         let faulted_before = fault.operation().map_or(0, |op| proxy.faulted(op));
         let mut instance = self.tb.function.start().await;
-        let outcome = if fault.kills() {
+        let started = Instant::now();
+        let mut killed_among_moves = false;
+        let outcome = if let Fault::KillAmongMoves(delay) = fault {
+            let done = Arc::new(AtomicBool::new(false));
+            let pid = instance.pid().expect("the function is running");
+            let watcher = kill_among_moves(pid, sources.clone(), delay, done.clone());
+            let result = instance.invoke(event, deadline).await.result;
+            done.store(true, Ordering::Release);
+            let killed = watcher.join().expect("the kill's watcher");
+            // Killed before it answered; one that answered first was not killed by it.
+            killed_among_moves = killed && result.is_err();
+            (!killed_among_moves).then_some(result)
+        } else if fault.kills() {
             let watch = async {
                 while proxy.stalled_requests() == stalled_before {
                     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -974,6 +1172,7 @@ impl Soak {
         } else {
             Some(instance.invoke(event, deadline).await.result)
         };
+        let took = started.elapsed();
         let logs = instance.stop().await;
         let fired = match &fault {
             Fault::None => false,
@@ -984,6 +1183,7 @@ impl Soak {
                 .operation()
                 .is_some_and(|op| proxy.faulted(op) > faulted_before),
             Fault::KillAfter(_) => proxy.stalled_requests() > stalled_before,
+            Fault::KillAmongMoves(_) => killed_among_moves,
             Fault::ShortDeadline => true,
             Fault::SlowCreate(_) => proxy.created_mount_targets().len() > created_before,
         };
@@ -1028,7 +1228,7 @@ impl Soak {
         self.deployment_ids = ids;
 
         // The answer.
-        let mut line = format!("run {action}");
+        let mut line = format!("run {action} ({:.1} s)", took.as_secs_f64());
         if action == "rebalance" {
             let _ = write!(line, " (max_moves {})", event["max_moves"]);
         }
@@ -1036,10 +1236,23 @@ impl Soak {
             let _ = write!(line, " with {fault:?}");
         }
         let mut rebalanced_all = false;
+        // Lambda stops a run at its deadline: one that was not killed answered before it.
+        if outcome.is_some() && took >= deadline {
+            return Err(format!(
+                "{line}: the run took {took:?}, past its deadline of {deadline:?}"
+            ));
+        }
         match &outcome {
             None => {
                 self.stats.kills += 1;
                 line.push_str(": killed");
+                if killed_among_moves {
+                    let _ = write!(
+                        line,
+                        "{}",
+                        self.count_kill_among_moves(&sources, &privates_before)
+                    );
+                }
             }
             Some(Ok(r)) => {
                 if r["statusCode"] != json!(200) {
@@ -1107,7 +1320,7 @@ impl Soak {
             if root == "/" {
                 return Err(format!("{line}: the first shard's target was deleted"));
             }
-            let (files, odd) = files_under(&root_dir(&self.mount, &root));
+            let (files, odd) = files_under(&root_dir(&self.views.truth, &root));
             let data: Vec<&String> = files
                 .iter()
                 .map(|(rel, _)| rel)
@@ -1156,7 +1369,7 @@ impl Soak {
             let mut rng = Rng::for_step(self.seed ^ 0x5EED, self.step);
             for (i, c) in self.clients.iter_mut().enumerate() {
                 if rng.chance(500) {
-                    *c = Client::on(&self.deployed, &self.mount);
+                    *c = Client::on(&self.deployed, self.views.client(i));
                     replaced.push(i);
                 }
             }
@@ -1208,16 +1421,61 @@ impl Soak {
         Ok(line)
     }
 
+    /// The files under the published list's roots that are not at their home there: what a
+    /// run may move (as the server holds them).
+    fn misplaced(&self) -> Vec<PathBuf> {
+        let truth = Client::on(&self.published, &self.views.truth);
+        let (files, _) = files_under(&self.views.truth);
+        files
+            .into_iter()
+            .filter(|(rel, _)| !is_private(rel))
+            .filter_map(|(rel, path)| {
+                let (root, logical) = placed(&rel)?;
+                (truth.home_root(&logical) != root).then_some(path)
+            })
+            .collect()
+    }
+
+    /// Where a kill among moves landed, for the log and the statistics: after some moves and
+    /// before others (`sources` still at their place and gone), and within one (a private name
+    /// of the router's that was not there before the run).
+    fn count_kill_among_moves(
+        &mut self,
+        sources: &[PathBuf],
+        privates_before: &BTreeSet<String>,
+    ) -> String {
+        let left = sources
+            .iter()
+            .filter(|p| fs::symlink_metadata(p).is_ok())
+            .count();
+        let gone = sources.len() - left;
+        let within: Vec<String> = privates_under(&self.views.truth)
+            .difference(privates_before)
+            .cloned()
+            .collect();
+        // Within the last move is among them too: its retire had begun.
+        if gone > 0 && (left > 0 || !within.is_empty()) {
+            self.stats.kills_among_moves += 1;
+        }
+        if !within.is_empty() {
+            self.stats.kills_within_a_move += 1;
+        }
+        format!(
+            " after {gone} of {} misplaced files left their place; new private names {within:?}",
+            sources.len()
+        )
+    }
+
     // ------------------------------------------------------------------------- the checks
 
     async fn check(&mut self) -> Result<(), String> {
         let listed = self.published.roots();
 
         // 2: no state directory on the file system; nothing under a root that is not listed.
-        if self.mount.join(".efs-mount-autoscaler").exists() {
+        if self.views.truth.join(".efs-mount-autoscaler").exists() {
             return Err("the old state directory .efs-mount-autoscaler exists".into());
         }
-        let (files, odd) = files_under(&self.mount);
+        let (files, odd) = files_under(&self.views.truth);
         let mut copies: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
         for (rel, path) in &files {
             let Some((root, logical)) = placed(rel) else {
@@ -1294,7 +1552,7 @@ impl Soak {
         self.clean &= self.converged();
         if self.clean {
             self.stats.checkpoints += 1;
-            let client = Client::on(&self.published, &self.mount);
+            let client = Client::on(&self.published, self.views.client(0));
             for (path, latest) in &self.model.live {
                 match client.router.read_with_fallback(path) {
                     Ok(read) if read.data == *latest => {}
@@ -1385,8 +1643,8 @@ impl Soak {
             self.started.elapsed().as_secs_f64()
         );
         println!(
-            "  runs {:?} (failed as their fault explains: {}, killed: {}); faults fired {:?} of drawn {:?}",
-            s.runs, s.failed_runs, s.kills, s.faults, s.drawn
+            "  runs {:?} (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}",
+            s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn
         );
         println!(
             "  targets created {}, drains {}, deleted {}, most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",

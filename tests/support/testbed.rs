@@ -30,10 +30,19 @@ impl Testbed {
     /// Starts moto, builds `world`, and sets up the function (`binary`) against it through a
     /// proxy, with `EFS_MOUNT_PATH` an empty temporary mount.
     pub async fn new(binary: impl Into<PathBuf>, world: WorldBuilder) -> Testbed {
+        Testbed::with_mount(binary, world, Mount::temp()).await
+    }
+
+    /// [`Testbed::new`] with `EFS_MOUNT_PATH` the given mount (an NFS mount's directory on the
+    /// NFS tier).
+    pub async fn with_mount(
+        binary: impl Into<PathBuf>,
+        world: WorldBuilder,
+        mount: Mount,
+    ) -> Testbed {
         let moto = Moto::start();
         let aws = Aws::at(&moto.endpoint()).await;
         let world = world.build(&aws).await;
-        let mount = Mount::temp();
         let proxy = Proxy::start(&moto.endpoint()).await;
         let function =
             Function::new(binary, &proxy.endpoint()).envs(world.function_env(mount.path()));
