@@ -276,6 +276,28 @@ fn a_write_into_a_directory_another_client_made_succeeds() {
     assert_eq!(b.read_with_fallback(&nested).unwrap().data, b"from a");
 }
 
+/// The function makes a move's destination directory with `dir::open_beneath(.., true)`
+/// (beneath the mount, no link followed): a directory another client made after this mount
+/// missed it is opened, not refused, and it is that very directory.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_directory_another_client_made_is_opened_beneath_the_mount() {
+    let t = "open_beneath_new_dir";
+    let m = setup(t);
+    let (function, task) = (m[0].join(t), m[1].join(t));
+    let rel = "data/analysis/2026/12";
+    assert!(missing(&function.join(rel)));
+    fs::create_dir_all(task.join(rel)).unwrap();
+    assert!(
+        missing(&function.join(rel)),
+        "{ON_THE_TIER}: the tier must show a stale missing directory"
+    );
+    let fd = efs_router::dir::open_beneath(&function, rel, true).unwrap();
+    let opened = rustix::fs::fstat(&fd).unwrap();
+    let made = fs::metadata(backing().join(t).join(rel)).unwrap();
+    assert_eq!(opened.st_ino, made.ino());
+}
+
 /// Seeded: a writer on one mount rewrites a misplaced file while the function's mount
 /// relocates it, at random moments; the newest version is never lost.
 #[test]
