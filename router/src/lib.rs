@@ -10,12 +10,14 @@
 //!   a tree), opening a directory beneath a mount without following links, cleaning up.
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.
 //! - [`relocation`]: moving a file home: the newest version wins, nothing a writer uses is
-//!   unlinked.
+//!   unlinked; `relocate_many`, the function's moves in bulk, sharing their private
+//!   directories (`batch`).
 //! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
+mod batch;
 pub mod cache;
 pub mod dir;
 pub mod fs;

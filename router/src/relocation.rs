@@ -189,6 +189,36 @@ pub(crate) fn relocate_known(
     dst: &Path,
     known: Option<Stamp>,
 ) -> io::Result<Relocation> {
+    check_names(src, dst)?;
+    let s = match known {
+        Some(s) => s,
+        None => match fresh_look(src)? {
+            Some(s) => s,
+            None => return Ok(Relocation::SourceGone),
+        },
+    };
+    finish(src, dst, link_or_settle(src, dst, s)?)
+}
+
+/// Retires the source, if that is what is left of the move, by [`retire`].
+fn finish(src: &Path, dst: &Path, next: Next) -> io::Result<Relocation> {
+    match next {
+        Next::Done(outcome) => Ok(outcome),
+        Next::Retire(expected, outcome) => retire(src, dst, &expected, outcome),
+    }
+}
+
+/// What is left of a move once its link, or its comparison with `dst`, is done.
+pub(crate) enum Next {
+    /// Nothing: the move is over.
+    Done(Relocation),
+    /// The source is to be retired: it should be the file `.0` (linked or compared), and the
+    /// move answers `.1` unless the retire finds a writer's version instead.
+    Retire(Stamp, Relocation),
+}
+
+/// Refuses a request that names one file twice, or one of the router's own files.
+pub(crate) fn check_names(src: &Path, dst: &Path) -> io::Result<()> {
     if src == dst {
         return Err(same_entry_error(src, dst));
     }
@@ -207,19 +237,18 @@ pub(crate) fn relocate_known(
             ));
         }
     }
-    let s = match known {
-        Some(s) => s,
-        None => match fresh_look(src)? {
-            Some(s) => s,
-            None => return Ok(Relocation::SourceGone),
-        },
-    };
+    Ok(())
+}
+
+/// `link(src, dst)`, the source looked at as `s`; when `dst` exists, settles which of the two
+/// stays.
+pub(crate) fn link_or_settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
     s.regular(src)?;
     match fs::hard_link(src, dst) {
-        Ok(()) => retire(src, dst, &s, Relocation::Moved),
+        Ok(()) => Ok(Next::Retire(s, Relocation::Moved)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => settle(src, dst, s),
         Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-            Ok(Relocation::SourceGone)
+            Ok(Next::Done(Relocation::SourceGone))
         }
         Err(e) if no_hard_links(&e) => without_links(src, dst, &s),
         Err(e) => Err(e),
@@ -227,16 +256,17 @@ pub(crate) fn relocate_known(
 }
 
 /// `dst` exists: the same file (a move cut short), an older one, or a newer one.
-fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Relocation> {
+fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
     for _ in 0..ROUNDS {
-        // The link's "exists" is the server's; this client's cache of `dst` may be older.
+        // The link's "exists" is the server's; this client's cache of `dst` may be older, and
+        // dropping the source relies on this look.
         let Some(d) = fresh_look(dst)? else {
             // Removed since the link found it: link again.
             match fs::hard_link(src, dst) {
-                Ok(()) => return retire(src, dst, &s, Relocation::Moved),
+                Ok(()) => return Ok(Next::Retire(s, Relocation::Moved)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-                    return Ok(Relocation::SourceGone)
+                    return Ok(Next::Done(Relocation::SourceGone))
                 }
                 Err(e) => return Err(e),
             }
@@ -246,72 +276,69 @@ fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Relocation> {
             if same_entry(src, dst)? {
                 return Err(same_entry_error(src, dst));
             }
-            return retire(src, dst, &s, Relocation::Moved);
+            return Ok(Next::Retire(s, Relocation::Moved));
         }
         d.regular(dst)?;
         if s.newer_than(&d) {
             return replace(src, dst, &s);
         }
-        return retire(src, dst, &s, Relocation::DroppedOlder);
+        return Ok(Next::Retire(s, Relocation::DroppedOlder));
     }
     Err(changing(dst))
 }
 
 /// The source is newer than `dst`: link it to a private name beside `dst`, look at `dst` once
-/// more, rename the private name over it, then retire the source.
-fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
+/// more, rename the private name over it; the source is then retired.
+fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
     let q = private_beside(dst);
     match fs::hard_link(src, &q) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-            return Ok(Relocation::SourceGone)
+            return Ok(Next::Done(Relocation::SourceGone))
         }
         Err(e) if no_hard_links(&e) => return without_links(src, dst, s),
         Err(e) => return Err(e),
     }
-    let result = (|| {
-        // What was linked: a writer may have put a new version at the source since.
-        let Some(linked) = look(&q)? else {
-            return Err(io::Error::other(format!(
-                "{}: removed by another client while moving {} there",
-                q.display(),
-                src.display()
-            )));
-        };
-        linked.regular(src)?;
-        // The last look before the rename, as the server answers: between it and the
-        // rename, a write landing at `dst` would be replaced (router/README.md, "What is left
-        // to chance").
-        let (go, outcome) = match fresh_look(dst)? {
-            None => (true, Relocation::Moved),
-            Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
-            Some(now) => {
-                now.regular(dst)?;
-                (linked.newer_than(&now), Relocation::ReplacedOlder)
-            }
-        };
-        if go {
-            fs::rename(&q, dst)?;
-            // When `dst` was already this very file (another mover placed it meanwhile), rename
-            // does nothing and the private name stays: remove it.
-            remove_private(&q)?;
-            return Ok((linked, outcome));
-        }
-        remove_private(&q)?;
-        let outcome = if outcome == Relocation::Moved {
-            Relocation::Moved
-        } else {
-            Relocation::DroppedOlder
-        };
-        Ok((linked, outcome))
-    })();
-    match result {
-        Ok((linked, outcome)) => retire(src, dst, &linked, outcome),
-        Err(e) => {
-            let _ = fs::remove_file(&q);
-            Err(e)
-        }
+    let result = place_replacement(src, dst, &q);
+    if result.is_err() {
+        let _ = fs::remove_file(&q);
     }
+    result
+}
+
+/// `q` (a private name beside `dst`) is a new name of the source: rename it over
+/// `dst` if it is still newer than what `dst` holds, else remove it.
+fn place_replacement(src: &Path, dst: &Path, q: &Path) -> io::Result<Next> {
+    // What was linked: a writer may have put a new version at the source since.
+    let Some(linked) = look(q)? else {
+        return Err(io::Error::other(format!(
+            "{}: removed by another client while moving {} there",
+            q.display(),
+            src.display()
+        )));
+    };
+    linked.regular(src)?;
+    // The last look before the rename, as the server answers: between it and the rename, a
+    // write landing at `dst` would be replaced (router/README.md, "What is left to chance").
+    let (go, outcome) = match fresh_look(dst)? {
+        None => (true, Relocation::Moved),
+        Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
+        Some(now) => {
+            now.regular(dst)?;
+            (linked.newer_than(&now), Relocation::ReplacedOlder)
+        }
+    };
+    if go {
+        fs::rename(q, dst)?;
+    }
+    // When `dst` was already this very file (another mover placed it meanwhile), rename does
+    // nothing and `q` stays: remove it.
+    remove_private(q)?;
+    let outcome = match (go, outcome) {
+        (false, Relocation::ReplacedOlder) => Relocation::DroppedOlder,
+        (_, other) => other,
+    };
+    Ok(Next::Retire(linked, outcome))
 }
 
 /// Removes the source by a name no writer uses: renames it into a private directory made for
@@ -326,7 +353,12 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
 /// one a writer put there since (measured: it even opens the old bytes). The listing of a
 /// directory that holds only this file is the server's answer, and it refreshes the cache's
 /// entry for the name (docs/design.md fact 13).
-fn retire(src: &Path, dst: &Path, expected: &Stamp, outcome: Relocation) -> io::Result<Relocation> {
+pub(crate) fn retire(
+    src: &Path,
+    dst: &Path,
+    expected: &Stamp,
+    outcome: Relocation,
+) -> io::Result<Relocation> {
     let Some(name) = src.file_name() else {
         return Err(same_entry_error(src, dst));
     };
@@ -339,7 +371,8 @@ fn retire(src: &Path, dst: &Path, expected: &Stamp, outcome: Relocation) -> io::
     }
     let p = pd.join(name);
     let result = match fs::rename(src, &p) {
-        Ok(()) => settle_taken(src, dst, &pd, &p, expected, outcome),
+        Ok(()) => listed_inode(&pd, &p)
+            .and_then(|ino| settle_listed(src, dst, &p, ino, expected, outcome)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Relocation::SourceGone),
         Err(e) => Err(e),
     };
@@ -353,28 +386,32 @@ fn retire(src: &Path, dst: &Path, expected: &Stamp, outcome: Relocation) -> io::
     result
 }
 
-/// `p` in the private directory `pd` holds what the retire's rename took from `src`.
-fn settle_taken(
+/// `p`, in a private directory whose listing (the server's answer) gave `listed` as its inode
+/// (`None`: not there), holds what a retire's rename took from `src`: unlinked if it is the
+/// file `expected`, else a writer's version, placed at `dst` if newer than what `dst` holds,
+/// dropped if not.
+pub(crate) fn settle_listed(
     src: &Path,
     dst: &Path,
-    pd: &Path,
     p: &Path,
+    listed: Option<u64>,
     expected: &Stamp,
     outcome: Relocation,
 ) -> io::Result<Relocation> {
-    let Some(ino) = listed_inode(pd, p)? else {
+    let Some(ino) = listed else {
         return Ok(outcome);
     };
-    // The listing has refreshed this client's entry for `p`, so `lstat` answers for the file
-    // the server holds there.
-    let Some(taken) = look(p)? else {
-        return Ok(outcome);
-    };
-    if ino == expected.ino && taken.same_file(expected) {
+    // The server's inode is the identity check: the private directory is on the source's
+    // file system, so the device is the expected one's.
+    if ino == expected.ino {
         remove_private(p)?;
         return Ok(outcome);
     }
-    // A writer renamed a new version over the source after it was looked at.
+    // A writer renamed a new version over the source after it was looked at. The listing
+    // has refreshed this client's entry for `p`, so `lstat` answers for that version.
+    let Some(taken) = look(p)? else {
+        return Ok(outcome);
+    };
     if taken.ino != ino {
         // The cache still disagrees with the server: decide nothing (a link back would link
         // the cached file), and leave the version where the next move finds it.
@@ -454,14 +491,14 @@ fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
 
 /// File systems without hard links: look at `dst`, then rename (a window between the two,
 /// documented); an older source is retired as usual.
-fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
+fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
     let (outcome, replace) = match fresh_look(dst)? {
         None => (Relocation::Moved, true),
         Some(d) if d.same_file(s) => {
             if same_entry(src, dst)? {
                 return Err(same_entry_error(src, dst));
             }
-            return retire(src, dst, s, Relocation::Moved);
+            return Ok(Next::Retire(*s, Relocation::Moved));
         }
         Some(d) => {
             d.regular(dst)?;
@@ -469,12 +506,12 @@ fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Relocation> {
         }
     };
     if !replace {
-        return retire(src, dst, s, Relocation::DroppedOlder);
+        return Ok(Next::Retire(*s, Relocation::DroppedOlder));
     }
     match fs::rename(src, dst) {
-        Ok(()) => Ok(outcome),
+        Ok(()) => Ok(Next::Done(outcome)),
         Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-            Ok(Relocation::SourceGone)
+            Ok(Next::Done(Relocation::SourceGone))
         }
         Err(e) => Err(e),
     }
@@ -485,7 +522,7 @@ fn no_hard_links(e: &io::Error) -> bool {
 }
 
 /// `lstat`: `None` when nothing is there.
-fn look(path: &Path) -> io::Result<Option<Stamp>> {
+pub(crate) fn look(path: &Path) -> io::Result<Option<Stamp>> {
     match fs::symlink_metadata(path) {
         Ok(m) => Ok(Some(Stamp::of(&m))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -495,7 +532,7 @@ fn look(path: &Path) -> io::Result<Option<Stamp>> {
 
 /// [`look`], as the server answers now: `path`'s directory revalidated first
 /// ([`crate::cache`]). A missing directory is nothing there.
-fn fresh_look(path: &Path) -> io::Result<Option<Stamp>> {
+pub(crate) fn fresh_look(path: &Path) -> io::Result<Option<Stamp>> {
     if !cache::revalidate_parent(path)? {
         return Ok(None);
     }
@@ -533,7 +570,7 @@ fn changing(dst: &Path) -> io::Error {
     ))
 }
 
-fn parent(path: &Path) -> &Path {
+pub(crate) fn parent(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -541,7 +578,7 @@ fn parent(path: &Path) -> &Path {
 }
 
 /// A fresh `.efs-router-<16 hex>.moving` in `path`'s directory.
-fn private_beside(path: &Path) -> PathBuf {
+pub(crate) fn private_beside(path: &Path) -> PathBuf {
     parent(path).join(new_private_name(Private::Moving))
 }
 
@@ -597,9 +634,7 @@ pub fn relocate_many<P: AsRef<Path> + Sync>(
     until: Option<Instant>,
 ) -> Vec<Option<io::Result<Relocation>>> {
     let order = by_source_directory_in_turn(pairs);
-    crate::pool::map(pairs, &order, concurrency, until, |(src, dst)| {
-        relocate(src.as_ref(), dst.as_ref())
-    })
+    crate::batch::run(pairs, &order, concurrency, until)
 }
 
 /// The indices of `pairs`, one from each source directory in turn (in order of first
@@ -904,17 +939,26 @@ mod tests {
         let (src, dst) = (d.path().join("a"), d.path().join("b"));
         put(&src, b"x", 10);
         let s = look(&src).unwrap().unwrap();
-        assert_eq!(without_links(&src, &dst, &s).unwrap(), Relocation::Moved);
+        assert_eq!(
+            without_links(&src, &dst, &s)
+                .and_then(|n| finish(&src, &dst, n))
+                .unwrap(),
+            Relocation::Moved
+        );
         put(&src, b"older", 5);
         let s = look(&src).unwrap().unwrap();
         assert_eq!(
-            without_links(&src, &dst, &s).unwrap(),
+            without_links(&src, &dst, &s)
+                .and_then(|n| finish(&src, &dst, n))
+                .unwrap(),
             Relocation::DroppedOlder
         );
         put(&src, b"newer", 20);
         let s = look(&src).unwrap().unwrap();
         assert_eq!(
-            without_links(&src, &dst, &s).unwrap(),
+            without_links(&src, &dst, &s)
+                .and_then(|n| finish(&src, &dst, n))
+                .unwrap(),
             Relocation::ReplacedOlder
         );
         assert_eq!(fs::read(&dst).unwrap(), b"newer");

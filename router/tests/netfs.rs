@@ -218,7 +218,7 @@ fn set_mtime(path: &Path, secs: u64) {
 }
 
 #[test]
-fn moves_at_once_cost_what_moves_one_by_one_cost() {
+fn moves_at_once_share_their_private_directories() {
     let Some(bed) = TestBed::new("many moves") else {
         return;
     };
@@ -247,9 +247,19 @@ fn moves_at_once_cost_what_moves_one_by_one_cost() {
     assert_eq!(c.get("LINK"), n as u64, "{c:?}");
     assert_eq!(c.get("RENAME"), n as u64, "{c:?}");
     assert_eq!(c.get("UNLINK"), n as u64, "{c:?}");
-    assert_eq!(c.get("MKDIR"), n as u64, "{c:?}");
-    assert_eq!(c.get("RMDIR"), n as u64, "{c:?}");
-    assert!(c.round_trips() <= MOVE_ROUND_TRIPS * n as u64, "{c:?}");
+    // One private directory per worker for the one source directory, made, listed once (each
+    // holds at most 64 sources, and a worker takes about 19 here) and removed.
+    let (mkdir, readdir, rmdir) = (c.get("MKDIR"), c.get("READDIR"), c.get("RMDIR"));
+    assert!((1..=16).contains(&mkdir), "{c:?}");
+    assert_eq!((readdir, rmdir), (mkdir, mkdir), "{c:?}");
+    // Under the source directory's lock: each move's RENAME, and the shared MKDIRs and RMDIRs.
+    assert!(c.get("RENAME") + mkdir + rmdir <= n as u64 + 32, "{c:?}");
+    // Besides the test bed's LOOKUPs (it caches no name): LINK, RENAME, UNLINK, and the
+    // directories' share.
+    assert!(
+        c.round_trips() - c.get("LOOKUP") <= 3 * n as u64 + 4 * 16,
+        "{c:?}"
+    );
     assert_only(&c, &allowed(&["LINK"]));
     for (i, home) in (0..n).map(|i| (i, homes[i % 3])) {
         let moved = bed.backing.path().join(format!("{home}/f{i}"));
@@ -401,10 +411,10 @@ fn reads_and_writes_cost_their_floor() {
         (1, 1, 1),
         "{c:?}"
     );
-    // home, home again (fresh), the two others, then the move's seven (the read's fstat stands
+    // home, home again (fresh), the two others, then the move's six (the read's fstat stands
     // for the move's first look at the source); directories opened: home's, the two others'
     // (revalidated), and the private one (listed).
-    assert_eq!(c.get("LOOKUP"), 1 + 1 + 2 + 7, "{c:?}");
+    assert_eq!(c.get("LOOKUP"), 1 + 1 + 2 + 6, "{c:?}");
     assert_eq!(c.get("OPENDIR"), 1 + 2 + 1, "{c:?}");
 
     let missing = path_homed_at(&router, 0, "missing");

@@ -1,0 +1,411 @@
+//! The function's moves in bulk ([`crate::relocation::relocate_many`]): each move decides as
+//! [`crate::relocate`] does, but the retires share private directories and their listings.
+//!
+//! A single move makes a private directory in the source's directory, renames the source into
+//! it, lists it (the server's answer of what the rename took, docs/design.md fact 13), unlinks
+//! and removes the directory: CREATE, RENAME, READDIR, REMOVE, REMOVE, and the GETATTRs and
+//! ACCESS of a new directory, about twice the round trips of the move itself. Here each worker
+//! thread keeps one private directory per source directory, renames every source it retires
+//! into it under its own name, and settles them all from one listing when it holds
+//! [`TAKEN_AT_MOST`] or has no more work: per move that leaves LINK, RENAME and REMOVE, the
+//! directory's CREATE, READDIR and RMDIR shared by up to [`TAKEN_AT_MOST`] moves.
+//!
+//! Why one directory per worker: Linux holds a directory's lock through a rename into it and
+//! an unlink in it, so unlinks in a directory that other workers rename into would wait for
+//! their renames; each worker's unlinks go to its own directory, and overlap the other
+//! workers' links and renames. What is left under the source's lock is each move's RENAME and
+//! the shared CREATE and RMDIR.
+//!
+//! A kill at any point leaves each taken source in a private directory under its own name,
+//! which [`crate::relocation::recover`] gives back (the newer copy staying), as it does for a
+//! single move's.
+
+use crate::names::{new_private_name, Private};
+use crate::relocation::{
+    check_names, fresh_look, link_or_settle, look, parent, retire, settle_listed, Next, Relocation,
+    Stamp,
+};
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::fs::DirEntryExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// How many taken sources a worker's private directory holds before it is listed and emptied:
+/// what one listing answers for, and at most what a kill leaves there for `recover`.
+pub(crate) const TAKEN_AT_MOST: usize = 64;
+
+type Outcome = io::Result<Relocation>;
+
+/// A source renamed into a private directory, settled once the directory is listed.
+struct Taken {
+    index: usize,
+    name: OsString,
+    expected: Stamp,
+    outcome: Relocation,
+}
+
+/// One worker's private directory in one source directory.
+struct Moving {
+    path: PathBuf,
+    taken: Vec<Taken>,
+    /// The names in it now: taken, or left by a step that failed.
+    names: HashSet<OsString>,
+}
+
+/// The pairs `order` names, moved by at most `most` workers, none started once `until` has
+/// come; the outcome of pair `i` at index `i`, `None` for a pair not reached.
+pub(crate) fn run<P: AsRef<Path> + Sync>(
+    pairs: &[(P, P)],
+    order: &[usize],
+    most: usize,
+    until: Option<Instant>,
+) -> Vec<Option<Outcome>> {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut w = Worker {
+            pairs,
+            dirs: HashMap::new(),
+            spent: Vec::new(),
+            done: Vec::new(),
+        };
+        loop {
+            if until.is_some_and(|t| Instant::now() >= t) {
+                break;
+            }
+            let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                break;
+            };
+            if let Some(outcome) = w.take(i) {
+                w.done.push((i, outcome));
+            }
+        }
+        w.finish()
+    };
+    let workers = most.clamp(1, order.len().max(1));
+    let done: Vec<(usize, Outcome)> = if workers == 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    let mut out: Vec<Option<Outcome>> = pairs.iter().map(|_| None).collect();
+    for (i, r) in done {
+        out[i] = Some(r);
+    }
+    out
+}
+
+struct Worker<'a, P> {
+    pairs: &'a [(P, P)],
+    /// By source directory.
+    dirs: HashMap<PathBuf, Moving>,
+    /// Private directories set aside with a name left in them, removed at the end if empty.
+    spent: Vec<PathBuf>,
+    done: Vec<(usize, Outcome)>,
+}
+
+impl<P: AsRef<Path>> Worker<'_, P> {
+    /// Moves pair `i` up to its retire's rename: its outcome, or `None` when the source was
+    /// taken into a private directory, to settle at the next [`Worker::flush`].
+    fn take(&mut self, i: usize) -> Option<Outcome> {
+        let pairs = self.pairs;
+        let (src, dst) = (pairs[i].0.as_ref(), pairs[i].1.as_ref());
+        let (expected, outcome) = match start(src, dst) {
+            Ok(Next::Done(outcome)) => return Some(Ok(outcome)),
+            Ok(Next::Retire(expected, outcome)) => (expected, outcome),
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(name) = src.file_name().map(OsString::from) else {
+            return Some(retire(src, dst, &expected, outcome));
+        };
+        let dir = parent(src).to_path_buf();
+        // A rename replaces what holds its new name: settle that first, or set its directory
+        // aside when a failed step left it there.
+        if self.dirs.get(&dir).is_some_and(|d| d.names.contains(&name)) {
+            self.flush(&dir);
+            if let Some(d) = self.dirs.remove(&dir) {
+                if d.names.contains(&name) {
+                    self.spent.push(d.path);
+                } else {
+                    self.dirs.insert(dir.clone(), d);
+                }
+            }
+        }
+        let pd = match self.moving(&dir) {
+            Ok(pd) => pd,
+            // The single move's retire makes its own, and answers for a missing directory.
+            Err(_) => return Some(retire(src, dst, &expected, outcome)),
+        };
+        match fs::rename(src, pd.path.join(&name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Some(Ok(Relocation::SourceGone))
+            }
+            Err(e) => return Some(Err(e)),
+        }
+        pd.names.insert(name.clone());
+        pd.taken.push(Taken {
+            index: i,
+            name,
+            expected,
+            outcome,
+        });
+        if pd.taken.len() >= TAKEN_AT_MOST {
+            self.flush(&dir);
+        }
+        None
+    }
+
+    /// This worker's private directory in `dir`, made if need be.
+    fn moving(&mut self, dir: &Path) -> io::Result<&mut Moving> {
+        if !self.dirs.contains_key(dir) {
+            let path = dir.join(new_private_name(Private::Moving));
+            fs::create_dir(&path)?;
+            let d = Moving {
+                path,
+                taken: Vec::new(),
+                names: HashSet::new(),
+            };
+            self.dirs.insert(dir.to_path_buf(), d);
+        }
+        Ok(self.dirs.get_mut(dir).expect("just made"))
+    }
+
+    /// Settles what the private directory of `dir` holds, from one listing of it.
+    fn flush(&mut self, dir: &Path) {
+        let Some(d) = self.dirs.get_mut(dir) else {
+            return;
+        };
+        let taken = std::mem::take(&mut d.taken);
+        if taken.is_empty() {
+            return;
+        }
+        let pd = d.path.clone();
+        let inodes = match listed_inodes(&pd) {
+            Ok(inodes) => inodes,
+            Err(e) => {
+                // Nothing is decided without the server's answer: the sources stay in `pd`,
+                // under their names, for `recover`.
+                for t in taken {
+                    let e = io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{}: not listed ({e}); the source is left there",
+                            pd.display()
+                        ),
+                    );
+                    self.done.push((t.index, Err(e)));
+                }
+                return;
+            }
+        };
+        let (pairs, mut settled) = (self.pairs, Vec::with_capacity(taken.len()));
+        for t in taken {
+            let (src, dst) = (pairs[t.index].0.as_ref(), pairs[t.index].1.as_ref());
+            let listed = inodes.get(&t.name).copied();
+            let r = settle_listed(src, dst, &pd.join(&t.name), listed, &t.expected, t.outcome);
+            if r.is_ok() {
+                settled.push(t.name);
+            }
+            self.done.push((t.index, r));
+        }
+        if let Some(d) = self.dirs.get_mut(dir) {
+            for name in settled {
+                d.names.remove(&name);
+            }
+        }
+    }
+
+    /// Settles everything taken and removes the private directories. One a failed step left
+    /// a source in stays, for `recover`; so does one whose removal failed, empty, until then.
+    fn finish(mut self) -> Vec<(usize, Outcome)> {
+        let dirs: Vec<PathBuf> = self.dirs.keys().cloned().collect();
+        for dir in &dirs {
+            self.flush(dir);
+        }
+        let spent = self.dirs.into_values().map(|d| d.path).chain(self.spent);
+        for pd in spent {
+            let _ = fs::remove_dir(pd);
+        }
+        self.done
+    }
+}
+
+/// The look and the link of a move. The look is this client's cached answer: nothing is
+/// removed on it (what the retire removes is decided by the listing, and `dst` is looked at
+/// as the server answers before anything is dropped or replaced), and the walk that found the
+/// source has just fetched it. A miss is confirmed with the server before it is believed.
+fn start(src: &Path, dst: &Path) -> io::Result<Next> {
+    check_names(src, dst)?;
+    let s = match look(src)? {
+        Some(s) => s,
+        None => match fresh_look(src)? {
+            Some(s) => s,
+            None => return Ok(Next::Done(Relocation::SourceGone)),
+        },
+    };
+    link_or_settle(src, dst, s)
+}
+
+/// The server's inode for each name in the private directory `pd`: one listing.
+fn listed_inodes(pd: &Path) -> io::Result<HashMap<OsString, u64>> {
+    let mut inodes = HashMap::new();
+    for entry in fs::read_dir(pd)? {
+        let entry = entry?;
+        inodes.insert(entry.file_name(), entry.ino());
+    }
+    Ok(inodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn put(path: &Path, data: &[u8], secs: u64) {
+        fs::write(path, data).unwrap();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(t).unwrap();
+    }
+
+    /// A writer's atomic write: a new file renamed over `path`.
+    fn rewrite(path: &Path, data: &[u8], secs: u64) {
+        let tmp = path.with_extension("writing");
+        put(&tmp, data, secs);
+        fs::rename(&tmp, path).unwrap();
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn worker<P>(pairs: &[(P, P)]) -> Worker<'_, P> {
+        Worker {
+            pairs,
+            dirs: HashMap::new(),
+            spent: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    fn sorted(mut done: Vec<(usize, Outcome)>) -> Vec<Relocation> {
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn writers_versions_taken_in_one_batch_are_placed_or_dropped_by_age() {
+        // A batch after its links and renames, when writers renamed new versions over two of
+        // the sources between the link and the rename: one newer than home, one older than a
+        // write at home since. The one listing tells them from the file linked.
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&a).unwrap();
+        fs::create_dir(&b).unwrap();
+        let pairs: Vec<(PathBuf, PathBuf)> = (0..3)
+            .map(|i| (a.join(format!("f{i}")), b.join(format!("f{i}"))))
+            .collect();
+        let mut expected = Vec::new();
+        for (src, dst) in &pairs {
+            put(src, b"linked", 10);
+            expected.push(look(src).unwrap().unwrap());
+            fs::hard_link(src, dst).unwrap();
+        }
+        rewrite(&pairs[1].0, b"newer", 20);
+        rewrite(&pairs[2].0, b"stale", 15);
+        rewrite(&pairs[2].1, b"home write", 30);
+        let mut w = worker(&pairs);
+        for (i, (src, _)) in pairs.iter().enumerate() {
+            let name = src.file_name().unwrap().to_owned();
+            let pd = w.moving(&a).unwrap();
+            fs::rename(src, pd.path.join(&name)).unwrap();
+            pd.names.insert(name.clone());
+            pd.taken.push(Taken {
+                index: i,
+                name,
+                expected: expected[i],
+                outcome: Relocation::Moved,
+            });
+        }
+        assert_eq!(sorted(w.finish()), [Relocation::Moved; 3]);
+        let read = |i: usize| fs::read(&pairs[i].1).unwrap();
+        assert_eq!(
+            [read(0), read(1), read(2)],
+            [&b"linked"[..], b"newer", b"home write"]
+        );
+        assert!(names(&a).is_empty());
+        assert_eq!(names(&b), ["f0", "f1", "f2"]);
+    }
+
+    #[test]
+    fn a_source_written_again_after_it_was_taken_is_not_renamed_over_it() {
+        // One worker takes `a/f`; a writer puts a newer version there; the worker's next pair
+        // is the same path: what its private directory holds under that name is settled
+        // first, then the new version taken.
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&a).unwrap();
+        fs::create_dir(&b).unwrap();
+        let pair = (a.join("f"), b.join("f"));
+        let pairs = [pair.clone(), pair];
+        put(&pairs[0].0, b"first", 10);
+        let mut w = worker(&pairs);
+        assert!(w.take(0).is_none());
+        rewrite(&pairs[0].0, b"second", 20);
+        assert!(w.take(1).is_none());
+        assert_eq!(
+            sorted(w.finish()),
+            [Relocation::Moved, Relocation::ReplacedOlder]
+        );
+        assert_eq!(fs::read(&pairs[0].1).unwrap(), b"second");
+        assert!(names(&a).is_empty());
+        assert_eq!(names(&b), ["f"]);
+    }
+
+    #[test]
+    fn each_worker_shares_one_private_directory_per_source_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs: Vec<PathBuf> = ["a", "b", "home"]
+            .iter()
+            .map(|n| d.path().join(n))
+            .collect();
+        for dir in &dirs {
+            fs::create_dir(dir).unwrap();
+        }
+        let pairs: Vec<(PathBuf, PathBuf)> = (0..10)
+            .map(|i| {
+                let src = dirs[i % 2].join(format!("f{i}"));
+                put(&src, b"x", 10);
+                (src, dirs[2].join(format!("f{i}")))
+            })
+            .collect();
+        let mut w = worker(&pairs);
+        for i in 0..pairs.len() {
+            assert!(w.take(i).is_none());
+        }
+        // Two private directories, one in each source directory, holding the sources taken.
+        for dir in &dirs[..2] {
+            let held = names(dir);
+            assert_eq!(held.len(), 1, "{held:?}");
+            assert_eq!(names(&dir.join(&held[0])).len(), 5);
+        }
+        assert_eq!(sorted(w.finish()), [Relocation::Moved; 10]);
+        assert!(names(&dirs[0]).is_empty() && names(&dirs[1]).is_empty());
+        assert_eq!(names(&dirs[2]).len(), 10);
+    }
+}
