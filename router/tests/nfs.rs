@@ -381,7 +381,7 @@ fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
     let exe = std::env::current_exe().unwrap();
     let seen = crash::run(
         seed,
-        (8, 150, Duration::from_millis(300)),
+        (10, 150, Duration::from_millis(30)),
         (&src_f, &dst_f),
         &src_t,
         (&src_s, &dst_s),
@@ -391,6 +391,9 @@ fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
     println!("seed {seed}: {seen:?}");
     assert!(seen.kills >= 6, "seed {seed}: {seen:?}");
     assert!(seen.among_moves >= 2, "seed {seed}: {seen:?}");
+    assert!(seen.in_batch >= 4, "seed {seed}: {seen:?}");
+    // Writers' versions taken during a move and hidden by the kill, given back.
+    assert!(seen.newest_hidden >= 1, "seed {seed}: {seen:?}");
     assert!(seen.recovered >= 1, "seed {seed}: {seen:?}");
     assert!(seen.writes > 0, "seed {seed}: {seen:?}");
 }

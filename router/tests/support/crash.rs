@@ -3,9 +3,11 @@
 //! private name once the next run has given back what the dead one left.
 //!
 //! The mover is a child process (this test binary again, running [`child`]) doing
-//! `relocate_many` over every file, SIGKILLed after a random delay drawn from the seed; then the
-//! next round recovers its private directories (as the function's rebalance does) and starts
-//! another. Shared by `tests/crash.rs` (one local directory) and `tests/nfs.rs` (the NFS tier,
+//! `relocate_many` over every file (the function's batch: sources taken into shared private
+//! directories, settled from one listing each), SIGKILLed once a random share of the files is
+//! linked home and a random delay later, both drawn from the seed; then the next round
+//! recovers its private directories (as the function's rebalance does), puts every file back
+//! at the source, and starts another. [`Seen`] says where the kills landed. Shared by `tests/crash.rs` (one local directory) and `tests/nfs.rs` (the NFS tier,
 //! the writer and the mover on their own mounts).
 
 use efs_router::dir::find_abandoned;
@@ -68,9 +70,18 @@ pub const CHILD_ARGS: &[&str] = &["--exact", "crash_child", "--ignored"];
 /// What one run saw.
 #[derive(Debug, Default)]
 pub struct Seen {
+    /// Kills of a mover still running.
     pub kills: u64,
     /// Kills with some files home and some not: landed among the moves.
     pub among_moves: u64,
+    /// Kills that left sources the batch had taken in a private directory of the source's
+    /// directory (renamed there, not yet settled): landed inside a batch.
+    pub in_batch: u64,
+    /// Those sources, over every kill.
+    pub taken_left: u64,
+    /// Of those, a name's newest version held nowhere else (a writer's, renamed over the
+    /// source during its move): hidden until the next round gave it back.
+    pub newest_hidden: u64,
     /// Private directories a killed mover left, given back by the next round.
     pub recovered: u64,
     pub writes: u64,
@@ -139,6 +150,8 @@ pub fn run(
     fs::write(&list, pairs).unwrap();
     let mut seen = Seen::default();
     for round in 0..rounds {
+        // Every round the mover has every file to move: what the last one moved goes back.
+        misplace_again(&newest.lock().unwrap(), truth_src, truth_dst);
         // A writer on the previous list rewrites random names at the source meanwhile.
         let stop = Arc::new(AtomicBool::new(false));
         let writer = {
@@ -169,17 +182,21 @@ pub fn run(
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Once it has moved a file (a process starts slowly in the VM), a random moment later.
-        for _ in 0..2000 {
-            if listing(truth_dst).0.len() > home_before || child.try_wait().unwrap().is_some() {
+        // Once it has linked a random share of the files home (a process starts slowly in the
+        // VM, and a batch's moves can all be over within the longest delay), a random moment
+        // later.
+        let share = home_before + 1 + rng.below(files as u64 * 3 / 4) as usize;
+        for _ in 0..20_000 {
+            if listing(truth_dst).0.len() >= share || child.try_wait().unwrap().is_some() {
                 break;
             }
-            thread::sleep(Duration::from_millis(1));
+            thread::sleep(Duration::from_micros(100));
         }
         thread::sleep(Duration::from_micros(
             rng.below(max_delay.as_micros() as u64),
         ));
-        let killed = child.kill().is_ok();
+        // (A child that has finished is not killed: its moves all ran.)
+        let killed = child.try_wait().unwrap().is_none() && child.kill().is_ok();
         let _ = child.wait();
         stop.store(true, Ordering::SeqCst);
         seen.writes += writer.join().unwrap();
@@ -187,11 +204,21 @@ pub fn run(
             seen.kills += 1;
         }
         // The next run gives back what the dead mover left in private directories.
-        let (at_src, _) = listing(truth_src);
+        let (at_src, private_src) = listing(truth_src);
         let (at_home, _) = listing(truth_dst);
         if !at_home.is_empty() && !at_src.is_empty() {
             seen.among_moves += 1;
         }
+        let taken: Vec<PathBuf> = private_src
+            .iter()
+            .filter(|p| p.is_dir())
+            .flat_map(|p| fs::read_dir(p).unwrap().map(|e| e.unwrap().path()))
+            .collect();
+        if killed && !taken.is_empty() {
+            seen.in_batch += 1;
+            seen.taken_left += taken.len() as u64;
+        }
+        seen.newest_hidden += hidden(&newest.lock().unwrap(), &taken, truth_src, truth_dst);
         seen.recovered += tidy(mover_src) + tidy(mover_dst);
         check_visible(&newest.lock().unwrap(), truth_src, truth_dst, seed, round);
     }
@@ -247,6 +274,38 @@ fn tidy(dir: &Path) -> u64 {
         }
     }
     given_back
+}
+
+/// How many of the files in `taken` hold their name's newest version, which is neither at the
+/// source nor at home.
+fn hidden(newest: &BTreeMap<String, String>, taken: &[PathBuf], src: &Path, dst: &Path) -> u64 {
+    let read = |p: &Path| fs::read_to_string(p).ok();
+    let mut n = 0;
+    for p in taken {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(v) = newest.get(&name) else { continue };
+        let elsewhere = [src, dst]
+            .iter()
+            .any(|d| read(&d.join(&name)).as_ref() == Some(v));
+        if read(p).as_ref() == Some(v) && !elsewhere {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Puts each name's newest version back at the source (the server's side, or the one local
+/// directory), and removes an older copy at home: a list changed back, so every file is
+/// misplaced again. No writer or mover runs meanwhile.
+fn misplace_again(newest: &BTreeMap<String, String>, src: &Path, dst: &Path) {
+    for (n, v) in newest {
+        let home = dst.join(n);
+        match fs::read_to_string(&home) {
+            Ok(held) if held == *v => fs::rename(&home, src.join(n)).unwrap(),
+            Ok(_) => fs::remove_file(&home).unwrap(),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{}", home.display()),
+        }
+    }
 }
 
 /// Every name's newest version is where readers look: at home or at the source.
