@@ -282,15 +282,27 @@ fn flush(
 }
 
 /// Removes the router's temporary files abandoned (unchanged for an hour) under the shards
-/// rooted at `roots`: writes that died before their rename; and gives back what a move's
-/// retire left in its private directory ([`relocation::recover`]: the newer copy stays). A
-/// cut-short move's only copy under a private file name is never removed; it is reported for
-/// a person to look at.
+/// rooted at `roots`: writes that died before their rename; and gives back what a move left in
+/// a private directory ([`relocation::recover`]: a retire's source beside where it was, a
+/// replace's new version under the name it was to replace; the newer copy stays, an older one
+/// is dropped). A private file with one link (left by a replace before they went through a
+/// directory) may be the only copy of a version whose name is not known: it is never removed,
+/// and is reported for a person to look at.
 pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Warning>) -> u64 {
+    remove_abandoned_older_than(config, roots, ABANDONED_AFTER, warnings)
+}
+
+/// [`remove_abandoned`], for what is unchanged for `older_than`.
+fn remove_abandoned_older_than(
+    config: &Config,
+    roots: &[String],
+    older_than: Duration,
+    warnings: &mut Vec<Warning>,
+) -> u64 {
     let mut removed = 0;
     for root in roots.iter().collect::<BTreeSet<_>>() {
         let dir = config.watch_path(root);
-        let found = match dir::find_abandoned(&dir, ABANDONED_AFTER) {
+        let found = match dir::find_abandoned(&dir, older_than) {
             Ok(found) => found,
             Err(e) => {
                 warn!(root = %root, error = %e, "abandoned files not looked for");
@@ -327,8 +339,8 @@ pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Wa
     removed
 }
 
-/// A move's private directory (`relocate` retires a source into one, under its own name),
-/// not a link to one.
+/// A move's private directory (a retire takes a source into one under its own name, a replace
+/// links its new version into one under the name it replaces), not a link to one.
 fn is_cut_short_retire(a: &dir::Abandoned, path: &Path) -> bool {
     a.kind == Private::Moving
         && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
@@ -366,4 +378,90 @@ pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
         Kind::Directory | Kind::Private(_) => Flow::Continue,
     })?;
     Ok(any)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use efs_router::names::new_private_name;
+    use std::fs;
+    use std::time::SystemTime;
+
+    fn put(path: &Path, data: &[u8], secs: u64) {
+        fs::write(path, data).unwrap();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(t).unwrap();
+    }
+
+    /// A replace cut short: its private directory beside `home`'s name holds a version under
+    /// that name, with one link (a writer has replaced the source since).
+    fn cut_short_replace(dir: &Path, name: &str, data: &[u8], secs: u64) -> PathBuf {
+        let qd = dir.join(new_private_name(Private::Moving));
+        fs::create_dir(&qd).unwrap();
+        put(&qd.join(name), data, secs);
+        qd
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_cut_short_replace_is_given_back_and_only_a_nameless_private_file_is_reported() {
+        let mount = tempfile::tempdir().unwrap();
+        let base = mount.path().to_str().unwrap().to_owned();
+        let config = Config::from_lookup(|k| match k {
+            "EFS_FILE_SYSTEM_ID" => Some("fs-1".into()),
+            "ECS_CLUSTER_NAME" => Some("c".into()),
+            "ECS_SERVICE_NAME" => Some("s".into()),
+            "EFS_MOUNT_PATH" => Some(base.clone()),
+            _ => None,
+        })
+        .unwrap();
+        let roots = vec!["/".to_owned()];
+        let watch = config.watch_path("/");
+        fs::create_dir_all(&watch).unwrap();
+        // Newer than home: replaces it. Older than home: dropped.
+        put(&watch.join("a"), b"home, older", 10);
+        cut_short_replace(&watch, "a", b"replacement", 20);
+        put(&watch.join("b"), b"home, newer", 40);
+        cut_short_replace(&watch, "b", b"an older copy", 20);
+        // A replace's private file from before: one link, its name unknown.
+        let legacy = watch.join(new_private_name(Private::Moving));
+        put(&legacy, b"nameless", 20);
+
+        // Not an hour old yet (a move may be using them): left alone.
+        let mut warnings = Vec::new();
+        assert_eq!(remove_abandoned(&config, &roots, &mut warnings), 0);
+        assert_eq!((warnings.len(), names(&watch).len()), (0, 5));
+
+        // An hour later (the age is the ctime's, which cannot be set back: the hour is zero).
+        assert_eq!(
+            remove_abandoned_older_than(&config, &roots, Duration::ZERO, &mut warnings),
+            2
+        );
+        assert_eq!(fs::read(watch.join("a")).unwrap(), b"replacement");
+        assert_eq!(fs::read(watch.join("b")).unwrap(), b"home, newer");
+        let legacy_name = legacy.file_name().unwrap().to_str().unwrap();
+        assert_eq!(names(&watch), [legacy_name, "a", "b"]);
+        let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+        assert_eq!(kinds, ["cut_short_move"]);
+        assert!(
+            matches!(&warnings[0], Warning::CutShortMove { path } if *path == legacy.display().to_string())
+        );
+
+        // The next run: the directories are gone, so only the nameless file is reported again.
+        warnings.clear();
+        assert_eq!(
+            remove_abandoned_older_than(&config, &roots, Duration::ZERO, &mut warnings),
+            0
+        );
+        assert_eq!(warnings.len(), 1);
+    }
 }

@@ -287,26 +287,44 @@ fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
     Err(changing(dst))
 }
 
-/// The source is newer than `dst`: link it to a private name beside `dst`, look at `dst` once
-/// more, rename the private name over it; the source is then retired.
+/// The source is newer than `dst`: link it into a private directory made beside `dst`, under
+/// `dst`'s name (`Q`), look at `dst` once more, rename `Q` over it; the source is then retired.
+/// Under `dst`'s name so that a replace cut short is given back by [`recover`] (the newer of
+/// `Q` and `dst` stays), even once a writer has replaced the source and `Q` is the only name
+/// of its version.
 fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
-    let q = private_beside(dst);
-    match fs::hard_link(src, &q) {
-        Ok(()) => {}
+    let Some(name) = dst.file_name() else {
+        return Err(same_entry_error(src, dst));
+    };
+    let qd = private_beside(dst);
+    fs::create_dir(&qd)?;
+    let q = qd.join(name);
+    let linked = match fs::hard_link(src, &q) {
+        Ok(()) => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-            return Ok(Next::Done(Relocation::SourceGone))
+            Ok(Some(Next::Done(Relocation::SourceGone)))
         }
-        Err(e) if no_hard_links(&e) => return without_links(src, dst, s),
-        Err(e) => return Err(e),
-    }
-    let result = place_replacement(src, dst, &q);
+        Err(e) if no_hard_links(&e) => Ok(Some(without_links(src, dst, s)?)),
+        Err(e) => Err(e),
+    };
+    let result = match linked {
+        Ok(None) => place_replacement(src, dst, &q),
+        Ok(Some(next)) => Ok(next),
+        Err(e) => Err(e),
+    };
     if result.is_err() {
         let _ = fs::remove_file(&q);
+    }
+    // Empty unless a step failed with `Q` still in it: then it stays, for `recover`.
+    if let Err(e) = fs::remove_dir(&qd) {
+        if result.is_ok() && e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
     }
     result
 }
 
-/// `q` (a private name beside `dst`) is a new name of the source: rename it over
+/// `q` (in its private directory beside `dst`) is a new name of the source: rename it over
 /// `dst` if it is still newer than what `dst` holds, else remove it.
 fn place_replacement(src: &Path, dst: &Path, q: &Path) -> io::Result<Next> {
     // What was linked: a writer may have put a new version at the source since.
@@ -721,6 +739,34 @@ mod tests {
         assert_eq!(fs::read(d.path().join("c")).unwrap(), b"newer");
         // No private directory or name is left.
         assert_eq!(names(d.path()), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_cut_short_replace_is_given_back_by_the_name_it_was_to_replace() {
+        // A replace that died after linking the source into its private directory beside
+        // home, under home's name; a writer then replaced the source, so that private name is
+        // the only one of the version linked.
+        let d = tempfile::tempdir().unwrap();
+        let (src_dir, home) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&src_dir).unwrap();
+        fs::create_dir(&home).unwrap();
+        put(&home.join("f"), b"home, older", 10);
+        put(&src_dir.join("f"), b"linked", 20);
+        let qd = home.join(new_private_name(Private::Moving));
+        fs::create_dir(&qd).unwrap();
+        fs::hard_link(src_dir.join("f"), qd.join("f")).unwrap();
+        put(&src_dir.join("writer.tmp"), b"the writer's", 30);
+        fs::rename(src_dir.join("writer.tmp"), src_dir.join("f")).unwrap();
+        // Newer than home: it replaces home.
+        assert_eq!(recover(&qd).unwrap(), 1);
+        assert_eq!(fs::read(home.join("f")).unwrap(), b"linked");
+        // Older than home: dropped.
+        put(&home.join("g"), b"home, newer", 40);
+        let qd = cut_short(&home, "g", b"linked", 20);
+        assert_eq!(recover(&qd).unwrap(), 1);
+        assert_eq!(fs::read(home.join("g")).unwrap(), b"home, newer");
+        assert_eq!(names(&home), ["f", "g"]);
+        assert_eq!(fs::read(src_dir.join("f")).unwrap(), b"the writer's");
     }
 
     #[test]

@@ -185,7 +185,8 @@ fn a_move_is_one_link_one_rename_one_unlink_and_the_kernels_lookups() {
     );
     let c = bed.fs.counts();
     println!("relocate, source newer: {}", c.summary());
-    // The link to a private name beside home, the rename over home, then the source retired.
+    // The link into a private directory beside home, the rename over home, then the source
+    // retired.
     assert_eq!(
         (c.get("LINK"), c.get("RENAME"), c.get("UNLINK")),
         (1, 2, 1),

@@ -18,6 +18,7 @@ from efs_router import (
     NotARegularFile,
     relocate,
 )
+from efs_router.relocation import recover
 from helpers import (
     names,
     no_hard_links,
@@ -207,7 +208,7 @@ class Relocate(unittest.TestCase):
 
         def link(a: Any, b: Any, **kw: Any) -> None:
             real_link(a, b, **kw)
-            if efs_router.is_private_name(os.path.basename(b)):
+            if efs_router.is_private_name(os.path.basename(os.path.dirname(b))):
                 tmp = os.path.join(self.d, "home.tmp")
                 put_at(tmp, b"home, newest", 30)
                 os.replace(tmp, self.dst)
@@ -225,7 +226,7 @@ class Relocate(unittest.TestCase):
         real_rename = os.rename
 
         def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
-            if efs_router.is_private_name(os.path.basename(a)) and b == self.dst:
+            if efs_router.is_private_name(os.path.basename(os.path.dirname(a))) and b == self.dst:
                 tmp = os.path.join(self.d, "other-mover")
                 os.link(self.src, tmp)
                 real_rename(tmp, self.dst)
@@ -235,6 +236,41 @@ class Relocate(unittest.TestCase):
             self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
         self.assertEqual(names(self.d), ["b"])
         self.assertEqual((read(self.dst), os.stat(self.dst).st_nlink), (b"newer", 1))
+
+    def test_a_replacement_waits_under_the_destinations_name_in_a_private_directory(self) -> None:
+        # What a kill during a replace leaves: the new version under dst's name, in a private directory beside
+        # dst, which recover gives back by that name.
+        put_at(self.src, b"newer", 20)
+        put_at(self.dst, b"older", 10)
+        real_rename = os.rename
+        seen: List[str] = []
+
+        def rename(a: Any, b: Any, *args: Any, **kw: Any) -> None:
+            if b == self.dst:
+                seen.append(os.path.basename(os.path.dirname(a)))
+                self.assertEqual(os.path.basename(a), "b")
+                self.assertEqual(os.path.dirname(os.path.dirname(a)), self.d)
+            real_rename(a, b, *args, **kw)
+
+        with mock.patch.object(os, "rename", side_effect=rename):
+            self.assertEqual(relocate(self.src, self.dst), REPLACED_OLDER)
+        self.assertEqual(len(seen), 1)
+        self.assertTrue(efs_router.is_private_name(seen[0]))
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_a_cut_short_replace_is_given_back_by_name(self) -> None:
+        # The replace died after its link, and a writer then replaced the source: the private directory holds the
+        # only name of the version linked, under the name it was to replace. Newer than home, it replaces home;
+        # older, it is dropped.
+        for home_secs, want in ((10, b"linked"), (40, b"home")):
+            with self.subTest(home=home_secs):
+                put_at(self.dst, b"home", home_secs)
+                qd = os.path.join(self.d, efs_router.names._private_name(".moving"))
+                os.mkdir(qd)
+                put_at(os.path.join(qd, "b"), b"linked", 20)
+                self.assertEqual(recover(qd), 1)
+                self.assertEqual(read(self.dst), want)
+                self.assertEqual(names(self.d), ["b"])
 
     def test_other_failures_raise(self) -> None:
         put(self.src, b"x")

@@ -17,8 +17,8 @@ from .names import _private_name, is_private_name
 # (.efs-router-<16 hex>.moving) in its directory, looked at, and unlinked if it is the file expected; a
 # different file there is a version a writer renamed over the source meanwhile, which ends at dst if it is
 # newer than what dst holds. A dst that exists is compared: as new or newer, the source is an older copy
-# and is retired; older, the source replaces it (linked to a private name beside dst, dst looked at once
-# more, the private name renamed over dst). Never a copy: the bytes do not move.
+# and is retired; older, the source replaces it (linked into a private directory beside dst under dst's
+# name, dst looked at once more, that name renamed over dst). Never a copy: the bytes do not move.
 
 MOVED = "moved"  # the file is at the destination and no longer at the source
 REPLACED_OLDER = "replaced-older"  # the destination held an older file; the source replaced it
@@ -191,46 +191,80 @@ def _settle(src: str, dst: str, s: os.stat_result) -> str:
 
 
 def _replace(src: str, dst: str, s: os.stat_result) -> str:
-    """The source is newer than ``dst``: link it to a private name beside ``dst``, look at ``dst`` once more,
-    rename the private name over it, then retire the source."""
-    q = _beside(dst)
+    """The source is newer than ``dst``: link it into a private directory made beside ``dst``, under ``dst``'s
+    name (q), look at ``dst`` once more, rename q over it; then retire the source. Under ``dst``'s name so that a
+    replace cut short is given back by ``recover`` (the newer of q and ``dst`` stays), even once a writer has
+    replaced the source and q is the only name of its version."""
+    qd = _beside(dst)
+    os.mkdir(qd)
+    q = os.path.join(qd, os.path.basename(dst))
     try:
-        if not _link_unless_gone(src, q):
-            return SOURCE_GONE
-    except OSError as e:
-        if e.errno not in _NO_HARD_LINKS:
-            raise
-        return _without_links(src, dst, s)
-    try:
-        linked = _look(q)  # what was linked: a writer may have put a new version at the source since
-        if linked is None:
-            raise OSError(errno.ENOENT, "%s: removed by another client while moving %s there" % (q, src))
-        _regular(linked, src)
-        # The last look before the rename, as the server answers: between it and the rename, a write landing
-        # at dst would be replaced (router/README.md, "What is left to chance").
-        now = _fresh_look(dst)
-        if now is None:
-            go, outcome = True, MOVED
-        elif _same_file(now, linked):
-            go, outcome = False, MOVED
-        else:
-            _regular(now, dst)
-            go, outcome = _newer(linked, now), REPLACED_OLDER
-        if go:
-            os.rename(q, dst)
-            # When dst was already this very file (another mover placed it meanwhile), rename does nothing and
-            # the private name stays: remove it.
-            _remove_private(q)
-        else:
-            _remove_private(q)
-            outcome = MOVED if outcome == MOVED else DROPPED_OLDER
+        try:
+            if not _link_unless_gone(src, q):
+                return SOURCE_GONE
+        except OSError as e:
+            if e.errno not in _NO_HARD_LINKS:
+                raise
+            return _without_links(src, dst, s)
+        linked, outcome = _place_replacement(src, dst, q)
     except BaseException:
         try:
             os.unlink(q)
         except OSError:
             pass
         raise
+    finally:
+        try:  # empty unless a step failed with q still in it: then it stays, for recover
+            os.rmdir(qd)
+        except OSError:
+            pass
     return _retire(src, dst, linked, outcome)
+
+
+def _place_replacement(src: str, dst: str, q: str) -> Tuple[os.stat_result, str]:
+    """q (in its private directory beside ``dst``) is a new name of the source: renamed over ``dst`` if it is still
+    newer than what ``dst`` holds, else removed. Returns what was linked and the outcome to retire the source as."""
+    linked = _look(q)  # what was linked: a writer may have put a new version at the source since
+    if linked is None:
+        raise OSError(errno.ENOENT, "%s: removed by another client while moving %s there" % (q, src))
+    _regular(linked, src)
+    # The last look before the rename, as the server answers: between it and the rename, a write landing at dst
+    # would be replaced (router/README.md, "What is left to chance").
+    now = _fresh_look(dst)
+    if now is None:
+        go, outcome = True, MOVED
+    elif _same_file(now, linked):
+        go, outcome = False, MOVED
+    else:
+        _regular(now, dst)
+        go, outcome = _newer(linked, now), REPLACED_OLDER
+    if go:
+        os.rename(q, dst)
+    # When dst was already this very file (another mover placed it meanwhile), rename does nothing and q stays.
+    _remove_private(q)
+    if not go and outcome == REPLACED_OLDER:
+        outcome = DROPPED_OLDER
+    return linked, outcome
+
+
+def recover(pd: Union[str, os.PathLike[str]]) -> int:
+    """Puts back what a move cut short left in its private directory ``pd`` (a retire's source, under its own
+    name, beside where it was; a replace's new version, under the name it was to replace): each entry goes to
+    its name in ``pd``'s directory by ``relocate``, so the newer of it and whatever is there now stays and an
+    older copy is dropped; then the emptied ``pd`` is removed. Returns how many entries were given back or
+    dropped. Only for a ``pd`` no move is using: one unchanged for an hour (Rust ``relocation::recover``)."""
+    pd = os.fspath(pd)
+    settled = 0
+    for name in sorted(os.listdir(pd)):
+        if is_private_name(name):
+            continue  # a recovery's own retire that died too: the next recovery of it
+        if relocate(os.path.join(pd, name), os.path.join(_parent(pd), name)) != SOURCE_GONE:
+            settled += 1
+    try:
+        os.rmdir(pd)
+    except FileNotFoundError:
+        pass
+    return settled
 
 
 def _retire(src: str, dst: str, expected: os.stat_result, outcome: str) -> str:
