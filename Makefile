@@ -59,10 +59,15 @@ NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/nu
 
 ## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
 ## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure.
+# The Rust movers (the function's relocate_many, a plain link+unlink) run as router/examples/nfs_moves.rs.
+NFS_MOVES_BIN = $(CARGO) build --release -p efs-router --example nfs_moves --message-format=json 2>/dev/null | \
+  $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
 .PHONY: bench-nfs-tier
 bench-nfs-tier:
-	scripts/nfs-tier/run.sh --delay-ms $(or $(NFS_DELAY_MS),0) --env NFS_DELAY_MS=$(or $(NFS_DELAY_MS),0) \
-	  --env BENCH_FILES=$(or $(BENCH_FILES),200) -- \
+	$(CARGO) build --release -p efs-router --example nfs_moves
+	bin=$$($(NFS_MOVES_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) --env NFS_DELAY_MS=$(or $(NFS_DELAY_MS),0) \
+	  --env BENCH_FILES=$(or $(BENCH_FILES),200) --env EFS_NFS_MOVES_BIN=$$bin -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.

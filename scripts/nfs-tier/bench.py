@@ -1,12 +1,20 @@
 """What the data plane costs on a real NFSv4.1 client: NFS operations per call, counted from the mount's
 /proc/self/mountstats, and moves per second against a plain sequential link+unlink mover.
 
-Run on the NFS tier (``make bench-nfs``, which passes ``--delay-ms``): each actor through its own mount, as in
-the tests. Prints one table; nothing is asserted (docs/benchmarks.md holds the figures).
+Run on the NFS tier (``make bench-nfs-tier``, which passes ``--delay-ms`` and builds the Rust movers,
+router/examples/nfs_moves.rs, named by EFS_NFS_MOVES_BIN): each actor through its own mount, as in the tests.
+Prints one table; nothing is asserted (docs/benchmarks.md holds the figures).
+
+Calls under the source directory's lock (Linux holds a directory's lock through a call that changes it: LINK
+locks the destination's, RENAME both directories, REMOVE and CREATE their own): for the plain mover its
+REMOVEs; for the router's moves the RENAMEs, the CREATEs of private directories and their RMDIRs, which are
+the REMOVEs beyond one per file (each file is unlinked inside a private directory, under that one's lock).
 """
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from typing import Callable, Dict, List, Tuple
@@ -46,6 +54,34 @@ def counted(mount: str, fn: Callable[[], object]) -> Dict[str, int]:
     fn()
     after = ops(mount)
     return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) and k not in NOT_CALLS}
+
+
+def rust_mover(mount: str, mode: str, pairs: List[Tuple[str, str]],
+               concurrency: int = 16) -> Tuple[Dict[str, int], float]:
+    """Runs router/examples/nfs_moves.rs over ``pairs``: the NFS calls it sent through ``mount``, and moves per second
+    (timed by the mover itself, not counting its start)."""
+    listing = "/tmp/bench-pairs-%s" % mode
+    with open(listing, "w") as f:
+        f.writelines("%s\t%s\n" % p for p in pairs)
+    result: Dict[str, object] = {}
+
+    def run() -> None:
+        out = subprocess.run([os.environ["EFS_NFS_MOVES_BIN"], mode, listing, str(concurrency)], check=True,
+                             capture_output=True, text=True).stdout
+        result.update(json.loads(out))
+
+    c = counted(mount, run)
+    if result["outcomes"] != {"moved": len(pairs)}:
+        raise SystemExit("nfs_moves %s: %s" % (mode, result["outcomes"]))
+    return c, len(pairs) / float(str(result["seconds"]))
+
+
+def under_source_lock(c: Dict[str, int], n: int, private_dirs: bool) -> str:
+    if private_dirs:
+        calls = c.get("RENAME", 0) + c.get("CREATE", 0) + c.get("REMOVE", 0) - n
+    else:
+        calls = c.get("REMOVE", 0)
+    return "%.2f under the source's lock" % (calls / n)
 
 
 def router(mount: str) -> Router:
@@ -108,7 +144,8 @@ def main() -> None:
     began = time.monotonic()
     c = counted(fn, lambda: [relocate(s, d) for s, d in pairs])
     relocate_rate = n / (time.monotonic() - began)
-    rows.append(("relocate (one at a time)", summary(c, n) + ", %.0f moves/s" % relocate_rate))
+    rows.append(("relocate, Python (one at a time)", "%s; %s; %.0f moves/s"
+                 % (summary(c, n), under_source_lock(c, n, True), relocate_rate)))
 
     plain = misplaced("plain")
 
@@ -120,12 +157,26 @@ def main() -> None:
     began = time.monotonic()
     c = counted(fn, link_unlink)
     plain_rate = n / (time.monotonic() - began)
-    rows.append(("plain link + unlink (one at a time)", summary(c, n) + ", %.0f moves/s" % plain_rate))
-    rows.append(("relocate / plain", "%.2f x" % (relocate_rate / plain_rate)))
+    rows.append(("plain link + unlink, Python (one at a time)", "%s; %s; %.0f moves/s"
+                 % (summary(c, n), under_source_lock(c, n, False), plain_rate)))
+    rows.append(("relocate / plain, Python", "%.2f x" % (relocate_rate / plain_rate)))
+
+    # The function's moves (Rust): relocate_many, MOVE_CONCURRENCY's default of 16 at a time, against the plain
+    # mover in Rust, one at a time.
+    c, many_rate = rust_mover(fn, "many", misplaced("many"), 16)
+    rows.append(("relocate_many, Rust (16 at a time)", "%s; %s; %.0f moves/s"
+                 % (summary(c, n), under_source_lock(c, n, True), many_rate)))
+    c, one_rate = rust_mover(fn, "one", misplaced("one"))
+    rows.append(("relocate, Rust (one at a time)", "%s; %s; %.0f moves/s"
+                 % (summary(c, n), under_source_lock(c, n, True), one_rate)))
+    c, rust_plain_rate = rust_mover(fn, "plain", misplaced("rplain"))
+    rows.append(("plain link + unlink, Rust (one at a time)", "%s; %s; %.0f moves/s"
+                 % (summary(c, n), under_source_lock(c, n, False), rust_plain_rate)))
+    rows.append(("relocate_many / plain, Rust", "%.2f x" % (many_rate / rust_plain_rate)))
 
     print("NFS tier, netem delay %s ms on lo, %d files each:" % (delay, n))
     for what, figure in rows:
-        print("  %-38s %s" % (what, figure))
+        print("  %-44s %s" % (what, figure))
     sys.stdout.flush()
 
 
