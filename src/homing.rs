@@ -6,11 +6,11 @@
 //! get nothing), at the same relative path. Each shard's tree is walked as a stream
 //! (`efs_router::dir::walk_at`, from a directory opened beneath the mount without following
 //! links): memory stays bounded whatever the number of misplaced files. Moves go in batches
-//! through `efs_router::relocation::relocate_many`, several at a time, each one by
-//! `efs_router::relocate`: the latest write wins (an older copy at home is replaced, an older
-//! copy at the source is dropped), and what a move removes is the file it looked at. The
-//! router's own names (writes and moves in progress) are never moved; links, FIFOs and
-//! devices are skipped.
+//! through `efs_router::relocation::relocate_many`, several at a time, each deciding as
+//! `efs_router::relocate` does (their retires share private directories): the latest write
+//! wins (an older copy at home is replaced, an older copy at the source is dropped), and what a
+//! move removes is the file it looked at. The router's own names (writes and moves in
+//! progress) are never moved; links, FIFOs and devices are skipped.
 
 use crate::config::Config;
 use crate::error::Error;

@@ -9,14 +9,15 @@
 //! - `link(src, dst)`; if that makes the name, the source is retired;
 //! - if `dst` exists and is the same file, a move was cut short: the source is retired; if it is
 //!   another, as new or newer, the source is an older copy and is retired
-//!   ([`Relocation::DroppedOlder`]); if it is older, the source replaces it: linked to a private
-//!   name beside `dst`, `dst` looked at once more, the private name renamed over `dst`
-//!   ([`Relocation::ReplacedOlder`]), then the source retired;
-//! - **retiring** the source never unlinks a name a writer uses: the source is renamed to a
-//!   private name (`.efs-router-<16 hex>.moving`) in its directory, then looked at; the file
-//!   expected (the one linked or compared) is unlinked; anything else is a version a writer
-//!   renamed over the source meanwhile, which ends at `dst` if it is newer than what `dst` holds
-//!   then, and is dropped otherwise.
+//!   ([`Relocation::DroppedOlder`]); if it is older, the source replaces it: linked into a
+//!   private directory beside `dst` under `dst`'s name, `dst` looked at once more, that name
+//!   renamed over `dst` ([`Relocation::ReplacedOlder`]), then the source retired;
+//! - **retiring** the source never unlinks a name a writer uses: the source is renamed into a
+//!   private directory (`.efs-router-<16 hex>.moving/`) in its directory, under its own name,
+//!   and the directory listed (the server's answer); the file expected (the one linked or
+//!   compared) is unlinked; anything else is a version a writer renamed over the source
+//!   meanwhile, which ends at `dst` if it is newer than what `dst` holds then, and is dropped
+//!   otherwise. [`relocate_many`] shares these directories among many moves.
 //!
 //! Never a copy: the bytes do not move, and the inode and its modification time stay.
 
@@ -638,14 +639,15 @@ pub fn recover(pd: &Path) -> io::Result<u64> {
 /// gives each outcome in the order of `pairs`: `None` for a pair not tried because `until`
 /// came first. The same pair twice is safe (the second finds the source gone).
 ///
-/// Why at once: over NFS each move is several round trips (a look, a link, a rename of the
-/// source to its private name, a look, an unlink, and the lookups the kernel makes for them),
-/// and Linux holds a directory's lock through a link, a rename or an unlink in it, so moves out
-/// of one directory finish at most one rename and one unlink per two round trips however many
-/// run. Several at a time still overlap one file's link into its destination, another's
-/// lookups and a third's unlink, and spread the work over the destination directories; pairs
-/// from several source directories are taken from each directory in turn, so each one's lock is
-/// busy. One at a time, a move costs all its round trips in a row.
+/// How it saves round trips (router/README.md, "Many moves at once"): the first look at each
+/// source is this client's cached one, a miss confirmed with the server; and each worker
+/// retires the sources it takes into one private directory per source directory, settled from
+/// one listing for up to 64 moves, so a move is a LINK, a RENAME and a REMOVE. Why at once:
+/// Linux holds a directory's lock through a link, a rename or an unlink in it, so moves out of
+/// one directory finish at most one rename per round trip however many run; several at a time
+/// overlap one file's link into its destination, another's rename and a third's unlink (each
+/// worker unlinks in its own private directory). Pairs from several source directories are
+/// taken from each directory in turn, so each one's lock is busy.
 pub fn relocate_many<P: AsRef<Path> + Sync>(
     pairs: &[(P, P)],
     concurrency: usize,
