@@ -14,7 +14,16 @@
 //!   addresses, a Local Zone), a One Zone file system (its AZ in DescribeFileSystems, any
 //!   other AZ refused with `AvailabilityZonesMismatch`), an ECS service run by another
 //!   deployment controller (UpdateService refuses to force a deployment), a rollout that
-//!   failed, a file system that is not `available`.
+//!   failed, a file system that is not `available`;
+//! - plays what AWS does and moto does not: a deleted mount target stays `deleting` for a few
+//!   describes, and a delete retried meanwhile is refused (`IncorrectMountTargetState`, or
+//!   `MountTargetNotFound`); pages of `DescribeMountTargets` (`Marker`/`NextMarker`) and of
+//!   `DescribeSubnets` (`nextToken`); `DescribeServices` refusing more than 10 services; a
+//!   deployment forced during a rollout leaving several `ACTIVE` deployments with tasks; and
+//!   SSM's 4,096-character limit on a Standard parameter's value (`ValidationException`).
+
+mod deleting;
+mod paging;
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -129,9 +138,23 @@ struct State {
     rollouts_failed: BTreeMap<String, String>,
     /// Rollouts are held: a deployment forced from now on leaves the previous one running.
     hold_rollouts: bool,
-    /// ECS service name → the previous deployment still running tasks (ECS's rolling update,
-    /// which moto does not play: it never shows an old deployment).
-    rolling: BTreeMap<String, Value>,
+    /// ECS service name → the previous deployments still running tasks, oldest first (ECS's
+    /// rolling update, which moto does not play: it never shows an old deployment).
+    rolling: BTreeMap<String, Vec<Value>>,
+    /// ECS service name → the id of its PRIMARY deployment as last described.
+    primaries: BTreeMap<String, String>,
+    /// Items per page of DescribeMountTargets and DescribeSubnets (moto answers in one piece).
+    page_size: Option<usize>,
+    /// Pages served, by operation.
+    pages: BTreeMap<String, usize>,
+    /// How many DescribeMountTargets answers show a target deleted from now on `deleting`.
+    hold_deleting: Option<usize>,
+    /// Deleted targets still shown `deleting`: id → (description, describes left).
+    deleting: BTreeMap<String, (Value, usize)>,
+    /// What a DeleteMountTarget of a target still `deleting` is answered (status, code).
+    redelete: Option<(u16, String)>,
+    /// The longest value PutParameter takes (SSM's Standard tier: 4,096 characters).
+    value_limit: Option<usize>,
     /// Requests to let through before every later one is stalled (`stall_everything_after`).
     stall_after: Option<usize>,
     /// Requests held so far by a stall or a lost answer.
@@ -283,9 +306,71 @@ impl Proxy {
         self.state.lock().unwrap().rolling.clear();
     }
 
+    /// The oldest deployment of `service` still running tasks stops them (`runningCount` 0)
+    /// but stays `ACTIVE`, as ECS shows it for a while; the others keep theirs.
+    pub fn stop_oldest_tasks(&self, service: &str) {
+        let mut s = self.state.lock().unwrap();
+        let old = s.rolling.get_mut(service).into_iter().flatten();
+        if let Some(d) = old.into_iter().find(|d| d["runningCount"] != json!(0)) {
+            d["runningCount"] = json!(0);
+        }
+    }
+
+    /// The deployments besides PRIMARY that DescribeServices shows for `service`.
+    pub fn old_deployments(&self, service: &str) -> usize {
+        let s = self.state.lock().unwrap();
+        s.rolling.get(service).map_or(0, Vec::len)
+    }
+
+    /// DescribeMountTargets (by file system) and DescribeSubnets (by filter) answer in pages of
+    /// `size`, with `NextMarker` / `nextToken`, as AWS does past its page size.
+    pub fn page(&self, size: usize) {
+        self.state.lock().unwrap().page_size = Some(size.max(1));
+    }
+
+    /// Pages served of `operation` (`DescribeMountTargets`, `DescribeSubnets`).
+    pub fn pages(&self, operation: &str) -> usize {
+        let s = self.state.lock().unwrap();
+        s.pages.get(operation).copied().unwrap_or(0)
+    }
+
+    /// A target deleted from now on looks `deleting` in the next `describes` DescribeMountTargets
+    /// answers that would include it (moto deletes at once), and a DeleteMountTarget of it
+    /// meanwhile is answered `code` with `status` (`IncorrectMountTargetState` 409, or
+    /// `MountTargetNotFound` 404).
+    pub fn delete_slowly(&self, describes: usize, status: u16, code: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.hold_deleting = Some(describes);
+        s.redelete = Some((status, code.to_string()));
+    }
+
+    /// Every target shown `deleting` is gone from the next answer on (its deletion finished).
+    pub fn finish_deleting(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.hold_deleting = None;
+        for (_, left) in s.deleting.values_mut() {
+            *left = 0;
+        }
+    }
+
+    /// Targets the next DescribeMountTargets answer shows `deleting`.
+    pub fn shown_deleting(&self) -> Vec<String> {
+        let s = self.state.lock().unwrap();
+        let left = s.deleting.iter().filter(|(_, (_, n))| *n > 0);
+        left.map(|(id, _)| id.clone()).collect()
+    }
+
+    /// PutParameter refuses a value longer than `chars` characters, as SSM refuses one over
+    /// 4,096 on the Standard tier.
+    pub fn limit_parameter_values(&self, chars: usize) {
+        self.state.lock().unwrap().value_limit = Some(chars);
+    }
+
     /// Services whose rollout is being held.
     pub fn rolling_services(&self) -> Vec<String> {
-        self.state.lock().unwrap().rolling.keys().cloned().collect()
+        let s = self.state.lock().unwrap();
+        let rolling = s.rolling.iter().filter(|(_, old)| !old.is_empty());
+        rolling.map(|(name, _)| name.clone()).collect()
     }
 
     /// Drops every pending fault (and `stall_everything_after`).
@@ -476,31 +561,7 @@ async fn handle(
     }
 
     // Count it, and fail it if a fault is due.
-    let fault = {
-        let mut s = state.lock().unwrap();
-        *s.counts.entry(op.clone()).or_default() += 1;
-        s.order.push(op.clone());
-        let mut fault = s
-            .faults
-            .iter_mut()
-            .find(|f| f.operation == op && f.remaining > 0)
-            .map(|f| {
-                f.remaining -= 1;
-                f.kind
-            });
-        match s.stall_after {
-            Some(0) => fault = Some(FaultKind::Stall),
-            Some(n) => s.stall_after = Some(n - 1),
-            None => {}
-        }
-        if fault.is_some() {
-            *s.faulted.entry(op.clone()).or_default() += 1;
-        }
-        if matches!(fault, Some(FaultKind::Stall)) {
-            s.stalled += 1;
-        }
-        fault
-    };
+    let fault = count_and_fault(&state, &op);
     match fault {
         Some(FaultKind::Stall) => return Ok(stalled().await),
         Some(FaultKind::LoseAnswer) | None => {}
@@ -509,57 +570,29 @@ async fn handle(
     if let Some(reply) = refusal(&state, &op, &body) {
         return Ok(reply);
     }
-
-    // Forward it.
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| path.clone());
-    let mut forward = Request::builder()
-        .method(parts.method.clone())
-        .uri(format!("{upstream}{path_and_query}"));
-    for (name, value) in parts.headers.iter() {
-        if !is_hop_by_hop(name) {
-            forward = forward.header(name, value);
+    if op == "DeleteMountTarget" {
+        if let Some(reply) = deleting::redelete(&state, &path) {
+            return Ok(reply);
         }
+        deleting::remember(&state, &parts, &upstream, &client, &path).await;
     }
-    let forward = forward
-        .body(Full::new(body.clone()))
-        .expect("forwarded request");
-    let answer = match client.request(forward).await {
-        Ok(a) => a,
-        Err(e) => {
-            return Ok(plain(
-                StatusCode::BAD_GATEWAY,
-                format!("proxy: upstream: {e}"),
-            ))
-        }
-    };
-    let (mut answer_parts, answer_body) = answer.into_parts();
-    let mut answer_body = match answer_body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return Ok(plain(
-                StatusCode::BAD_GATEWAY,
-                format!("proxy: upstream body: {e}"),
-            ))
-        }
-    };
 
-    if answer_parts.status.is_success() {
-        if op == "CreateMountTarget" {
-            answer_body = on_created(&state, answer_body);
-        } else if op == "DescribeMountTargets" {
-            answer_body = on_described(&state, answer_body);
-        } else if op == "DescribeFileSystems" {
-            answer_body = on_file_systems(&state, answer_body);
-        } else if op == "DescribeServices" {
-            answer_body = on_services(&state, answer_body);
-        } else if op == "UpdateService" {
-            on_update_service(&state, &body);
-        }
-    }
+    // Forward it, then play what AWS does to the answer.
+    let paged = Paged::of(&state, &op, parts.uri.query().unwrap_or_default(), &body);
+    let (mut answer_parts, answer_body) =
+        match forward(&parts, &body, &op, paged.is_some(), &upstream, &client).await {
+            Ok(answer) => answer,
+            Err(reply) => return Ok(reply),
+        };
+    let answer_body = play(
+        &state,
+        &op,
+        &parts,
+        paged.as_ref(),
+        &body,
+        &mut answer_parts.status,
+        answer_body,
+    );
 
     if fault == Some(FaultKind::LoseAnswer) {
         state.lock().unwrap().stalled += 1;
@@ -579,6 +612,120 @@ async fn handle(
     Ok(reply.body(Full::new(answer_body)).expect("reply"))
 }
 
+/// Counts the request, and returns the fault due to it, if any.
+fn count_and_fault(state: &Mutex<State>, op: &str) -> Option<FaultKind> {
+    let mut s = state.lock().unwrap();
+    *s.counts.entry(op.to_string()).or_default() += 1;
+    s.order.push(op.to_string());
+    let mut fault = s
+        .faults
+        .iter_mut()
+        .find(|f| f.operation == op && f.remaining > 0)
+        .map(|f| {
+            f.remaining -= 1;
+            f.kind
+        });
+    match s.stall_after {
+        Some(0) => fault = Some(FaultKind::Stall),
+        Some(n) => s.stall_after = Some(n - 1),
+        None => {}
+    }
+    if fault.is_some() {
+        *s.faulted.entry(op.to_string()).or_default() += 1;
+    }
+    if matches!(fault, Some(FaultKind::Stall)) {
+        s.stalled += 1;
+    }
+    fault
+}
+
+/// Sends the request on to moto (a paged one without its markers: moto answers everything)
+/// and returns its answer, or the reply to give when moto could not be reached.
+async fn forward(
+    parts: &hyper::http::request::Parts,
+    body: &Bytes,
+    op: &str,
+    paged: bool,
+    upstream: &str,
+    client: &Client<HttpConnector, Full<Bytes>>,
+) -> Result<(hyper::http::response::Parts, Bytes), Reply> {
+    let query = match (paged, parts.uri.query()) {
+        (true, Some(q)) => format!("?{}", paging::without_params(q, &["Marker", "MaxItems"])),
+        (false, Some(q)) => format!("?{q}"),
+        (_, None) => String::new(),
+    };
+    let body = match (paged, op) {
+        (true, "DescribeSubnets") => Bytes::from(paging::without_params(
+            &String::from_utf8_lossy(body),
+            &["NextToken", "MaxResults"],
+        )),
+        _ => body.clone(),
+    };
+    let mut request = Request::builder()
+        .method(parts.method.clone())
+        .uri(format!("{upstream}{}{query}", parts.uri.path()));
+    for (name, value) in parts.headers.iter() {
+        if !is_hop_by_hop(name) && name != hyper::header::CONTENT_LENGTH {
+            request = request.header(name, value);
+        }
+    }
+    let request = request.body(Full::new(body)).expect("forwarded request");
+    let answer = client
+        .request(request)
+        .await
+        .map_err(|e| plain(StatusCode::BAD_GATEWAY, format!("proxy: upstream: {e}")))?;
+    let (answer_parts, answer_body) = answer.into_parts();
+    let answer_body = answer_body.collect().await.map_err(|e| {
+        plain(
+            StatusCode::BAD_GATEWAY,
+            format!("proxy: upstream body: {e}"),
+        )
+    })?;
+    Ok((answer_parts, answer_body.to_bytes()))
+}
+
+/// moto's answer as AWS would give it: targets still `deleting`, one page, targets still
+/// `creating`, the file system's type, the services' deployments.
+fn play(
+    state: &Mutex<State>,
+    op: &str,
+    parts: &hyper::http::request::Parts,
+    paged: Option<&Paged>,
+    request: &[u8],
+    status: &mut StatusCode,
+    mut answer: Bytes,
+) -> Bytes {
+    let (path, query) = (parts.uri.path(), parts.uri.query().unwrap_or_default());
+    if op == "DescribeMountTargets" {
+        if let Some(shown) = deleting::by_id(state, query) {
+            *status = StatusCode::OK;
+            answer = shown;
+        } else if status.is_success() {
+            answer = deleting::add(state, query, answer);
+        }
+    }
+    if !status.is_success() {
+        return answer;
+    }
+    if op == "DeleteMountTarget" {
+        deleting::start(state, path);
+    }
+    if let Some(p) = paged {
+        answer = p.cut(state, op, answer);
+    }
+    match op {
+        "CreateMountTarget" => on_created(state, answer),
+        "DescribeMountTargets" => on_described(state, answer),
+        "DescribeFileSystems" => on_file_systems(state, answer),
+        "DescribeServices" => on_services(state, answer),
+        "UpdateService" => {
+            on_update_service(state, request);
+            answer
+        }
+        _ => answer,
+    }
+}
+
 /// Holds a request until the caller gives up (or the test ends).
 async fn stalled() -> Reply {
     tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
@@ -595,6 +742,34 @@ fn refusal(state: &Mutex<State>, op: &str, body: &[u8]) -> Option<Reply> {
             let subnet = request["SubnetId"].as_str()?;
             let r = s.refusals.iter().find(|r| r.subnet_id == subnet)?;
             Some(aws_error(Protocol::RestJson, r.status, &r.code, &r.message))
+        }
+        "PutParameter" => {
+            let limit = s.value_limit?;
+            let len = request["Value"].as_str()?.chars().count();
+            let standard = matches!(request["Tier"].as_str(), None | Some("Standard"));
+            (standard && len > limit).then(|| {
+                aws_error(
+                    Protocol::AwsJson,
+                    400,
+                    "ValidationException",
+                    &format!(
+                        "Standard tier parameters support a maximum parameter value of {limit} \
+                         characters. To create a larger parameter value, upgrade the parameter \
+                         to use the advanced-parameter tier."
+                    ),
+                )
+            })
+        }
+        "DescribeServices" => {
+            let n = request["services"].as_array()?.len();
+            (n > 10).then(|| {
+                aws_error(
+                    Protocol::AwsJson,
+                    400,
+                    "InvalidParameterException",
+                    "Services cannot have more than 10 elements.",
+                )
+            })
         }
         "UpdateService" if request["forceNewDeployment"] == json!(true) => {
             let service = request["service"].as_str()?;
@@ -635,7 +810,8 @@ fn on_file_systems(state: &Mutex<State>, body: Bytes) -> Bytes {
     Bytes::from(v.to_string())
 }
 
-/// A forced deployment while rollouts are held: the service's old deployment keeps running.
+/// A forced deployment while rollouts are held: the deployment that was PRIMARY keeps its
+/// tasks, `ACTIVE`, beside any older one still running (a rollout interrupted by another).
 fn on_update_service(state: &Mutex<State>, request: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(request) else {
         return;
@@ -646,26 +822,37 @@ fn on_update_service(state: &Mutex<State>, request: &[u8]) {
     }
     let service = v["service"].as_str().unwrap_or_default();
     let name = service.rsplit('/').next().unwrap_or(service).to_string();
-    let n = s.rolling.len();
-    s.rolling.entry(name).or_insert_with(|| {
-        json!({
-            "id": format!("ecs-svc/old-{n}"),
-            "status": "ACTIVE",
-            "taskDefinition": "ingest",
-            "desiredCount": 0,
-            "pendingCount": 0,
-            "runningCount": 1,
-            "createdAt": 0,
-            "rolloutState": "COMPLETED",
-        })
-    });
+    let n: usize = s.rolling.values().map(Vec::len).sum();
+    let id = s.primaries.get(&name).cloned();
+    let id = id.unwrap_or_else(|| format!("ecs-svc/old-{n}"));
+    s.rolling.entry(name).or_default().push(json!({
+        "id": id,
+        "status": "ACTIVE",
+        "taskDefinition": "ingest",
+        "desiredCount": 0,
+        "pendingCount": 0,
+        "runningCount": 1,
+        "createdAt": 0,
+        "rolloutState": "COMPLETED",
+    }));
 }
 
 fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
         return body;
     };
-    let s = state.lock().unwrap();
+    let mut s = state.lock().unwrap();
+    for service in v["services"].as_array().into_iter().flatten() {
+        let primary = service["deployments"].as_array().into_iter().flatten();
+        if let (Some(name), Some(id)) = (
+            service["serviceName"].as_str(),
+            primary
+                .filter(|d| d["status"] == json!("PRIMARY"))
+                .find_map(|d| d["id"].as_str()),
+        ) {
+            s.primaries.insert(name.to_string(), id.to_string());
+        }
+    }
     if s.controllers.is_empty() && s.rollouts_failed.is_empty() && !s.hold_rollouts {
         return body;
     }
@@ -682,7 +869,7 @@ fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
                 if s.hold_rollouts {
                     // moto's PRIMARY stays IN_PROGRESS with no tasks: as on ECS, it is
                     // COMPLETED once no old deployment runs.
-                    let rolling = s.rolling.get(&name);
+                    let rolling = s.rolling.get(&name).filter(|old| !old.is_empty());
                     for d in deployments
                         .iter_mut()
                         .filter(|d| d["status"] == json!("PRIMARY"))
@@ -693,9 +880,8 @@ fn on_services(state: &Mutex<State>, body: Bytes) -> Bytes {
                             "COMPLETED"
                         });
                     }
-                    if let Some(old) = rolling {
-                        deployments.push(old.clone());
-                    }
+                    // Newest first, as ECS lists them.
+                    deployments.extend(rolling.into_iter().flatten().rev().cloned());
                 }
             }
             if let Some(reason) = s.rollouts_failed.get(&name) {
@@ -830,4 +1016,63 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
             | "trailer"
             | "upgrade"
     )
+}
+
+/// A request the proxy answers one page of (moto is asked for everything).
+struct Paged {
+    from: usize,
+    size: usize,
+    marker: Option<String>,
+}
+
+impl Paged {
+    /// DescribeMountTargets of a file system, and DescribeSubnets by filter (given ids are
+    /// never paged), while paging is on.
+    fn of(state: &Mutex<State>, op: &str, query: &str, body: &[u8]) -> Option<Paged> {
+        let size = state.lock().unwrap().page_size?;
+        let marker = match op {
+            "DescribeMountTargets" => {
+                paging::param(query, "FileSystemId")?;
+                paging::param(query, "Marker")
+            }
+            "DescribeSubnets" => {
+                let form = String::from_utf8_lossy(body);
+                if form.contains("SubnetId.") {
+                    return None;
+                }
+                paging::param(&form, "NextToken")
+            }
+            _ => return None,
+        };
+        Some(Paged {
+            from: paging::offset(marker.as_deref()),
+            size,
+            marker,
+        })
+    }
+
+    fn cut(&self, state: &Mutex<State>, op: &str, body: Bytes) -> Bytes {
+        *state
+            .lock()
+            .unwrap()
+            .pages
+            .entry(op.to_string())
+            .or_default() += 1;
+        if op == "DescribeSubnets" {
+            let text = String::from_utf8_lossy(&body);
+            return paging::page_xml(&text, "subnetSet", self.from, self.size)
+                .map_or(body.clone(), Bytes::from);
+        }
+        let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+            return body;
+        };
+        paging::page_json(
+            &mut v,
+            "MountTargets",
+            self.from,
+            self.size,
+            self.marker.as_deref(),
+        );
+        Bytes::from(v.to_string())
+    }
 }

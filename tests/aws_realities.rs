@@ -1,0 +1,266 @@
+//! What AWS does that moto does not, played by the proxy, and what the function does about it:
+//! a deleted mount target stays `deleting` for a while and a retried delete is refused; pages
+//! of mount targets and subnets; DescribeServices takes at most 10 services; several old
+//! deployments at once; the 4,096-character limit of a Standard parameter. Each scenario runs
+//! the function binary against moto through the proxy and asserts on what AWS would have seen
+//! and what is left.
+//!
+//! Needs `moto_server` on PATH (`pip install "moto[server]"`).
+
+#[macro_use]
+mod support;
+
+use std::collections::BTreeSet;
+
+use aws_sdk_efs::error::ProvideErrorMetadata;
+use serde_json::json;
+
+use support::{event, has_action, strings, Testbed, World};
+
+const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
+const THRESHOLD: usize = 500;
+
+async fn testbed(world: support::world::WorldBuilder, files: usize) -> Testbed {
+    let mut tb = Testbed::new(BIN, world).await;
+    tb.mount.generate(files);
+    tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
+    tb
+}
+
+/// The ids the published list names.
+async fn listed(tb: &Testbed) -> BTreeSet<String> {
+    let list = tb.world.published().await.json();
+    let entries = list["mount_targets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ids = entries.iter().filter_map(|e| e["id"].as_str());
+    ids.map(str::to_owned).collect()
+}
+
+fn error_type(inv: &support::Invocation) -> String {
+    match &inv.result {
+        Ok(_) => String::new(),
+        Err(e) => e["errorType"].as_str().unwrap_or_default().to_owned(),
+    }
+}
+
+// ----------------------------------------------------------------------------- EFS deleting
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxy_shows_a_deleted_target_deleting_and_refuses_a_second_delete_as_aws_does() {
+    let tb = testbed(World::builder().mount_targets_in(&['a', 'b']), 0).await;
+    tb.proxy.delete_slowly(2, 409, "IncorrectMountTargetState");
+    let efs = aws_sdk_efs::Client::from_conf(
+        tb.aws
+            .efs
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let b = tb.world.mount_targets().await[1].id.clone();
+    efs.delete_mount_target()
+        .mount_target_id(&b)
+        .send()
+        .await
+        .unwrap();
+    let err = efs
+        .delete_mount_target()
+        .mount_target_id(&b)
+        .send()
+        .await
+        .expect_err("a delete of a target still deleting is refused");
+    assert_eq!(err.code(), Some("IncorrectMountTargetState"), "{err:?}");
+    let fs = &tb.world.file_system_id;
+    let states =
+        |out: aws_sdk_efs::operation::describe_mount_targets::DescribeMountTargetsOutput| {
+            let d = out.mount_targets().iter();
+            d.map(|t| t.life_cycle_state().as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+    let seen = efs
+        .describe_mount_targets()
+        .file_system_id(fs)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(states(seen), ["available", "deleting"]);
+    let by_id = efs
+        .describe_mount_targets()
+        .mount_target_id(&b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(states(by_id), ["deleting"]);
+    let later = efs
+        .describe_mount_targets()
+        .file_system_id(fs)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(states(later), ["available"], "moto deleted it at once");
+}
+
+// ----------------------------------------------------------------------------- pages
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_page_of_subnets_and_mount_targets_is_read() {
+    let tb = testbed(
+        World::builder().mount_targets_in(&['a', 'b']),
+        2 * THRESHOLD + 100,
+    )
+    .await;
+    tb.proxy.page(2);
+    let c = tb.world.subnet('c').id.clone();
+    let ec2 = aws_sdk_ec2::Client::from_conf(
+        tb.aws
+            .ec2
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let vpc = aws_sdk_ec2::types::Filter::builder()
+        .name("vpc-id")
+        .values(&tb.world.vpc_id)
+        .build();
+    let first = ec2.describe_subnets().filters(vpc).send().await.unwrap();
+    let on_first: Vec<&str> = first
+        .subnets()
+        .iter()
+        .filter_map(|s| s.subnet_id())
+        .collect();
+    assert_eq!(on_first.len(), 2, "{on_first:?}");
+    assert!(!on_first.contains(&c.as_str()) && first.next_token().is_some());
+
+    // The only free AZ's subnet is on the second page of the VPC's subnets.
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response();
+    check_eq!(inv, r["decision"], json!("create"));
+    check_eq!(inv, r["new_mount_target"]["subnet_id"], json!(c));
+    check!(inv, tb.proxy.pages("DescribeSubnets") >= 2);
+
+    // Three targets, the third on the second page: every AZ holds one, so the shards the
+    // files need go on them and no target is asked for (moto would refuse it as AWS does).
+    tb.mount.generate(4 * THRESHOLD);
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("add_shards"));
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
+    check!(inv, tb.proxy.pages("DescribeMountTargets") >= 2);
+    let all: BTreeSet<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    check_eq!(inv, all.len(), 3);
+    check_eq!(inv, listed(&tb).await, all);
+}
+
+// ----------------------------------------------------------------------------- ECS
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eleven_services_are_described_ten_at_a_time_and_all_redeployed() {
+    let names: Vec<String> = (0..11).map(|i| format!("svc-{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let tb = testbed(
+        World::builder().services(&refs).parameter_after_service(),
+        100,
+    )
+    .await;
+    let ecs = aws_sdk_ecs::Client::from_conf(
+        tb.aws
+            .ecs
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let err = ecs
+        .describe_services()
+        .cluster(&tb.world.cluster)
+        .set_services(Some(names.clone()))
+        .send()
+        .await
+        .expect_err("ECS takes at most 10 services a call");
+    assert!(
+        err.as_service_error()
+            .is_some_and(|e| e.is_invalid_parameter_exception()),
+        "{err:?}"
+    );
+
+    let before = tb.world.deployment_ids().await;
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, error_type(&inv), "");
+    check_eq!(inv, tb.proxy.count("UpdateService"), 11);
+    let after = tb.world.deployment_ids().await;
+    let redeployed = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+    check_eq!(inv, redeployed, 11);
+}
+
+/// Files in b's shard whose home under the published list is a's: a rebalance moves them.
+fn misplace_files(tb: &Testbed) -> usize {
+    let text = tb.world.seeded_parameter.clone().expect("a seeded list");
+    let list = efs_router::MountTargetList::from_json(&text).expect("the seeded list");
+    let shards = list.shards();
+    let b = &list.mount_targets[1];
+    let dir = tb.mount.dir_of_root(&b.root);
+    std::fs::create_dir_all(&dir).expect("b's shard directory");
+    let mut misplaced = 0;
+    for i in 0..40 {
+        let name = format!("device-{i}-1795000000000.json");
+        let logical = format!("data/analysis/{name}");
+        let home = efs_router::shard_index(&logical, &shards, list.strategy).expect("routes");
+        if shards[home].id != b.id {
+            std::fs::write(dir.join(&name), b"{}\n").expect("write a reading");
+            misplaced += 1;
+        }
+    }
+    misplaced
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deployment_forced_during_a_rollout_holds_moves_until_every_old_one_stops() {
+    let tb = testbed(World::builder().mount_targets_in(&['a', 'b']), 0).await;
+    tb.proxy.hold_rollouts();
+    let misplaced = misplace_files(&tb);
+    assert!(misplaced > 0);
+    let text = tb.world.published().await.value;
+    let rebalance = json!({"action": "rebalance", "max_moves": 100});
+
+    // Published, redeployed; published again while that rollout runs, redeployed again: two
+    // old deployments still run tasks beside the PRIMARY one.
+    for old in 1..=2 {
+        tb.world.put_parameter(&text).await;
+        let inv = tb.invoke(&event("reconcile")).await;
+        check_eq!(inv, error_type(&inv), "");
+        check!(inv, has_action(inv.response(), "force_deployment"));
+        check_eq!(inv, tb.proxy.old_deployments("ingest"), old);
+    }
+    let inv = tb.invoke(&rebalance).await;
+    check!(inv, !has_action(inv.response(), "move_files"));
+    check!(
+        inv,
+        strings(inv.response(), "waiting_for").contains(&"ingest".to_string())
+    );
+
+    // The older one has stopped its tasks; the newer one still runs: still nothing moves.
+    tb.proxy.stop_oldest_tasks("ingest");
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&rebalance).await;
+    check!(inv, !has_action(inv.response(), "move_files"));
+    check!(
+        inv,
+        strings(inv.response(), "waiting_for").contains(&"ingest".to_string())
+    );
+    tb.assert_nothing_changed(&inv);
+
+    tb.proxy.complete_rollouts();
+    let inv = tb.invoke(&rebalance).await;
+    check_eq!(inv, inv.response()["moves"]["moved"], json!(misplaced));
+}
