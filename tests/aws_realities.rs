@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 use aws_sdk_efs::error::ProvideErrorMetadata;
 use serde_json::json;
 
-use support::{event, has_action, strings, Testbed, World};
+use support::world::{contract_json, shard_root, MountTarget};
+use support::{event, has_action, has_warning, strings, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: usize = 500;
@@ -46,6 +47,102 @@ fn error_type(inv: &support::Invocation) -> String {
 }
 
 // ----------------------------------------------------------------------------- EFS deleting
+
+/// Targets in a, b and c, the list naming a and b only, and the state saying c (the
+/// function's own) was drained and unlisted: the next run whose fleet runs that list deletes
+/// c. The service was deployed before that list, so the first run redeploys and waits.
+async fn drained_c(files: usize) -> (Testbed, MountTarget) {
+    let mut tb = testbed(World::builder().mount_targets_in(&['a', 'b', 'c']), files).await;
+    let targets = tb.world.mount_targets().await;
+    let c = targets[2].clone();
+    tb.world.put_parameter(&contract_json(&targets[..2])).await;
+    let root = shard_root(2, &c);
+    std::fs::create_dir_all(tb.mount.dir_of_root(&root)).expect("c's shard directory");
+    tb.world
+        .put_state(&json!({
+            "created": {&c.id: {"az_id": c.az_id, "at": 1}},
+            "draining": {&c.id: {"root": root, "since": 1, "unlisted": true}},
+        }))
+        .await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("wait_for_fleet"));
+    check!(inv, has_action(inv.response(), "force_deployment"));
+    tb.proxy.reset_counts();
+    (tb, c)
+}
+
+/// The delete's answer is lost; the SDK's retry finds the target `deleting`, refused with
+/// `code`. The run counts it deleted, and the target that is `deleting` is neither listed,
+/// nor serving, nor its AZ free.
+async fn a_retried_delete_finds_the_target_going(status: u16, code: &str) -> (Testbed, String) {
+    let (mut tb, c) = drained_c(100).await;
+    tb.env("API_ATTEMPT_TIMEOUT_SECONDS", "1");
+    tb.env("API_CALL_TIMEOUT_SECONDS", "6");
+    tb.proxy.delete_slowly(1000, status, code);
+    tb.proxy.lose_answer("DeleteMountTarget", 1);
+
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, error_type(&inv), "", "the run failed");
+    let r = inv.response();
+    check_eq!(inv, strings(r, "deleted"), vec![c.id.clone()]);
+    check_eq!(
+        inv,
+        tb.proxy.count("DeleteMountTarget"),
+        2,
+        "the SDK retried"
+    );
+    check_eq!(inv, tb.proxy.shown_deleting(), vec![c.id.clone()]);
+    check_eq!(
+        inv,
+        r["total"],
+        json!(2),
+        "a deleting target does not serve"
+    );
+    check!(inv, !listed(&tb).await.contains(&c.id));
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
+    (tb, c.id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_retried_while_deleting_is_done_and_the_az_stays_held_until_it_is_gone() {
+    let (tb, c) = a_retried_delete_finds_the_target_going(409, "IncorrectMountTargetState").await;
+    let state = tb.world.state().await;
+    assert!(state["draining"].get(&c).is_none(), "{state}");
+
+    // Files for three mount targets while c is still deleting: its AZ is not free, so none
+    // is asked for; c is reported, neither serving nor listed, and the run waits for the AZ.
+    tb.mount.generate(2 * THRESHOLD + 100);
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response();
+    check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
+    check_eq!(inv, r["decision"], json!("keep"));
+    check!(inv, has_warning(r, "target_not_serving"));
+    check_eq!(
+        inv,
+        (r["total"].clone(), r["desired"].clone()),
+        (json!(2), json!(3))
+    );
+    check!(inv, !listed(&tb).await.contains(&c));
+    check_eq!(inv, tb.proxy.shown_deleting(), vec![c.clone()]);
+
+    // Once it is gone its AZ is free again.
+    tb.proxy.finish_deleting();
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("create"));
+    check_eq!(
+        inv,
+        inv.response()["new_mount_target"]["subnet_id"],
+        json!(tb.world.subnet('c').id)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_retried_after_the_target_is_gone_is_done() {
+    let (_tb, _c) = a_retried_delete_finds_the_target_going(404, "MountTargetNotFound").await;
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_proxy_shows_a_deleted_target_deleting_and_refuses_a_second_delete_as_aws_does() {

@@ -194,26 +194,34 @@ fn create_error(
 }
 
 impl Efs {
-    /// Deleting one that is already gone is not an error: a run that died after asking
-    /// is finished by the next.
+    /// Deleting one that is already gone, or going, is not an error: a run that died after
+    /// asking is finished by the next, and a delete the SDK retried after a lost answer finds
+    /// the target gone (`MountTargetNotFound`) or still `deleting`. AWS answers the latter
+    /// `IncorrectMountTargetState`, which DeleteMountTarget's model does not list: the target
+    /// is described to tell "going" from a state that refuses a delete.
     pub async fn delete_mount_target(&self, mount_target_id: &str) -> Result<(), Error> {
-        match self
+        const OP: &str = "DeleteMountTarget";
+        let err = match self
             .client
             .delete_mount_target()
             .mount_target_id(mount_target_id)
             .send()
             .await
         {
-            Ok(_) => Ok(()),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_mount_target_not_found()) =>
-            {
-                Ok(())
-            }
-            Err(err) => Err(sdk_error("DeleteMountTarget", err)),
+            Ok(_) => return Ok(()),
+            Err(err) => err,
+        };
+        let service = err.as_service_error();
+        if service.is_some_and(|e| e.is_mount_target_not_found()) {
+            return Ok(());
         }
+        if service.is_some_and(|e| e.code() == Some("IncorrectMountTargetState")) {
+            let now = self.mount_target(mount_target_id).await?;
+            if now.is_none_or(|t| matches!(t.state, LifeCycle::Deleting | LifeCycle::Deleted)) {
+                return Ok(());
+            }
+        }
+        Err(sdk_error(OP, err))
     }
 }
 
@@ -249,7 +257,9 @@ mod tests {
         CreateMountTargetError, CreateMountTargetOutput,
     };
     use aws_sdk_efs::operation::delete_mount_target::DeleteMountTargetError;
-    use aws_sdk_efs::operation::describe_mount_targets::DescribeMountTargetsError;
+    use aws_sdk_efs::operation::describe_mount_targets::{
+        DescribeMountTargetsError, DescribeMountTargetsOutput,
+    };
     use aws_sdk_efs::types::error::{FileSystemNotFound, MountTargetConflict, MountTargetNotFound};
     use aws_sdk_efs::Client;
     use aws_smithy_mocks::{mock, mock_client};
@@ -440,6 +450,47 @@ mod tests {
         let efs = Efs::new(mock_client!(aws_sdk_efs, [&describe, &delete]));
         assert_eq!(efs.mount_target("fsmt-gone").await.unwrap(), None);
         efs.delete_mount_target("fsmt-gone").await.unwrap();
+    }
+
+    /// A delete refused with `IncorrectMountTargetState`, then a describe showing `state`.
+    async fn delete_refused_while(state: LifeCycleState) -> Result<(), Error> {
+        let refused = mock!(Client::delete_mount_target).then_error(|| {
+            DeleteMountTargetError::generic(
+                ErrorMetadata::builder()
+                    .code("IncorrectMountTargetState")
+                    .message("mount target is deleting")
+                    .build(),
+            )
+        });
+        let described = mock!(Client::describe_mount_targets).then_output(move || {
+            DescribeMountTargetsOutput::builder()
+                .mount_targets(
+                    MountTargetDescription::builder()
+                        .mount_target_id("fsmt-c")
+                        .file_system_id("fs-1")
+                        .subnet_id("subnet-c")
+                        .life_cycle_state(state.clone())
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+        });
+        let efs = Efs::new(mock_client!(aws_sdk_efs, [&refused, &described]));
+        efs.delete_mount_target("fsmt-c").await
+    }
+
+    #[tokio::test]
+    async fn a_delete_refused_while_deleting_is_done_and_otherwise_an_error() {
+        delete_refused_while(LifeCycleState::Deleting)
+            .await
+            .unwrap();
+        let err = delete_refused_while(LifeCycleState::Creating)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Aws { operation: "DeleteMountTarget", code, .. } if code == "IncorrectMountTargetState"),
+            "{err:?}"
+        );
     }
 
     #[tokio::test]
