@@ -1,7 +1,7 @@
 //! Carry out a plan's steps. Each step is idempotent, so a run that dies between two of
 //! them leaves a state the next run's plan finishes.
 
-use crate::aws::Clients;
+use crate::aws::{ssm, Clients};
 use crate::config::Config;
 use crate::error::Error;
 use crate::homing::{self, Moves};
@@ -42,6 +42,7 @@ pub async fn apply(
     applied: &mut Applied,
 ) -> Result<bool, Error> {
     applied.progressed = false;
+    fits(config, steps)?;
     for step in steps {
         match step {
             Step::CreateShardDir { root } => {
@@ -113,6 +114,20 @@ pub async fn apply(
         applied.actions.push(step.kind());
     }
     Ok(applied.progressed)
+}
+
+/// Every list and state the steps would write fits its parameter: checked before the first
+/// step, so a value SSM would refuse stops the run before it changed anything (no state saved
+/// for a list that cannot go out, no target created for a state that cannot record it).
+fn fits(config: &Config, steps: &[Step]) -> Result<(), Error> {
+    for step in steps {
+        match step {
+            Step::Publish { list } => ssm::list_fits(&config.parameter_name, list)?,
+            Step::SaveState(state) => ssm::state_fits(&config.state_parameter_name, state)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The target AWS accepted, recorded in the scale state as the function's own. `None` when

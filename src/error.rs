@@ -50,6 +50,16 @@ pub enum Error {
     #[error("state parameter {name} (STATE_PARAMETER_NAME) is not the function's state: {problem}; only the function's role writes it: restore it from its history (aws ssm get-parameter-history) or delete it (the scale-in timers start again, and targets it created are no longer removed)")]
     StateParameter { name: String, problem: String },
 
+    /// The value would not fit a Standard-tier parameter: nothing was written, and the run
+    /// stopped before it changed anything.
+    #[error("SSM parameter {name} would hold {chars} characters, more than the {limit} a Standard-tier parameter takes, so nothing was changed; {fix}")]
+    ParameterTooLarge {
+        name: String,
+        chars: usize,
+        limit: usize,
+        fix: &'static str,
+    },
+
     #[error("{what} not found ({operation})")]
     NotFound {
         operation: &'static str,
@@ -142,6 +152,7 @@ impl Error {
             Error::ReadDir { .. } => "ReadDir",
             Error::CreateShardDir { .. } => "CreateShardDir",
             Error::StateParameter { .. } => "StateParameter",
+            Error::ParameterTooLarge { .. } => "ParameterTooLarge",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",
             Error::MountTargetConflict { .. } => "MountTargetConflict",

@@ -361,3 +361,70 @@ async fn a_deployment_forced_during_a_rollout_holds_moves_until_every_old_one_st
     let inv = tb.invoke(&rebalance).await;
     check_eq!(inv, inv.response()["moves"]["moved"], json!(misplaced));
 }
+// ----------------------------------------------------------------------------- SSM's limit
+
+/// A list naming target `a` and `gone` targets deleted by hand, each `draining` or not.
+fn list_with_gone(a: &MountTarget, gone: usize, draining: bool) -> String {
+    let mut entries = vec![json!({
+        "id": a.id, "ip": a.ip, "az": a.az, "az_id": a.az_id, "subnet_id": a.subnet_id, "root": "/",
+    })];
+    for k in 0..gone {
+        let mut e = json!({
+            "id": format!("fsmt-{k:017x}"), "ip": format!("10.0.9.{k}"), "az": "us-east-1b",
+            "az_id": "use1-az2", "subnet_id": format!("subnet-{k:017x}"),
+            "root": format!("/shards/gone-{k}"),
+        });
+        if draining {
+            e["draining"] = json!(true);
+        }
+        entries.push(e);
+    }
+    json!({"mount_targets": entries, "strategy": "rendezvous"}).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_too_large_for_its_parameter_stops_the_run_before_anything_changes() {
+    let tb = testbed(World::builder(), 100).await;
+    tb.proxy.limit_parameter_values(4096);
+    let a = tb.world.mount_targets().await[0].clone();
+    // Enough targets gone by hand that marking them draining takes the list past 4,096.
+    let gone = (1..100)
+        .find(|&n| list_with_gone(&a, n, true).len() > 4096)
+        .expect("some number of entries crosses the limit");
+    let seeded = list_with_gone(&a, gone, false);
+    assert!(seeded.len() <= 4096);
+    tb.world.put_parameter(&seeded).await;
+    let missing: serde_json::Map<String, serde_json::Value> = (0..gone)
+        .map(|k| (format!("fsmt-{k:017x}"), json!(1)))
+        .collect();
+    let state = json!({ "missing": missing });
+    tb.world.put_state(&state).await;
+    let parameter = tb.world.published().await;
+
+    tb.proxy.reset_counts();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, error_type(&inv), "ParameterTooLarge");
+    check!(inv, inv.error_text().contains(&tb.world.parameter_name));
+    check_eq!(inv, tb.proxy.count("PutParameter"), 0);
+    check_eq!(inv, tb.proxy.state_writes(), 0);
+    tb.assert_nothing_changed(&inv);
+    assert_eq!(tb.world.published().await, parameter);
+    assert_eq!(tb.world.state().await, state);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_value_ssm_refuses_as_too_large_is_an_error_naming_the_parameter() {
+    let tb = testbed(World::builder().parameter(support::Seed::Absent), 100).await;
+    // Lower than the function's own bound, so that SSM is the one to refuse.
+    tb.proxy.limit_parameter_values(50);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, error_type(&inv), "ParameterTooLarge");
+    check!(inv, inv.error_text().contains(&tb.world.parameter_name));
+    check_eq!(
+        inv,
+        tb.proxy.count("PutParameter"),
+        1,
+        "asked once, and refused"
+    );
+    check!(inv, tb.world.parameter().await.is_none());
+}

@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::observed::Parameter;
 use crate::observed::When;
 use crate::state::State;
+use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::types::ParameterType;
 use efs_router::list::MountTargetList;
 
@@ -35,7 +36,7 @@ impl Ssm {
     }
 
     pub async fn write(&self, name: &str, list: &MountTargetList) -> Result<(), Error> {
-        self.put(name, list.to_json()).await
+        self.put(name, list.to_json(), LIST_FIX).await
     }
 
     /// The function's state; `None` when the parameter does not exist yet. A value that is
@@ -74,10 +75,14 @@ impl Ssm {
     }
 
     pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
-        self.put(name, state.to_json()).await
+        self.put(name, state.to_json(), STATE_FIX).await
     }
 
-    async fn put(&self, name: &str, value: String) -> Result<(), Error> {
+    /// Refused before asking when it cannot fit (SSM would refuse it with a
+    /// `ValidationException`), and mapped alike when SSM refuses it anyway.
+    async fn put(&self, name: &str, value: String, fix: &'static str) -> Result<(), Error> {
+        fits(name, &value, fix)?;
+        let chars = value.chars().count();
         self.client
             .put_parameter()
             .name(name)
@@ -86,8 +91,54 @@ impl Ssm {
             .overwrite(true)
             .send()
             .await
-            .map_err(|e| sdk_error("PutParameter", e))?;
+            .map_err(|err| {
+                let too_large = err.as_service_error().is_some_and(|e| {
+                    e.code() == Some("ValidationException")
+                        && e.message()
+                            .is_some_and(|m| m.contains("maximum parameter value"))
+                });
+                match too_large {
+                    true => too_large_error(name, chars, fix),
+                    false => sdk_error("PutParameter", err),
+                }
+            })?;
         Ok(())
+    }
+}
+
+/// The most characters a Standard-tier parameter's value may hold (the function writes its
+/// parameters without a tier, so on the account's default, Standard unless changed).
+pub const STANDARD_VALUE_LIMIT: usize = 4096;
+
+const LIST_FIX: &str = "the list names each mount target once, so this means entries of targets \
+                        that are gone: remove them from the parameter by hand";
+const STATE_FIX: &str = "see what fills it (aws ssm get-parameter): entries of `excluded` and \
+                         `missing` may be removed by hand, those of `created` must stay";
+
+/// `Ok` when `value` fits in a Standard-tier parameter, else the error naming `name`.
+pub fn fits(name: &str, value: &str, fix: &'static str) -> Result<(), Error> {
+    let chars = value.chars().count();
+    match chars > STANDARD_VALUE_LIMIT {
+        true => Err(too_large_error(name, chars, fix)),
+        false => Ok(()),
+    }
+}
+
+/// Whether the list and the state a run would write fit, checked before its first step.
+pub fn list_fits(name: &str, list: &MountTargetList) -> Result<(), Error> {
+    fits(name, &list.to_json(), LIST_FIX)
+}
+
+pub fn state_fits(name: &str, state: &State) -> Result<(), Error> {
+    fits(name, &state.to_json(), STATE_FIX)
+}
+
+fn too_large_error(name: &str, chars: usize, fix: &'static str) -> Error {
+    Error::ParameterTooLarge {
+        name: name.to_owned(),
+        chars,
+        limit: STANDARD_VALUE_LIMIT,
+        fix,
     }
 }
 
@@ -112,6 +163,40 @@ mod tests {
                 )
                 .build()
         })
+    }
+
+    #[tokio::test]
+    async fn a_value_over_the_standard_limit_is_never_sent_and_names_the_parameter() {
+        let put = mock!(Client::put_parameter).then_output(|| {
+            aws_sdk_ssm::operation::put_parameter::PutParameterOutput::builder().build()
+        });
+        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&put]));
+        let fits = "x".repeat(STANDARD_VALUE_LIMIT);
+        ssm.put("/p", fits, LIST_FIX).await.unwrap();
+        let err = ssm
+            .put("/p", "x".repeat(STANDARD_VALUE_LIMIT + 1), LIST_FIX)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::ParameterTooLarge { name, chars: 4097, .. } if name == "/p"),
+            "{err:?}"
+        );
+        assert_eq!(put.num_calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn ssm_refusing_a_value_as_too_large_is_the_same_error() {
+        let put = mock!(Client::put_parameter).then_error(|| {
+            aws_sdk_ssm::operation::put_parameter::PutParameterError::generic(
+                aws_sdk_ssm::error::ErrorMetadata::builder()
+                    .code("ValidationException")
+                    .message("Standard tier parameters support a maximum parameter value of 4096 characters.")
+                    .build(),
+            )
+        });
+        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&put]));
+        let err = ssm.put("/p", "{}".into(), STATE_FIX).await.unwrap_err();
+        assert!(matches!(err, Error::ParameterTooLarge { .. }), "{err:?}");
     }
 
     #[tokio::test]
