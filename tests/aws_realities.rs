@@ -110,19 +110,24 @@ async fn a_delete_retried_while_deleting_is_done_and_the_az_stays_held_until_it_
     let state = tb.world.state().await;
     assert!(state["draining"].get(&c).is_none(), "{state}");
 
-    // Files for three mount targets while c is still deleting: its AZ is not free, so none
-    // is asked for; c is reported, neither serving nor listed, and the run waits for the AZ.
+    // Files for three shards while c is still deleting: its AZ is not free, and no room for
+    // a target either, so the third shard goes on a and b; c is reported, neither serving
+    // nor listed.
     tb.mount.generate(2 * THRESHOLD + 100);
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     let r = inv.response();
     check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
-    check_eq!(inv, r["decision"], json!("keep"));
+    check_eq!(inv, r["decision"], json!("add_shards"));
     check!(inv, has_warning(r, "target_not_serving"));
     check_eq!(
         inv,
-        (r["total"].clone(), r["desired"].clone()),
-        (json!(2), json!(3))
+        (
+            r["total"].clone(),
+            r["desired"].clone(),
+            r["shards"].clone()
+        ),
+        (json!(2), json!(2), json!(3))
     );
     check!(inv, !listed(&tb).await.contains(&c));
     check_eq!(inv, tb.proxy.shown_deleting(), vec![c.clone()]);

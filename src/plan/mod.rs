@@ -72,7 +72,7 @@ pub struct Plan {
     pub current_shards: usize,
     /// Shards the files need (`ceil(files / per-shard mean)`, at least 1), before any bound.
     pub needed: usize,
-    /// AZs that can hold a mount target (with one, or with a free eligible subnet).
+    /// AZs that can hold a mount target that serves (with one, or with a free eligible subnet).
     pub az_capacity: usize,
     /// Mount targets wanted.
     pub desired: usize,

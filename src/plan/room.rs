@@ -89,8 +89,17 @@ impl<'a> Room<'a> {
             });
         }
         let free_azs: BTreeSet<&str> = eligible.iter().map(|s| s.az_id.as_str()).collect();
+        // An AZ held by a target that cannot serve (`deleting`, `error`) holds no shard and
+        // takes no new target until that one is gone: counting it would keep a place for a
+        // target that is not coming, and the shards the files need would never be added.
+        let serving_azs: BTreeSet<&str> = obs
+            .mount_targets
+            .iter()
+            .filter(|t| t.occupies_az() && t.state.is_active())
+            .map(|t| t.az_id.as_str())
+            .collect();
         Room {
-            az_capacity: used_azs.len() + free_azs.len(),
+            az_capacity: serving_azs.len() + free_azs.len(),
             eligible,
             excluded,
         }

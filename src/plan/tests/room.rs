@@ -122,3 +122,20 @@ fn no_mount_target_yet_uses_the_allowed_subnets() {
     assert_eq!(new.subnet_id, "subnet-a");
     assert_eq!(new.security_groups, SecurityGroups::VpcDefault);
 }
+
+#[test]
+fn an_az_held_by_a_target_that_cannot_serve_is_no_room_and_the_shards_go_on_those_that_do() {
+    for state in [LifeCycle::Deleting, LifeCycle::Error] {
+        let mut o = world(150_000);
+        add_shard(&mut o, "fsmt-c", 'c', 0);
+        o.mount_targets.push(target("fsmt-b", 'b', state.clone()));
+        let p = plan(&o, &policy());
+        // Not free (AWS would refuse a second target there), and no target to come either.
+        assert!(created(&p).is_none(), "{state:?}");
+        assert_eq!((p.az_capacity, p.current), (2, 2), "{state:?}");
+        let added = p.desired_shards - 2;
+        assert_eq!(p.decision, Decision::AddShards { added }, "{state:?}");
+        assert!(added > 0);
+        assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
+    }
+}
