@@ -206,16 +206,30 @@ class Probes(unittest.TestCase):
         func = router(m[0], t)
         seed = int(os.environ.get("NFS_RACE_SEED", "20261201"))
         rng = random.Random(seed)
+        # How long a write and a move take here, which varies with the machine and the code:
+        # the writer's moment is drawn across the whole move and a little after it, so that
+        # both orders happen whatever their speed.
+        _, home_w, away_w = misplaced(func, 1, 2, "warm")
+        started = time.monotonic()
+        write_atomically(through(away_w, m[0], m[1]), b"warm")
+        write_took = time.monotonic() - started
+        self.assertFalse(missing(away_w))
+        started = time.monotonic()
+        relocate(away_w, home_w)
+        move_took = time.monotonic() - started
         at_home = at_source = 0
         for round_ in range(30):
             _, home_f, away_f = misplaced(func, 1, 2, "z%d" % round_)
             with open(away_f, "wb") as f:
                 f.write(b"old")
             self.assertFalse(missing(away_f))
-            delay = rng.random() * 0.008
+            # The write lands about `write_took` after it starts: from the move's start to a
+            # little after its end.
+            delay = rng.random() * (move_took + write_took)
             newest = b"newest %d" % round_
             writer = threading.Timer(delay, write_atomically, (through(away_f, m[0], m[1]), newest))
             writer.start()
+            time.sleep(write_took)
             relocate(away_f, home_f)
             writer.join()
             time.sleep(0)
@@ -227,7 +241,8 @@ class Probes(unittest.TestCase):
             else:
                 self.fail("seed %d round %d: the newest version is lost (home %r, away %r)"
                           % (seed, round_, home, away))
-        print("seed %d: the newest version ended at home %d times, at the source %d" % (seed, at_home, at_source))
+        print("seed %d: the newest version ended at home %d times, at the source %d (a write %.1f ms, "
+              "a move %.1f ms)" % (seed, at_home, at_source, write_took * 1000, move_took * 1000))
         self.assertTrue(at_home > 0 and at_source > 0, (seed, at_home, at_source))
 
 
