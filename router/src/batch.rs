@@ -31,7 +31,6 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::DirEntryExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// How many taken sources a worker's private directory holds before it is listed and emptied:
@@ -64,44 +63,24 @@ pub(crate) fn run<P: AsRef<Path> + Sync>(
     most: usize,
     until: Option<Instant>,
 ) -> Vec<Option<Outcome>> {
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut w = Worker {
+    crate::pool::workers(
+        pairs.len(),
+        order,
+        most,
+        until,
+        || Worker {
             pairs,
             dirs: HashMap::new(),
             spent: Vec::new(),
             done: Vec::new(),
-        };
-        loop {
-            if until.is_some_and(|t| Instant::now() >= t) {
-                break;
-            }
-            let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                break;
-            };
+        },
+        |w, i| {
             if let Some(outcome) = w.take(i) {
                 w.done.push((i, outcome));
             }
-        }
-        w.finish()
-    };
-    let workers = most.clamp(1, order.len().max(1));
-    let done: Vec<(usize, Outcome)> = if workers == 1 {
-        work()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    };
-    let mut out: Vec<Option<Outcome>> = pairs.iter().map(|_| None).collect();
-    for (i, r) in done {
-        out[i] = Some(r);
-    }
-    out
+        },
+        Worker::finish,
+    )
 }
 
 struct Worker<'a, P> {

@@ -16,9 +16,34 @@ pub fn map<T: Sync, R: Send>(
     until: Option<Instant>,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<Option<R>> {
+    workers(
+        items.len(),
+        order,
+        most,
+        until,
+        Vec::new,
+        |done: &mut Vec<(usize, R)>, i| done.push((i, f(&items[i]))),
+        |done| done,
+    )
+}
+
+/// The scheduling under [`map`], for work that keeps state per thread: each of at most `most`
+/// threads makes its state with `start`, hands it each index it takes from `order` (none once
+/// `until` has come) through `step`, and turns it into results with `end`, which may settle
+/// what its steps left pending. The results of `len` items, each at its index; `None` for one
+/// no `end` answered.
+pub fn workers<S, R: Send>(
+    len: usize,
+    order: &[usize],
+    most: usize,
+    until: Option<Instant>,
+    start: impl Fn() -> S + Sync,
+    step: impl Fn(&mut S, usize) + Sync,
+    end: impl Fn(S) -> Vec<(usize, R)> + Sync,
+) -> Vec<Option<R>> {
     let next = AtomicUsize::new(0);
     let work = || {
-        let mut done = Vec::new();
+        let mut state = start();
         loop {
             if until.is_some_and(|t| Instant::now() >= t) {
                 break;
@@ -26,23 +51,23 @@ pub fn map<T: Sync, R: Send>(
             let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 break;
             };
-            done.push((i, f(&items[i])));
+            step(&mut state, i);
         }
-        done
+        end(state)
     };
-    let workers = most.clamp(1, order.len().max(1));
-    let done: Vec<(usize, R)> = if workers == 1 {
+    let threads = most.clamp(1, order.len().max(1));
+    let done: Vec<(usize, R)> = if threads == 1 {
         work()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         })
     };
-    let mut out: Vec<Option<R>> = items.iter().map(|_| None).collect();
+    let mut out: Vec<Option<R>> = (0..len).map(|_| None).collect();
     for (i, r) in done {
         out[i] = Some(r);
     }
