@@ -248,29 +248,13 @@ fn listed_inodes(pd: &Path) -> io::Result<HashMap<OsString, u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, SystemTime};
-
-    fn put(path: &Path, data: &[u8], secs: u64) {
-        fs::write(path, data).unwrap();
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
-        let f = fs::File::options().write(true).open(path).unwrap();
-        f.set_modified(t).unwrap();
-    }
+    use crate::relocation::tests::{names, put};
 
     /// A writer's atomic write: a new file renamed over `path`.
     fn rewrite(path: &Path, data: &[u8], secs: u64) {
         let tmp = path.with_extension("writing");
         put(&tmp, data, secs);
         fs::rename(&tmp, path).unwrap();
-    }
-
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
     }
 
     fn worker<P>(pairs: &[(P, P)]) -> Worker<'_, P> {

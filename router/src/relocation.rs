@@ -679,12 +679,12 @@ fn by_source_directory_in_turn<P: AsRef<Path>>(pairs: &[(P, P)]) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::{Duration, SystemTime};
 
     /// `path` holds `data` and was last modified `secs` seconds after an arbitrary epoch.
-    fn put(path: &Path, data: &[u8], secs: u64) {
+    pub(crate) fn put(path: &Path, data: &[u8], secs: u64) {
         fs::write(path, data).unwrap();
         set_mtime(path, secs);
     }
@@ -704,7 +704,7 @@ mod tests {
     }
 
     /// The names in `dir`, sorted: no private name may be left behind.
-    fn names(dir: &Path) -> Vec<String> {
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
