@@ -227,8 +227,12 @@ impl Views {
             };
             return (views, mount);
         };
-        let mounts: Vec<PathBuf> =
-            std::env::split_paths(&mounts.to_string_lossy().replace(',', ":")).collect();
+        // Comma-separated, as run.sh gives them (router/tests/nfs.rs reads them alike).
+        let mounts: Vec<PathBuf> = mounts
+            .to_string_lossy()
+            .split(',')
+            .map(PathBuf::from)
+            .collect();
         assert!(
             mounts.len() >= 2,
             "EFS_NFS_MOUNTS names {} mount(s): the soak needs one for the function and one or more for the clients",
@@ -1114,8 +1118,12 @@ impl Soak {
             Fault::SlowCreate(k) => proxy.hold_creating(*k),
             Fault::KillAmongMoves(_) => {}
         }
-        let sources = self.misplaced();
-        let privates_before = privates_under(&self.views.truth);
+        // What a kill among moves watches, and what it is counted against: walked only then.
+        let (sources, privates_before) = if matches!(fault, Fault::KillAmongMoves(_)) {
+            (self.misplaced(), privates_under(&self.views.truth))
+        } else {
+            (Vec::new(), BTreeSet::new())
+        };
 
         // The client traffic, on threads of its own.
         let routers: Vec<(usize, Router, i64)> = planned
