@@ -12,6 +12,7 @@
 //! - [`relocation`]: moving a file home: the newest version wins, nothing a writer uses is
 //!   unlinked; `relocate_many`, the function's moves in bulk, sharing their private
 //!   directories (`batch`).
+//! - [`report`]: a client's report of the list it routes by, read by the function.
 //! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
@@ -27,6 +28,7 @@ pub mod names;
 pub mod path;
 pub mod pool;
 pub mod relocation;
+pub mod report;
 pub mod shard;
 
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
