@@ -554,7 +554,8 @@ pub fn find_abandoned(root: &Path, older_than: Duration) -> io::Result<Vec<Aband
     let now = SystemTime::now();
     let mut found = Vec::new();
     walk(root, |entry| {
-        if let Kind::Private(kind) = entry.kind {
+        // The reports' directory is the function's to clean (stale reports and their writes).
+        if let Kind::Private(kind @ (Private::Temporary | Private::Moving)) = entry.kind {
             if let Ok(st) = rustix::fs::statat(entry.dir, entry.name(), AtFlags::SYMLINK_NOFOLLOW) {
                 let changed = UNIX_EPOCH
                     + Duration::new(
@@ -704,6 +705,13 @@ mod tests {
             b"",
         )
         .unwrap();
+        // The reports' directory (a watched tree at the file system's root): never entered.
+        fs::create_dir(root.join(".efs-router-clients")).unwrap();
+        fs::write(
+            root.join(".efs-router-clients/0123456789abcdef.json"),
+            b"{}",
+        )
+        .unwrap();
         // Outside the root, reachable only through links: never entered, never listed.
         fs::create_dir(d.path().join("outside")).unwrap();
         fs::write(d.path().join("outside/secret.json"), b"").unwrap();
@@ -720,6 +728,7 @@ mod tests {
         assert_eq!(
             walked(&root, |_| Flow::Continue),
             owned(&[
+                (".efs-router-clients", "reports"),
                 ("a", "dir"),
                 ("a/.efs-router-0123456789abcdef.moving", "moving"),
                 ("a/.efs-router-0123456789abcdef.tmp", "temporary"),
@@ -742,7 +751,12 @@ mod tests {
         });
         assert_eq!(
             skipped,
-            owned(&[("a", "dir"), ("fifo", "FIFO"), ("top.json", "file")])
+            owned(&[
+                (".efs-router-clients", "reports"),
+                ("a", "dir"),
+                ("fifo", "FIFO"),
+                ("top.json", "file")
+            ])
         );
         let mut n = 0;
         walk(&root, |_| {
@@ -912,6 +926,14 @@ mod tests {
         fs::write(d.path().join("home.json"), b"x").unwrap();
         fs::hard_link(d.path().join("home.json"), &moving_linked).unwrap();
         fs::write(&moving_alone, b"a version").unwrap();
+        // The reports' directory and what is in it are not the walk's.
+        fs::create_dir(d.path().join(".efs-router-clients")).unwrap();
+        fs::write(
+            d.path()
+                .join(".efs-router-clients/.efs-router-3333333333333333.tmp"),
+            b"{",
+        )
+        .unwrap();
         std::thread::sleep(Duration::from_millis(50));
         let mut found = find_abandoned(d.path(), Duration::from_millis(20)).unwrap();
         found.sort_by(|a, b| a.path.cmp(&b.path));

@@ -6,9 +6,14 @@
 //!   the instant between taking it away from writers and removing or placing it
 //!   ([`crate::relocate`]).
 //!
-//! Exactly that shape: the prefix, 16 lowercase hexadecimal digits, the suffix. Such names are
-//! never counted, moved or routed: [`crate::dir`] reports them apart, and a logical path with
-//! such a component is refused (`reserved-name`). The Python client uses the same rule.
+//! - `.efs-router-clients`: the directory of the clients' reports ([`crate::report::DIR`]), at
+//!   the file system's root.
+//!
+//! Exactly those shapes: the prefix, 16 lowercase hexadecimal digits, the suffix; or the
+//! reports' directory's name. Such names are never counted, moved or routed: [`crate::dir`]
+//! reports them apart (a walk never enters them, so a watched tree at the file system's root,
+//! an empty `WATCH_DIR`, never counts or moves the reports), and a logical path with such a
+//! component is refused (`reserved-name`). The Python client uses the same rule.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -25,6 +30,8 @@ pub enum Private {
     Temporary,
     /// `.efs-router-<16 hex>.moving`: a move in progress (or cut short).
     Moving,
+    /// `.efs-router-clients`: the clients' reports ([`crate::report::DIR`]); one fixed name.
+    Reports,
 }
 
 impl Private {
@@ -32,6 +39,7 @@ impl Private {
         match self {
             Private::Temporary => ".tmp",
             Private::Moving => ".moving",
+            Private::Reports => "",
         }
     }
 
@@ -40,12 +48,16 @@ impl Private {
         match self {
             Private::Temporary => "temporary",
             Private::Moving => "moving",
+            Private::Reports => "reports",
         }
     }
 }
 
 /// Whether `name` (one path component) is one of the router's own names, and which.
 pub fn private_kind(name: &[u8]) -> Option<Private> {
+    if name == crate::report::DIR.as_bytes() {
+        return Some(Private::Reports);
+    }
     let rest = name.strip_prefix(PREFIX)?;
     if rest.len() <= HEX_DIGITS
         || !rest[..HEX_DIGITS]
@@ -63,7 +75,19 @@ pub fn private_kind(name: &[u8]) -> Option<Private> {
 
 /// A fresh name of `kind`: random (many tasks share the file system, and every container's
 /// process may be pid 1) and of fixed length whatever the final name's length.
+///
+/// # Panics
+/// For [`Private::Reports`], which has one fixed name.
 pub fn new_private_name(kind: Private) -> String {
+    assert!(
+        kind != Private::Reports,
+        "the reports' directory has one fixed name"
+    );
+    format!(".efs-router-{}{}", random_hex16(), kind.suffix())
+}
+
+/// 16 random lowercase hexadecimal digits (a private name's, a client id).
+pub(crate) fn random_hex16() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     // RandomState is seeded from the OS; hashing a counter, the pid and the clock with it
     // gives an unpredictable name without a random-number crate.
@@ -76,7 +100,7 @@ pub fn new_private_name(kind: Private) -> String {
             .map(|d| d.as_nanos())
             .unwrap_or(0),
     );
-    format!(".efs-router-{:016x}{}", h.finish(), kind.suffix())
+    format!("{:016x}", h.finish())
 }
 
 #[cfg(test)]
@@ -96,6 +120,9 @@ mod tests {
             ("x.efs-router-0123456789abcdef.tmp", None),
             (".efs-router-0123456789abcdeg.moving", None),
             ("device-1.json", None),
+            (".efs-router-clients", Some(Private::Reports)),
+            (".efs-router-clients.json", None),
+            (".efs-router-Clients", None),
         ] {
             assert_eq!(private_kind(name.as_bytes()), want, "{name}");
         }

@@ -14,8 +14,9 @@
 //! - a path that normalises to nothing (``, `/`, `.`, `a/..`) names the root, not a file, and
 //!   is refused ([`PathError::Empty`]);
 //! - a path with a component, once normalised, that is one of the router's own names
-//!   (`.efs-router-<16 hex>.tmp` or `.moving`, [`crate::names`]) is refused
-//!   ([`PathError::Reserved`]): those are writes and moves in progress, never files.
+//!   (`.efs-router-<16 hex>.tmp` or `.moving`, or the reports' directory `.efs-router-clients`,
+//!   [`crate::names`]) is refused ([`PathError::Reserved`]): those are writes and moves in
+//!   progress and the clients' reports, never files.
 //!
 //! The result is the components joined by single `/`, with no leading or trailing `/`.
 //! Normalisation is lexical, like Python's `posixpath.normpath`: it does not follow symlinks.
@@ -34,7 +35,7 @@ pub enum PathError {
     EmptyComponent { path: String },
     #[error("path {path:?} leaves its root through '..'")]
     EscapesRoot { path: String },
-    #[error("path {path:?} has the component {name:?}, a name the router keeps for its own temporary files (.efs-router-<16 hex digits>.tmp or .moving)")]
+    #[error("path {path:?} has the component {name:?}, a name the router keeps for itself (.efs-router-<16 hex digits>.tmp or .moving, or .efs-router-clients)")]
     Reserved { path: String, name: String },
 }
 
@@ -217,6 +218,16 @@ mod tests {
             "data/.efs-router-0123456789ABCDEF.tmp"
         );
         assert_eq!(ok("data/.efs-router-0123456789abcdef.tmp/.."), "data");
+        // The reports' directory, anywhere in a path.
+        assert_eq!(
+            err(".efs-router-clients/0123456789abcdef.json"),
+            "reserved-name"
+        );
+        assert_eq!(err("data/.efs-router-clients"), "reserved-name");
+        assert_eq!(
+            ok("data/.efs-router-clients.json"),
+            "data/.efs-router-clients.json"
+        );
     }
 
     #[test]

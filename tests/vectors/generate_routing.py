@@ -122,6 +122,7 @@ PATHS = [
     ("data/.efs-router-0123456789abcdef.tmpx", "data/.efs-router-0123456789abcdef.tmpx"),
     ("x.efs-router-0123456789abcdef.moving", "x.efs-router-0123456789abcdef.moving"),
     ("data/.efs-router-0123456789abcdef.tmp/..", "data"),
+    ("data/.efs-router-clients.json", "data/.efs-router-clients.json"),
 ]
 
 # Normalisation cases beyond PATHS: refused paths, with the rule that refuses them.
@@ -135,6 +136,9 @@ REFUSED = [
     ("data/analysis/.efs-router-0123456789abcdef.tmp", "reserved-name"),
     ("data/.efs-router-ffffffffffffffff.moving/x.json", "reserved-name"),
     ("/./data/x/../.efs-router-0000000000000000.moving", "reserved-name"),
+    # The clients' reports' directory, anywhere in a path.
+    (".efs-router-clients/0123456789abcdef.json", "reserved-name"),
+    ("data/.efs-router-clients", "reserved-name"),
 ]
 
 

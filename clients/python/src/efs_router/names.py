@@ -9,16 +9,22 @@ _PRIVATE_PREFIX = ".efs-router-"
 _PRIVATE_SUFFIXES = {".tmp": "temporary", ".moving": "moving"}
 _HEX = frozenset("0123456789abcdef")
 
+REPORTS_DIR = ".efs-router-clients"
+"""The directory of the clients' reports, at the file system's root (router/src/report.rs ``DIR``)."""
+
 
 def is_private_name(name: Union[str, bytes]) -> bool:
     """Whether ``name`` (one path component) is one of the router's own names: ``.efs-router-`` then 16
-    lowercase hexadecimal digits then ``.tmp`` (a write in progress) or ``.moving`` (a move in progress).
-    Such names are never counted, moved or routed."""
+    lowercase hexadecimal digits then ``.tmp`` (a write in progress) or ``.moving`` (a move in progress), or
+    ``.efs-router-clients`` (the clients' reports, ``REPORTS_DIR``). Such names are never counted, moved or
+    routed."""
     if isinstance(name, bytes):
         try:
             name = name.decode("ascii")
         except UnicodeDecodeError:
             return False
+    if name == REPORTS_DIR:
+        return True
     if not name.startswith(_PRIVATE_PREFIX):
         return False
     rest = name[len(_PRIVATE_PREFIX):]
@@ -28,3 +34,8 @@ def is_private_name(name: Union[str, bytes]) -> bool:
 def _private_name(suffix: str) -> str:
     # Random: many tasks share the file system, and each container's process may be pid 1.
     return _PRIVATE_PREFIX + secrets.token_hex(8) + suffix
+
+
+def _client_id() -> str:
+    """A report's client id: 16 random lowercase hexadecimal digits."""
+    return secrets.token_hex(8)

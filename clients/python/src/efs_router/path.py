@@ -45,8 +45,9 @@ def normalise(path: str) -> str:
         raise PathError("empty", path, "names no file (it is empty or normalises to the shard root)")
     for part in out:
         if is_private_name(part):
-            raise PathError("reserved-name", path, "has the component %r, a name the router keeps for its own "
-                                                   "temporary files (.efs-router-<16 hex digits>.tmp or .moving)"
+            raise PathError("reserved-name", path, "has the component %r, a name the router keeps for itself "
+                                                   "(.efs-router-<16 hex digits>.tmp or .moving, or "
+                                                   ".efs-router-clients)"
                             % part)
     return "/".join(out)
 
