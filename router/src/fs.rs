@@ -41,6 +41,9 @@ pub enum Error {
     /// A list built in code that breaks a rule (a parsed one has been checked already).
     #[error(transparent)]
     List(#[from] ListError),
+    /// This router's report ([`crate::reporter`]): none can be written, or it has lapsed.
+    #[error(transparent)]
+    Report(#[from] crate::reporter::ReportFault),
     /// Joined to the root `/`, the path would land in the directory of the shard rooted at
     /// `root` and alias its files (`shards/use1-az4/x` under `/` is `x` of `/shards/use1-az4`).
     #[error("path {path:?} lies inside the directory of shard root {root}; it would alias that shard's files")]
@@ -139,6 +142,8 @@ pub struct Router {
     layout: Layout,
     /// Paths, relative to some shard's root, that are another shard's directory.
     reserved: Vec<(String, String)>,
+    /// Its report, when it reports ([`Router::reporting`]).
+    pub(crate) reporter: Option<crate::reporter::Reporter>,
 }
 
 impl Router {
@@ -161,6 +166,7 @@ impl Router {
             shards,
             layout,
             reserved,
+            reporter: None,
         })
     }
 
@@ -268,6 +274,7 @@ impl Router {
     /// the real path. A stale copy in another shard is left alone; reads prefer home.
     pub fn write(&self, path: &str, data: &[u8]) -> Result<PathBuf, Error> {
         let home = self.resolve(path)?;
+        self.lease()?;
         let dir = home
             .real
             .parent()
@@ -369,6 +376,12 @@ impl Router {
 
     /// Moves `home.logical` from shard `from` to its home; `stamp` is the copy that was read.
     fn move_home(&self, from: usize, home: &Resolved, stamp: Stamp) -> Result<Move, Error> {
+        if let Err(lapsed) = self.lease() {
+            return Ok(Move::Done(Place::LeftElsewhere {
+                index: from,
+                reason: lapsed.to_string(),
+            }));
+        }
         let Some((src, dst)) =
             self.layout
                 .move_paths(self.shards(), from, home.index, &home.logical)

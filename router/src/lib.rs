@@ -13,6 +13,8 @@
 //!   unlinked; `relocate_many`, the function's moves in bulk, sharing their private
 //!   directories (`batch`).
 //! - [`report`]: a client's report of the list it routes by, read by the function.
+//! - [`reporter`]: writing this router's report ([`Router::reporting`]), and its lease;
+//!   [`metadata`]: the ECS task it runs in.
 //! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //!
@@ -24,11 +26,13 @@ pub mod dir;
 pub mod fs;
 pub mod layout;
 pub mod list;
+pub mod metadata;
 pub mod names;
 pub mod path;
 pub mod pool;
 pub mod relocation;
 pub mod report;
+pub mod reporter;
 pub mod shard;
 
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
@@ -36,4 +40,5 @@ pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};
 pub use path::{LogicalPath, PathError};
 pub use relocation::{relocate, NotARegularFile, Relocation};
+pub use reporter::{ReportFault, Reporting};
 pub use shard::{modulo_sha256, rendezvous_score, shard_index, RouteError};
