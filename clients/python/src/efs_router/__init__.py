@@ -45,7 +45,7 @@ refresh are covered by the forced deployment, as before.
 """
 
 # One module per module of the Rust library (router/src/): errors, list, names, path, shard, layout, cache,
-# relocation, fs, and ssm (boto3). This file only gathers their public names.
+# relocation, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only gathers their public names.
 from .cache import revalidate_dir
 from .errors import (
     InsideAnotherShard,
@@ -67,13 +67,14 @@ from .list import root_is_valid as root_is_valid
 from .names import is_private_name
 from .path import normalise
 from .relocation import DROPPED_OLDER, MOVED, REPLACED_OLDER, SOURCE_GONE, relocate
+from .report import ReportError, ReportFault
 from .shard import TargetLike as TargetLike
 from .shard import modulo_sha256, rendezvous_score, shard_index
 
 __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
-    "NotARegularFile",
+    "NotARegularFile", "ReportError", "ReportFault",
     "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",

@@ -17,6 +17,7 @@ from .list import MountTargetList, Target
 from .names import _private_name
 from .path import _at_or_under, normalise
 from .relocation import MOVED, REPLACED_OLDER, SOURCE_GONE, _parent, _regular, _relocate
+from .report import EVERY_SECS, Reporter, ReportFault, Source, SsmSource, reporting
 from .shard import _index_of
 from .ssm import _ssm_client
 
@@ -229,7 +230,7 @@ class Router:
 
     def __init__(self, mount_list: MountTargetList, layout: Layout, *,
                  reload: Optional[Callable[[], MountTargetList]] = None, refresh_seconds: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, reporter: Optional[Reporter] = None):
         if refresh_seconds is not None:
             if not (isinstance(refresh_seconds, (int, float)) and math.isfinite(refresh_seconds)
                     and refresh_seconds >= 0):
@@ -245,27 +246,68 @@ class Router:
         self._clock = clock
         self._lock = threading.Lock()
         self._last_read = clock() if refresh_seconds is not None else 0.0
+        self._reporter = reporter  # its report (report.py); None: it reports nothing
 
     @classmethod
     def from_ssm(cls, name: str, layout: Layout, refresh_seconds: Optional[float] = None, client: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> "Router":
+                 clock: Callable[[], float] = time.monotonic, *, report: bool = True, label: Optional[str] = None,
+                 report_root: Optional[str] = None, report_clock: Callable[[], float] = time.time,
+                 report_every: float = EVERY_SECS, metadata_uri: Optional[str] = None) -> "Router":
         """A router on the list published as the SSM parameter ``name`` (read now; an error here
         is raised). With ``refresh_seconds`` it re-reads the parameter with the same client when
         that many seconds have passed (see the module's documentation). ``client``: a boto3 SSM
-        client; None makes ``boto3.client("ssm")`` (the ``ssm`` extra)."""
-        if client is None:
-            client = _ssm_client()
-        ssm = client
+        client; None makes ``boto3.client("ssm")`` (the ``ssm`` extra).
 
-        def reload() -> MountTargetList:
-            return MountTargetList.from_ssm(name, ssm)
-
+        It reports the list it routes by (``report``, README "Reports"): ``label`` (the host's name when None),
+        ``report_root`` (where the file system's root is mounted, when the layout has no shard rooted at ``/``),
+        ``metadata_uri`` (the ECS task metadata endpoint; None reads ``ECS_CONTAINER_METADATA_URI_V4``);
+        ``report_clock`` and ``report_every`` are for tests and simulations."""
+        source = SsmSource(name, client if client is not None else _ssm_client())
         began = clock()
-        router = cls(reload(), layout, reload=reload if refresh_seconds is not None else None,
+        router = cls(source(), layout, reload=source if refresh_seconds is not None else None,
                      refresh_seconds=refresh_seconds, clock=clock)
         router._source = "SSM parameter %s" % name
         router._last_read = began
+        if report:
+            assert source.read is not None
+            router._reporter = reporting(router, source.read[1], label=label, report_root_dir=report_root,
+                                         metadata_uri=metadata_uri, clock=report_clock, every=report_every,
+                                         ssm=source)
         return router
+
+    @classmethod
+    def reporting(cls, text: str, layout: Layout, *, parameter_version: Optional[int] = None,
+                  label: Optional[str] = None, report_root: Optional[str] = None,
+                  report_clock: Callable[[], float] = time.time, report_every: float = EVERY_SECS,
+                  metadata_uri: Optional[str] = None) -> "Router":
+        """A router on the list published as ``text`` (exactly: the report carries its SHA-256) that reports it, as
+        Rust's ``Router::reporting``; the options as ``from_ssm``'s. A new list is a new router."""
+        router = cls(MountTargetList.from_json(text), layout)
+        router._reporter = reporting(router, Source(text, parameter_version), label=label,
+                                     report_root_dir=report_root, metadata_uri=metadata_uri, clock=report_clock,
+                                     every=report_every)
+        return router
+
+    @property
+    def client_id(self) -> Optional[str]:
+        """This router's client id, when it reports."""
+        return self._reporter.client if self._reporter is not None else None
+
+    @property
+    def report_file(self) -> Optional[str]:
+        """Where this router's report is, when it reports."""
+        return self._reporter.file if self._reporter is not None else None
+
+    def close(self) -> None:
+        """Stops reporting and removes the report (also done when the router is collected, and at exit)."""
+        if self._reporter is not None:
+            self._reporter.close()
+
+    def lease(self) -> None:
+        """Before a write or a move: a report younger than ``LEASE_SECS``, or one written now; else
+        ``ReportFault("report-lapsed")``. A router that does not report holds no lease."""
+        if self._reporter is not None:
+            self._reporter.lease()
 
     @property
     def list(self) -> MountTargetList:
@@ -306,6 +348,8 @@ class Router:
             except Exception as e:  # never fails the operation: the old list still routes
                 logger.warning("efs_router: re-reading %s failed, still routing by the list read before "
                                "(next attempt in %ss): %s: %s", self._source, period, type(e).__name__, e)
+                if self._reporter is not None:
+                    self._reporter.refreshed(None)
                 # Set only now: until the attempt is over, other threads see it due and wait.
                 self._last_read = began
                 return
@@ -314,6 +358,8 @@ class Router:
                             len(snapshot.list.mount_targets), len(snapshot.shards), snapshot.list.strategy)
             self._snapshot = snapshot
             self._last_read = began
+            if self._reporter is not None:
+                self._reporter.refreshed(snapshot.list)
 
     def resolve(self, path: str) -> Resolved:
         return self._resolve(self._current(), path)
@@ -369,6 +415,7 @@ class Router:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
         Creates missing directories; returns the real path."""
         home = self.resolve(path)
+        self.lease()
         directory = os.path.dirname(home.real)
         # The directory is made only when the create finds it missing: over NFS making it first would
         # cost a round trip on every write.
@@ -438,6 +485,10 @@ class Router:
     def _move_home(self, s: _Snapshot, src_index: int, home: Resolved, known: os.stat_result) -> Optional[Place]:
         """Moves the file from shard ``src_index`` home by ``relocate`` (``known``: the copy that was read).
         None when home has a file as new or newer and the copy was dropped."""
+        try:
+            self.lease()
+        except ReportFault as e:
+            return Place("left-elsewhere", src_index, str(e))
         paths = self.layout.move_paths(s.targets, src_index, home.index, home.logical)
         if paths is None:
             return Place("left-elsewhere", src_index, "no mount on this host sees both shards")

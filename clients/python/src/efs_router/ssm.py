@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Tuple
 
 from .errors import ListError
 
@@ -20,9 +20,16 @@ def _ssm_client() -> Any:
 def _read_parameter(name: str, client: Any) -> str:
     """The value of the SSM parameter ``name``, for ``MountTargetList.from_ssm``: ``client`` is a boto3 SSM client,
     None makes one."""
+    return _read_parameter_version(name, client)[0]
+
+
+def _read_parameter_version(name: str, client: Any) -> Tuple[str, Optional[int]]:
+    """The value of the SSM parameter ``name`` and its version (for the report; None if the answer has none)."""
     if client is None:
         client = _ssm_client()
-    value = client.get_parameter(Name=name)["Parameter"]["Value"]
+    parameter = client.get_parameter(Name=name)["Parameter"]
+    value = parameter["Value"]
     if not isinstance(value, str):
         raise ListError("not-a-list", "not a mount target list: SSM parameter %s has no string value" % name)
-    return value
+    version = parameter.get("Version")
+    return value, version if type(version) is int else None
