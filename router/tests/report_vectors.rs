@@ -36,6 +36,21 @@ fn bytes_of(case: &Value) -> Vec<u8> {
 }
 
 #[test]
+fn report_vectors_are_the_generators_output() {
+    let dir = crate_dir().join("../tests/vectors");
+    let out = std::process::Command::new("python3")
+        .arg(dir.join("generate_reports.py"))
+        .output()
+        .expect("python3, to run tests/vectors/generate_reports.py");
+    assert!(out.status.success(), "{out:?}");
+    let file = std::fs::read(dir.join("reports.json")).unwrap();
+    assert!(
+        out.stdout == file,
+        "tests/vectors/reports.json differs from what generate_reports.py writes: regenerate it"
+    );
+}
+
+#[test]
 fn list_digests_are_of_the_exact_text() {
     let v = vectors();
     let lists = v["lists"].as_array().unwrap();

@@ -6,6 +6,8 @@ import gc
 import http.server
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -284,6 +286,12 @@ class Vectors(unittest.TestCase):
     def setUpClass(cls) -> None:
         with open(REPORT_VECTORS, encoding="utf-8") as f:
             cls.v = json.load(f)
+
+    def test_the_vectors_are_the_generators_output(self) -> None:
+        generator = os.path.join(os.path.dirname(REPORT_VECTORS), "generate_reports.py")
+        out = subprocess.run([sys.executable, generator], check=True, stdout=subprocess.PIPE).stdout
+        with open(REPORT_VECTORS, "rb") as f:
+            self.assertTrue(out == f.read(), "reports.json differs from what generate_reports.py writes: regenerate it")
 
     def test_list_digests_are_of_the_exact_text(self) -> None:
         self.assertGreaterEqual(len(self.v["lists"]), 4)
