@@ -102,6 +102,16 @@ class Writes(Base):
         gc.collect()
         eventually("the report removed", lambda: not os.path.exists(path))
 
+    def test_a_process_that_exits_removes_its_report(self) -> None:
+        program = ("import os, sys, efs_router\n"
+                   "r = efs_router.Router.reporting(sys.argv[1], efs_router.Layout.single_mount(sys.argv[2]))\n"
+                   "print(os.path.exists(r.report_file), r.report_file)\n")
+        out = subprocess.run([sys.executable, "-c", program, ORIGINAL, self.root], check=True,
+                             stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        existed, path = out.stdout.decode().split()
+        self.assertEqual((existed, os.path.dirname(path)), ("True", os.path.join(self.root, rp.DIR)))
+        self.assertFalse(os.path.exists(path))
+
     def test_each_router_is_its_own_client_and_a_plain_one_reports_nothing(self) -> None:
         a = Router.reporting(ORIGINAL, Layout.single_mount(self.root))
         b = Router.reporting(ORIGINAL, Layout.single_mount(self.root))
