@@ -133,9 +133,14 @@ impl Shared {
         self.root.join(DIR).join(format!("{}.json", self.client))
     }
 
-    /// Writes the report now; the lock is held throughout, so writes never cross.
+    /// Writes the report now.
     fn write(&self) -> io::Result<()> {
         let mut report = self.report.lock().unwrap_or_else(PoisonError::into_inner);
+        self.write_locked(&mut report)
+    }
+
+    /// Writes `report` (the lock held throughout, so writes never cross).
+    fn write_locked(&self, report: &mut Report) -> io::Result<()> {
         let now = (self.clock)();
         report.written_at = now;
         write_atomically(
@@ -147,15 +152,26 @@ impl Shared {
         Ok(())
     }
 
-    fn lease(&self) -> Result<(), ReportFault> {
+    /// Whether the last successful report is younger than [`LEASE_SECS`].
+    fn fresh(&self) -> bool {
         let last = self.last_ok.load(Ordering::Acquire);
-        if last != 0 && (self.clock)().saturating_sub(last) < LEASE_SECS {
+        last != 0 && (self.clock)().saturating_sub(last) < LEASE_SECS
+    }
+
+    fn lease(&self) -> Result<(), ReportFault> {
+        if self.fresh() {
             return Ok(());
         }
-        self.write().map_err(|source| ReportFault::Lapsed {
-            last_ok: Some(self.last_ok.load(Ordering::Acquire)).filter(|&t| t != 0),
-            source,
-        })
+        let mut report = self.report.lock().unwrap_or_else(PoisonError::into_inner);
+        // Threads that found it stale together write it once.
+        if self.fresh() {
+            return Ok(());
+        }
+        self.write_locked(&mut report)
+            .map_err(|source| ReportFault::Lapsed {
+                last_ok: Some(self.last_ok.load(Ordering::Acquire)).filter(|&t| t != 0),
+                source,
+            })
     }
 }
 

@@ -434,19 +434,27 @@ class Reporter:
     def write(self) -> None:
         """Writes the report now (one write at a time)."""
         with self._lock:
-            now = int(self._clock())
-            self.report["written_at"] = now
-            _write_atomically(self.root, self.client + ".json", to_json(self.report).encode("utf-8"))
-            self._last_ok = now
+            self._write_locked()
+
+    def _write_locked(self) -> None:
+        now = int(self._clock())
+        self.report["written_at"] = now
+        _write_atomically(self.root, self.client + ".json", to_json(self.report).encode("utf-8"))
+        self._last_ok = now
+
+    def _fresh(self) -> bool:
+        last = self._last_ok
+        return last is not None and int(self._clock()) - last < LEASE_SECS
 
     def lease(self) -> None:
         """Before a write or a move: a report younger than ``LEASE_SECS``, or one written now; else
         ``ReportFault("report-lapsed")``."""
-        last = self._last_ok
-        if last is not None and int(self._clock()) - last < LEASE_SECS:
+        if self._fresh():
             return
         try:
-            self.write()
+            with self._lock:
+                if not self._fresh():  # threads that found it stale together write it once
+                    self._write_locked()
         except OSError as e:
             raise ReportFault("report-lapsed", "report-lapsed: this router's report was last written at %s, %d s or "
                               "more ago, and writing it now failed; the function may count this client as gone, so "
