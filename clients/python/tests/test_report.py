@@ -14,6 +14,7 @@ import time
 import unittest
 from typing import Any, Callable, ClassVar, Dict, List, Optional
 
+import efs_router
 import helpers
 from efs_router import Layout, ReportError, ReportFault, Router
 from efs_router import report as rp
@@ -91,6 +92,9 @@ class Writes(Base):
         self.assertEqual(os.stat(os.path.join(self.root, rp.DIR)).st_mode & 0o777, 0o777)  # whatever the umask
         router.close()
         self.assertEqual(os.listdir(os.path.join(self.root, rp.DIR)), [])
+        with self.assertRaises(ReportFault) as cm:  # a closed router writes nothing more
+            router.write("data/a.json", b"a")
+        self.assertEqual(cm.exception.kind, "report-lapsed")
 
     def test_a_collected_router_removes_its_report(self) -> None:
         router = Router.reporting(ORIGINAL, Layout.single_mount(self.root))
@@ -101,6 +105,14 @@ class Writes(Base):
         del router
         gc.collect()
         eventually("the report removed", lambda: not os.path.exists(path))
+
+    def test_the_reports_directory_is_a_private_name(self) -> None:
+        self.assertTrue(efs_router.is_private_name(rp.DIR))
+        self.assertTrue(efs_router.is_private_name(rp.DIR.encode()))
+        self.assertFalse(efs_router.is_private_name(rp.DIR + ".json"))
+        with self.assertRaises(efs_router.PathError) as cm:
+            efs_router.normalise("data/%s/x.json" % rp.DIR)
+        self.assertEqual(cm.exception.kind, "reserved-name")
 
     def test_a_process_that_exits_removes_its_report(self) -> None:
         program = ("import os, sys, efs_router\n"

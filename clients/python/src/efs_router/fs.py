@@ -299,7 +299,8 @@ class Router:
         return self._reporter.file if self._reporter is not None else None
 
     def close(self) -> None:
-        """Stops reporting and removes the report (also done when the router is collected, and at exit)."""
+        """Stops reporting and removes the report (also done when the router is collected, and at exit); a reporting
+        router then writes and moves nothing more (``report-lapsed``)."""
         if self._reporter is not None:
             self._reporter.close()
 

@@ -17,6 +17,7 @@ the shared file system so that the function waits for it before it moves files o
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import json
@@ -294,19 +295,21 @@ def _write_atomically(root: str, name: str, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def _remove(root: str, name: str, stop: threading.Event) -> None:
-    """The end of a reporter (collected, closed, or at exit): the thread stops and the report goes."""
-    stop.set()
-    try:
-        dir_fd = _open_reports_dir(root, False)
-    except OSError:
-        return
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+def _remove(root: str, name: str, stop: threading.Event, lock: threading.Lock) -> None:
+    """The end of a reporter (collected, closed, or at exit): the thread stops and the report goes. Under the
+    reporter's lock, so that a write in flight ends first and none follows."""
+    with lock:
+        stop.set()
+        try:
+            dir_fd = _open_reports_dir(root, False)
+        except OSError:
+            return
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            pass
+        finally:
+            os.close(dir_fd)
 
 
 def task_arn(uri: str, timeout: float = 2.0) -> Optional[str]:
@@ -416,9 +419,9 @@ class Reporter:
             "refresh_failed_at": None, "written_at": now, "every": int(every),
             "task": task_arn(uri) if uri else None, "label": _cut(label, _MAX_LABEL) if label is not None else None,
         }
-        stop = threading.Event()
+        stop = self._stop = threading.Event()
         # Collected, or at the interpreter's exit: the thread stops and the report is removed.
-        self._finalizer = weakref.finalize(self, _remove, root, self.client + ".json", stop)
+        self._finalizer = weakref.finalize(self, _remove, root, self.client + ".json", stop, self._lock)
         try:
             self.write()
         except OSError:
@@ -437,6 +440,8 @@ class Reporter:
             self._write_locked()
 
     def _write_locked(self) -> None:
+        if self._stop.is_set():
+            raise OSError(errno.ESHUTDOWN, "the router was closed: it reports no more")
         now = int(self._clock())
         self.report["written_at"] = now
         _write_atomically(self.root, self.client + ".json", to_json(self.report).encode("utf-8"))
@@ -444,7 +449,7 @@ class Reporter:
 
     def _fresh(self) -> bool:
         last = self._last_ok
-        return last is not None and int(self._clock()) - last < LEASE_SECS
+        return not self._stop.is_set() and last is not None and int(self._clock()) - last < LEASE_SECS
 
     def lease(self) -> None:
         """Before a write or a move: a report younger than ``LEASE_SECS``, or one written now; else
@@ -486,7 +491,7 @@ class Reporter:
                 pass  # the lease
 
     def close(self) -> None:
-        """Stops reporting and removes the report."""
+        """Stops reporting and removes the report; the router writes and moves nothing more (``report-lapsed``)."""
         self._finalizer()
 
 
