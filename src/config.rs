@@ -22,6 +22,7 @@ pub const ENV_VARS: &[&str] = &[
     "API_CALL_TIMEOUT_SECONDS",
     "CLIENT_REFRESH_SECONDS",
     "MOVE_CONCURRENCY",
+    "ECS_CLIENT_FAMILIES",
 ];
 
 use crate::error::ConfigError;
@@ -67,6 +68,10 @@ pub struct Config {
     /// Files moved at a time by a drain or a rebalance (Linux serializes changes in one
     /// directory, so over NFS a mover gains by working on several at once).
     pub move_concurrency: usize,
+    /// Task definition families whose tasks read the list although no named service runs
+    /// them (RunTask, scheduled tasks): one started before a publish holds moves until ECS
+    /// has stopped it. Empty: none is looked at.
+    pub client_families: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +150,7 @@ impl Config {
             move_concurrency: env
                 .at_most("MOVE_CONCURRENCY", 256, "256")?
                 .map_or(16, |n| n as usize),
+            client_families: env.list("ECS_CLIENT_FAMILIES")?.unwrap_or_default(),
         })
     }
 
@@ -362,6 +368,17 @@ mod tests {
         assert_eq!(c.api_timeouts, ApiTimeouts::default());
         assert_eq!(c.client_refresh, Duration::ZERO);
         assert_eq!(c.move_concurrency, 16);
+        assert!(c.client_families.is_empty());
+    }
+
+    #[test]
+    fn client_families_are_a_list() {
+        let c = config(&[("ECS_CLIENT_FAMILIES", "batch, report")]).unwrap();
+        assert_eq!(c.client_families, vec!["batch", "report"]);
+        assert_eq!(
+            failing_var(&[("ECS_CLIENT_FAMILIES", "batch,,report")]),
+            "ECS_CLIENT_FAMILIES"
+        );
     }
 
     #[test]

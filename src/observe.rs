@@ -20,7 +20,7 @@ const COUNTING_THREADS: usize = 64;
 /// What was observed, and how long counting the files took: AWS and the state first, then
 /// the files of every root a shard may have, all shards at once.
 pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
-    let (file_system, mount_targets, parameter, stored_state, deployments) = tokio::try_join!(
+    let (file_system, mount_targets, parameter, stored_state, deployments, tasks) = tokio::try_join!(
         clients.efs.file_system(&config.file_system_id),
         clients.efs.mount_targets(&config.file_system_id),
         clients.ssm.read(&config.parameter_name),
@@ -28,6 +28,9 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         clients
             .ecs
             .primary_deployments(&config.cluster, &config.services),
+        clients
+            .ecs
+            .live_tasks(&config.cluster, &config.services, &config.client_families),
     )?;
     if file_system.state != LifeCycle::Available {
         return Err(Error::FileSystemNotAvailable {
@@ -77,6 +80,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             subnets,
             parameter,
             deployments,
+            tasks,
             files: counted.files,
             unreadable: counted.unreadable,
             tree_has_files: counted.tree_has_files,

@@ -147,6 +147,29 @@ pub struct Deployment {
     pub others_running: i64,
 }
 
+/// A task ECS shows in the cluster (ListTasks, DescribeTasks) and has not stopped yet, whatever
+/// a deployment counts: a service's task being replaced, or one started by RunTask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EcsTask {
+    pub arn: String,
+    /// `service:<name>` for a service's task; RunTask's group otherwise (`family:<family>`
+    /// unless its caller named one).
+    pub group: String,
+    /// `RUNNING`, `DEACTIVATING`, `STOPPING`, `DEPROVISIONING`…, never `STOPPED`.
+    pub last_status: String,
+    pub desired_status: String,
+    /// When ECS created it: before its containers start and read the list.
+    pub created_at: Option<When>,
+    pub started_at: Option<When>,
+}
+
+impl EcsTask {
+    /// The task's id: the last part of its ARN.
+    pub fn id(&self) -> &str {
+        self.arn.rsplit('/').next().unwrap_or(&self.arn)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
     pub file_system: FileSystem,
@@ -158,6 +181,8 @@ pub struct Observed {
     /// `None` when the parameter does not exist.
     pub parameter: Option<Parameter>,
     pub deployments: Vec<Deployment>,
+    /// Tasks of the services (and of `ECS_CLIENT_FAMILIES`) that ECS has not stopped yet.
+    pub tasks: Vec<EcsTask>,
     /// Files per shard root; a root whose watch directory does not exist is absent.
     pub files: BTreeMap<String, u64>,
     /// Shard roots whose directory could not be read, and why: skipped, not failed.

@@ -9,7 +9,7 @@ use crate::homing;
 use crate::metrics;
 use crate::observe::observe;
 use crate::observed::Observed;
-use crate::plan::{plan, Decision, MovesWait, Plan, Policy, Step, StepKind, Warning};
+use crate::plan::{plan, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -252,6 +252,18 @@ fn emit_metrics(
     }
 }
 
+/// The ECS tasks a run waited for: a drain's (its decision), or a rebalance's (what holds its
+/// moves).
+fn tasks_waited_for(action: Action, end: &Plan) -> Vec<OldTask> {
+    match (&end.decision, &end.moves_wait) {
+        (Decision::WaitForTasks { tasks, .. }, _) => tasks.clone(),
+        (_, Some(MovesWait::Tasks(tasks))) if matches!(action, Action::Rebalance { .. }) => {
+            tasks.clone()
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn respond(
     config: &Config,
     action: Action,
@@ -261,6 +273,7 @@ fn respond(
 ) -> Response {
     let warnings: Vec<&Warning> = applied.warnings.iter().chain(&end.warnings).collect();
     let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
+    let tasks = tasks_waited_for(action, end);
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.
         ip: t.ip.clone().or_else(|| {
@@ -298,8 +311,10 @@ fn respond(
                     }
                 }
             }
+            w.extend(tasks.iter().map(|t| t.id.clone()));
             w
         },
+        waiting_for_tasks: tasks,
         actions: applied.actions,
         decision: first.decision.name(),
         reason: first.reason.clone(),

@@ -1,7 +1,7 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
 use crate::homing::Moves;
-use crate::plan::{Excluded, StepKind};
+use crate::plan::{Excluded, OldTask, StepKind};
 use efs_router::list::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -44,6 +44,10 @@ pub struct Response {
     pub mount_targets: Vec<Target>,
     /// Targets still `creating` when the run ended; the next run picks them up.
     pub waiting_for: Vec<String>,
+    /// The ECS tasks of `waiting_for` (by id): created before the list was published last,
+    /// not stopped yet.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for_tasks: Vec<OldTask>,
     pub actions: Vec<StepKind>,
     /// What the run decided, by name ([`crate::plan::Decision::name`]); `reason` says it in words.
     pub decision: &'static str,

@@ -520,6 +520,7 @@ fn the_environment_is_exactly_the_contract() {
         ("ApiCallTimeoutSeconds", "20"),
         ("ClientRefreshSeconds", "120"),
         ("MoveConcurrency", "4"),
+        ("EcsClientFamilies", "batch,report"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -541,6 +542,7 @@ fn the_environment_is_exactly_the_contract() {
         ("API_CALL_TIMEOUT_SECONDS", "20"),
         ("CLIENT_REFRESH_SECONDS", "120"),
         ("MOVE_CONCURRENCY", "4"),
+        ("ECS_CLIENT_FAMILIES", "batch,report"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
@@ -773,6 +775,8 @@ fn expected_resources(action: &str, services: &[&str]) -> Vec<String> {
             arn("ssm", "parameter/efs-mount-autoscaling/mount-targets"),
             arn("ssm", "parameter/efs-mount-autoscaling/state"),
         ],
+        ("ecs", "ListTasks") => vec![arn("ecs", "container-instance/prod/*")],
+        ("ecs", "DescribeTasks") => vec![arn("ecs", "task/prod/*")],
         ("ecs", _) => services
             .iter()
             .map(|s| arn("ecs", &format!("service/prod/{s}")))
@@ -869,6 +873,14 @@ fn every_action_is_on_the_narrowest_resource() {
                     condition,
                     json!({"ArnLike": {"ec2:Vpc": "arn:aws:ec2:us-east-1:*:vpc/vpc-0abc"}}),
                     "{action}: only in the file system's VPC"
+                );
+            }
+            // The cluster's tasks, and only its.
+            if matches!(action.as_str(), "ecs:ListTasks" | "ecs:DescribeTasks") {
+                assert_eq!(
+                    condition,
+                    json!({"ArnEquals": {"ecs:cluster": "arn:aws:ecs:us-east-1:123456789012:cluster/prod"}}),
+                    "{action}: only in the cluster"
                 );
             }
             if action.starts_with("elasticfilesystem:Client") {

@@ -2,7 +2,21 @@
 
 use super::{missing_or_sdk_error, sdk_error, time};
 use crate::error::Error;
-use crate::observed::Deployment;
+use crate::observed::{Deployment, EcsTask};
+use aws_sdk_ecs::types::DesiredStatus;
+use std::collections::BTreeSet;
+
+/// DescribeTasks takes at most 100 tasks a call; ListTasks pages at most 100.
+const TASKS_A_CALL: usize = 100;
+
+/// Which tasks of the cluster a ListTasks asks for.
+#[derive(Clone, Copy, Debug)]
+enum TaskFilter<'a> {
+    /// A service's tasks (`serviceName`).
+    Service(&'a str),
+    /// A task definition family's tasks, whatever started them (`family`).
+    Family(&'a str),
+}
 
 #[derive(Clone, Debug)]
 pub struct Ecs {
@@ -101,6 +115,116 @@ impl Ecs {
             })
             .and_then(|d| d.id());
         Ok(primary.map(str::to_owned))
+    }
+}
+
+impl Ecs {
+    /// The tasks of these services and task definition families that ECS has not stopped yet,
+    /// whatever a deployment counts: those it wants stopped (`desiredStatus` `STOPPED`, still
+    /// `DEACTIVATING`, `STOPPING`, `DEPROVISIONING` or even `RUNNING`) and those it keeps
+    /// running. DescribeServices' counts leave the first out, and know nothing of tasks started
+    /// by RunTask. A task ECS lists but no longer describes (`MISSING`) is gone; one it cannot
+    /// describe for another reason is kept with that reason for its status and no times.
+    pub async fn live_tasks(
+        &self,
+        cluster: &str,
+        services: &[String],
+        families: &[String],
+    ) -> Result<Vec<EcsTask>, Error> {
+        let filters = services
+            .iter()
+            // A service may be given by ARN; ListTasks takes its name.
+            .map(|s| TaskFilter::Service(s.rsplit('/').next().unwrap_or(s)))
+            .chain(families.iter().map(|f| TaskFilter::Family(f)));
+        let mut arns = BTreeSet::new();
+        for filter in filters {
+            // RUNNING first: a task's desired status only ever goes from RUNNING to STOPPED, so
+            // one that changes between the two calls is listed by the second.
+            for desired in [DesiredStatus::Running, DesiredStatus::Stopped] {
+                arns.extend(self.task_arns(cluster, filter, desired).await?);
+            }
+        }
+        let arns: Vec<String> = arns.into_iter().collect();
+        let mut tasks = Vec::with_capacity(arns.len());
+        for chunk in arns.chunks(TASKS_A_CALL) {
+            tasks.extend(self.describe_tasks(cluster, chunk).await?);
+        }
+        Ok(tasks)
+    }
+
+    /// Every page of ListTasks for one filter and desired status.
+    async fn task_arns(
+        &self,
+        cluster: &str,
+        filter: TaskFilter<'_>,
+        desired: DesiredStatus,
+    ) -> Result<Vec<String>, Error> {
+        const OP: &str = "ListTasks";
+        let request = self
+            .client
+            .list_tasks()
+            .cluster(cluster)
+            .desired_status(desired);
+        let request = match filter {
+            TaskFilter::Service(name) => request.service_name(name),
+            TaskFilter::Family(family) => request.family(family),
+        };
+        let pages: Result<Vec<String>, _> = request
+            .into_paginator()
+            .page_size(TASKS_A_CALL as i32)
+            .items()
+            .send()
+            .collect()
+            .await;
+        pages.map_err(|err| {
+            missing_or_sdk_error(
+                OP,
+                err,
+                |e| e.is_cluster_not_found_exception() || e.is_service_not_found_exception(),
+                || match filter {
+                    TaskFilter::Service(name) => format!(
+                        "service {name} in cluster {cluster} (ECS_CLUSTER_NAME, ECS_SERVICE_NAME)"
+                    ),
+                    TaskFilter::Family(_) => format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
+                },
+            )
+        })
+    }
+
+    /// At most [`TASKS_A_CALL`] tasks, described; those already `STOPPED` left out.
+    async fn describe_tasks(&self, cluster: &str, arns: &[String]) -> Result<Vec<EcsTask>, Error> {
+        let out = self
+            .client
+            .describe_tasks()
+            .cluster(cluster)
+            .set_tasks(Some(arns.to_vec()))
+            .send()
+            .await
+            .map_err(|e| sdk_error("DescribeTasks", e))?;
+        let described = out.tasks().iter().map(|t| EcsTask {
+            arn: t.task_arn().unwrap_or_default().to_owned(),
+            group: t.group().unwrap_or_default().to_owned(),
+            last_status: t.last_status().unwrap_or_default().to_owned(),
+            desired_status: t.desired_status().unwrap_or_default().to_owned(),
+            created_at: time(t.created_at()),
+            started_at: time(t.started_at()),
+        });
+        let undescribed = out
+            .failures()
+            .iter()
+            .filter(|f| f.reason() != Some("MISSING"))
+            .map(|f| EcsTask {
+                arn: f.arn().unwrap_or_default().to_owned(),
+                group: String::new(),
+                last_status: format!("UNDESCRIBED ({})", f.reason().unwrap_or("no reason")),
+                desired_status: String::new(),
+                created_at: None,
+                started_at: None,
+            });
+        Ok(described
+            .chain(undescribed)
+            .filter(|t| t.last_status != "STOPPED")
+            .collect())
     }
 }
 
@@ -207,6 +331,120 @@ mod tests {
             err.contains("nope") && err.contains("ECS_CLUSTER_NAME"),
             "{err}"
         );
+    }
+
+    /// ListTasks in pages of 100 (the STOPPED-desired ones 150, the RUNNING one 1), and
+    /// DescribeTasks of at most 100: `t-0` is STOPPED, `t-7` MISSING, `t-8` cannot be described.
+    #[tokio::test]
+    async fn every_page_is_read_and_only_tasks_not_stopped_are_kept() {
+        use aws_sdk_ecs::operation::describe_tasks::DescribeTasksOutput;
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        use aws_sdk_ecs::types::Task;
+        use aws_smithy_mocks::RuleMode;
+        let list = mock!(Client::list_tasks).then_compute_output(|input| {
+            assert_eq!(input.service_name(), Some("app"));
+            let (arns, next): (Vec<String>, _) = match (input.desired_status(), input.next_token())
+            {
+                (Some(DesiredStatus::Running), _) => (vec!["run-1".into()], None),
+                (_, None) => ((0..100).map(|i| format!("t-{i}")).collect(), Some("p2")),
+                (_, Some(_)) => ((100..150).map(|i| format!("t-{i}")).collect(), None),
+            };
+            assert!(input.max_results().is_none_or(|n| n <= 100));
+            ListTasksOutput::builder()
+                .set_task_arns(Some(arns))
+                .set_next_token(next.map(String::from))
+                .build()
+        });
+        let describe = mock!(Client::describe_tasks).then_compute_output(|input| {
+            assert!(input.tasks().len() <= 100, "{}", input.tasks().len());
+            let mut out = DescribeTasksOutput::builder();
+            for arn in input.tasks() {
+                match arn.as_str() {
+                    "t-7" | "t-8" => {
+                        let reason = if arn == "t-7" { "MISSING" } else { "TIMEOUT" };
+                        out = out.failures(Failure::builder().arn(arn).reason(reason).build());
+                    }
+                    _ => {
+                        out = out.tasks(
+                            Task::builder()
+                                .task_arn(format!("arn:aws:ecs:us-east-1:1:task/c/{arn}"))
+                                .group("service:app")
+                                .last_status(if arn == "t-0" { "STOPPED" } else { "STOPPING" })
+                                .desired_status("STOPPED")
+                                .created_at(aws_smithy_types::DateTime::from_secs(10))
+                                .build(),
+                        )
+                    }
+                }
+            }
+            out.build()
+        });
+        let ecs = Ecs::new(mock_client!(
+            aws_sdk_ecs,
+            RuleMode::MatchAny,
+            [&list, &describe]
+        ));
+        let tasks = ecs.live_tasks("c", &["app".into()], &[]).await.unwrap();
+        assert_eq!(list.num_calls(), 3);
+        assert_eq!(describe.num_calls(), 2, "151 tasks, 100 a call");
+        assert_eq!(tasks.len(), 151 - 2);
+        assert!(tasks.iter().all(|t| t.last_status != "STOPPED"));
+        let ids: Vec<&str> = tasks.iter().map(EcsTask::id).collect();
+        assert!(!ids.contains(&"t-0") && !ids.contains(&"t-7"));
+        assert!(ids.contains(&"run-1") && ids.contains(&"t-149"));
+        let t8 = tasks.iter().find(|t| t.id() == "t-8").unwrap();
+        assert_eq!(t8.last_status, "UNDESCRIBED (TIMEOUT)");
+        assert_eq!(t8.created_at, None);
+        let t1 = tasks.iter().find(|t| t.id() == "t-1").unwrap();
+        assert_eq!(t1.created_at, Some(crate::observed::When::from_secs(10)));
+    }
+
+    #[tokio::test]
+    async fn tasks_of_a_missing_service_are_an_error_naming_it() {
+        use aws_sdk_ecs::operation::list_tasks::ListTasksError;
+        use aws_sdk_ecs::types::error::ServiceNotFoundException;
+        let rule = mock!(Client::list_tasks).then_error(|| {
+            ListTasksError::ServiceNotFoundException(ServiceNotFoundException::builder().build())
+        });
+        let ecs = Ecs::new(mock_client!(aws_sdk_ecs, [&rule]));
+        let err = ecs
+            .live_tasks("c", &["ghost".into()], &[])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::NotFound {
+                    operation: "ListTasks",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("ghost"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn families_are_listed_by_family() {
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        let rule = mock!(Client::list_tasks).then_compute_output(|input| {
+            assert_eq!(
+                (input.family(), input.service_name()),
+                (Some("batch"), None)
+            );
+            ListTasksOutput::builder().build()
+        });
+        let ecs = Ecs::new(mock_client!(
+            aws_sdk_ecs,
+            aws_smithy_mocks::RuleMode::MatchAny,
+            [&rule]
+        ));
+        assert!(ecs
+            .live_tasks("c", &[], &["batch".into()])
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(rule.num_calls(), 2, "desired RUNNING, then STOPPED");
     }
 
     #[tokio::test]

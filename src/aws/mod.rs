@@ -14,6 +14,8 @@ pub const CALLED_ACTIONS: &[&str] = &[
     "ssm:PutParameter",
     "ecs:DescribeServices",
     "ecs:UpdateService",
+    "ecs:ListTasks",
+    "ecs:DescribeTasks",
 ];
 
 pub mod ec2;

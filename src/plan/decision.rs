@@ -4,6 +4,7 @@ use super::fleet::MovesWait;
 use super::scale_in::Candidate;
 use super::sizing::Size;
 use super::step::NewTarget;
+use super::tasks::OldTask;
 use crate::shard::FirstRoot;
 
 /// What a run decides, exactly one a run: grow (a mount target, shards), take the next step
@@ -34,6 +35,10 @@ pub enum Decision {
     /// A target is draining (or unlisted), but not every service runs the list published last
     /// yet: nothing moves or goes until they do.
     WaitForFleet { id: String, services: Vec<String> },
+    /// A target is draining (or unlisted), and every service's deployment runs the list
+    /// published last, but ECS still shows tasks created before it that it has not stopped
+    /// (replaced ones, `DEACTIVATING` or `STOPPING`; RunTask's): nothing moves or goes yet.
+    WaitForTasks { id: String, tasks: Vec<OldTask> },
     /// A target is draining (or unlisted), but the list that says so is not the one published
     /// (a run died, or its publish failed, after the state was saved): the list goes out
     /// first, and nothing moves or goes until the services run it.
@@ -91,6 +96,7 @@ impl Decision {
             Decision::CancelDrain { .. } => "cancel_drain",
             Decision::MoveDrained { .. } => "move_drained",
             Decision::WaitForFleet { .. } => "wait_for_fleet",
+            Decision::WaitForTasks { .. } => "wait_for_tasks",
             Decision::PublishFirst { .. } => "publish_first",
             Decision::Unlist { .. } => "unlist",
             Decision::DropShard { .. } => "drop_shard",
@@ -237,6 +243,10 @@ fn drain_step(d: &DrainView, growing: bool, moves_wait: Option<&MovesWait>) -> D
             MovesWait::Fleet(services) => Decision::WaitForFleet {
                 id,
                 services: services.clone(),
+            },
+            MovesWait::Tasks(tasks) => Decision::WaitForTasks {
+                id,
+                tasks: tasks.clone(),
             },
             MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
         };

@@ -117,6 +117,7 @@ impl Effect<'_> {
             // Waiting (for the fleet, a publish, refreshing clients) or bounded: nothing changes
             // until that is over.
             Decision::WaitForFleet { .. }
+            | Decision::WaitForTasks { .. }
             | Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
             | Decision::AtCapacity(_) => {}

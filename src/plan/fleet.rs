@@ -1,6 +1,7 @@
 //! The fleet: which services run the list published last, and why files may not move yet.
 
 use super::policy::Policy;
+use super::tasks::{old_tasks, OldTask};
 use super::warning::Warning;
 use crate::observed::{Observed, When};
 
@@ -11,6 +12,8 @@ pub enum MovesWait {
     ListPending,
     /// These services do not run the list published last yet.
     Fleet(Vec<String>),
+    /// ECS shows these tasks, created before the list was published, not stopped yet.
+    Tasks(Vec<OldTask>),
     /// Clients that refresh the list themselves may not have read it: seconds left.
     Refresh(u64),
 }
@@ -27,6 +30,14 @@ impl std::fmt::Display for MovesWait {
                 "services {} do not run the list published last yet",
                 services.join(", ")
             ),
+            MovesWait::Tasks(tasks) => {
+                let tasks: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "{} started before the list published last and ECS has not stopped them yet",
+                    tasks.join(", ")
+                )
+            }
             MovesWait::Refresh(left) => write!(
                 f,
                 "clients that refresh the list (CLIENT_REFRESH_SECONDS) may not have read the one \
@@ -49,6 +60,8 @@ pub(super) struct Fleet {
     pub(super) stuck: bool,
     /// Services whose newest deployment failed to roll out.
     pub(super) rollouts_failed: Vec<String>,
+    /// Tasks that may still run an older list (`tasks.rs`).
+    pub(super) old_tasks: Vec<OldTask>,
     /// Seconds before clients that refresh the list themselves have read the one published last.
     refresh_left: u64,
 }
@@ -76,11 +89,19 @@ impl Fleet {
                 });
             }
         }
+        let old_tasks = old_tasks(obs);
+        // What has not converged: the services, then the groups of the old tasks.
+        let mut behind = waiting.clone();
+        for t in &old_tasks {
+            if !behind.contains(&t.group) {
+                behind.push(t.group.clone());
+            }
+        }
         let age = published.map(|t| obs.now.since(t).as_secs());
-        let stuck = !waiting.is_empty() && age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
+        let stuck = !behind.is_empty() && age.is_some_and(|a| a > FLEET_PATIENCE_SECS);
         if stuck {
             warnings.push(Warning::FleetNotConverged {
-                services: waiting.clone(),
+                services: behind,
                 age: age.unwrap_or_default(),
             });
         }
@@ -88,6 +109,7 @@ impl Fleet {
             waiting,
             stuck,
             rollouts_failed,
+            old_tasks,
             refresh_left: refresh_left(obs, policy),
         }
     }
@@ -98,6 +120,8 @@ impl Fleet {
             Some(MovesWait::ListPending)
         } else if !self.waiting.is_empty() {
             Some(MovesWait::Fleet(self.waiting.clone()))
+        } else if !self.old_tasks.is_empty() {
+            Some(MovesWait::Tasks(self.old_tasks.clone()))
         } else {
             Some(self.refresh_left)
                 .filter(|left| *left > 0)

@@ -22,6 +22,7 @@ mod room;
 mod scale_in;
 mod sizing;
 mod step;
+mod tasks;
 #[cfg(test)]
 mod tests;
 mod tracking;
@@ -33,6 +34,7 @@ pub use fleet::MovesWait;
 pub use policy::Policy;
 pub use room::Excluded;
 pub use step::{NewTarget, SecurityGroups, Step, StepKind};
+pub use tasks::OldTask;
 pub use warning::Warning;
 
 use counts::Counts;

@@ -50,6 +50,7 @@ pub(super) fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Pol
         Decision::CancelDrain { .. }
         | Decision::MoveDrained { .. }
         | Decision::WaitForFleet { .. }
+        | Decision::WaitForTasks { .. }
         | Decision::PublishFirst { .. }
         | Decision::WaitForRefresh { .. }
         | Decision::DropShard { .. }
@@ -154,6 +155,15 @@ fn drain(decision: &Decision, size: &Size) -> String {
             "draining {id}: nothing moves or goes until every service runs the list published \
              last (waiting for {})",
             services.join(", ")
+        ),
+        Decision::WaitForTasks { id, tasks } => format!(
+            "draining {id}: nothing moves or goes until ECS has stopped every task created \
+             before the list published last (waiting for {})",
+            tasks
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Decision::PublishFirst { id } => format!(
             "draining {id}: the list that says so goes out first (the one published is not \

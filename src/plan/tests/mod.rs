@@ -14,6 +14,7 @@ mod growth;
 mod list;
 mod room;
 mod scale_in;
+mod tasks;
 
 pub(super) const VPC: &str = "vpc-main";
 
@@ -67,6 +68,7 @@ pub(super) fn world(files: u64) -> Observed {
             rollout_failed: None,
             others_running: 0,
         }],
+        tasks: Vec::new(),
         files: BTreeMap::from([("/".to_owned(), files)]),
         protected_azs: BTreeSet::new(),
         state: State::default(),

@@ -1,0 +1,155 @@
+//! Tasks ECS hides from DescribeServices: created before the publish and not stopped yet, they
+//! hold every move and deletion; created after it, or stopped, they do not.
+
+use super::*;
+use crate::observed::EcsTask;
+
+/// A task of `group`, created at `created` (the list was published at t=100).
+fn task(id: &str, group: &str, last: &str, desired: &str, created: u64) -> EcsTask {
+    EcsTask {
+        arn: format!("arn:aws:ecs:us-east-1:1:task/prod/{id}"),
+        group: group.into(),
+        last_status: last.into(),
+        desired_status: desired.into(),
+        created_at: at(created),
+        started_at: at(created + 5),
+    }
+}
+
+fn with_tasks(mut o: Observed, tasks: Vec<EcsTask>) -> Observed {
+    o.tasks = tasks;
+    o
+}
+
+fn held(p: &Plan) -> Vec<OldTask> {
+    match &p.decision {
+        Decision::WaitForTasks { tasks, .. } => tasks.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn moves_or_deletes(p: &Plan) -> bool {
+    p.steps
+        .iter()
+        .any(|s| matches!(s, Step::MoveFiles { .. } | Step::DeleteMountTarget { .. }))
+}
+
+#[test]
+fn a_stopping_task_holds_a_drain_and_a_deletion() {
+    for o in [draining_c(100, 10, 5), unlisted_c(100, 10)] {
+        let o = with_tasks(
+            o,
+            vec![task("t1", "service:app", "STOPPING", "STOPPED", 50)],
+        );
+        let p = plan(&o, &policy());
+        assert_eq!(p.decision.name(), "wait_for_tasks");
+        assert_eq!(
+            held(&p),
+            [OldTask {
+                id: "t1".into(),
+                group: "service:app".into(),
+                last_status: "STOPPING".into(),
+            }]
+        );
+        assert!(!moves_or_deletes(&p), "{:?}", p.steps);
+        assert!(matches!(p.moves_wait, Some(MovesWait::Tasks(_))));
+    }
+}
+
+#[test]
+fn a_deactivating_task_and_a_running_one_of_an_old_deployment_hold_a_drain_too() {
+    for (last, desired) in [
+        ("DEACTIVATING", "STOPPED"),
+        ("DEPROVISIONING", "STOPPED"),
+        ("RUNNING", "STOPPED"),
+        ("RUNNING", "RUNNING"),
+    ] {
+        let o = with_tasks(
+            draining_c(100, 10, 5),
+            vec![task("t1", "service:app", last, desired, 50)],
+        );
+        let p = plan(&o, &policy());
+        assert_eq!(p.decision.name(), "wait_for_tasks", "{last}/{desired}");
+        assert!(!moves_or_deletes(&p), "{last}: {:?}", p.steps);
+    }
+}
+
+#[test]
+fn a_task_created_after_the_publish_or_stopped_holds_nothing() {
+    for t in [
+        // Started by the redeploy that followed the publish, stopping already.
+        task("new", "service:app", "STOPPING", "STOPPED", 150),
+        task("done", "service:app", "STOPPED", "STOPPED", 50),
+    ] {
+        let p = plan(
+            &with_tasks(draining_c(100, 10, 5), vec![t.clone()]),
+            &policy(),
+        );
+        assert_eq!(p.decision.name(), "move_drained", "{t:?}");
+        assert_eq!(p.moves_wait, None);
+        let p = plan(&with_tasks(unlisted_c(100, 10), vec![t.clone()]), &policy());
+        assert_eq!(p.decision.name(), "delete_drained", "{t:?}");
+    }
+}
+
+#[test]
+fn a_task_created_at_the_publish_or_with_no_time_holds() {
+    let mut unknown = task("t?", "", "UNDESCRIBED (no reason)", "", 0);
+    (unknown.created_at, unknown.started_at) = (None, None);
+    for t in [
+        task("same", "service:app", "RUNNING", "RUNNING", 100),
+        unknown,
+    ] {
+        let p = plan(
+            &with_tasks(draining_c(100, 10, 5), vec![t.clone()]),
+            &policy(),
+        );
+        assert_eq!(p.decision.name(), "wait_for_tasks", "{t:?}");
+    }
+}
+
+#[test]
+fn a_runtask_client_holds_a_rebalance() {
+    // No drain: what a rebalance takes from the plan is whether files may move.
+    let o = with_tasks(
+        three_shards(100, 10, 5),
+        vec![task("batch-1", "family:batch", "RUNNING", "RUNNING", 50)],
+    );
+    let p = plan(&o, &policy());
+    assert_eq!(
+        p.moves_wait,
+        Some(MovesWait::Tasks(vec![OldTask {
+            id: "batch-1".into(),
+            group: "family:batch".into(),
+            last_status: "RUNNING".into(),
+        }]))
+    );
+    // Growth never waits for the fleet.
+    let p = plan(&with_tasks(world(120_000), o.tasks.clone()), &policy());
+    assert_eq!(p.decision.name(), "create");
+}
+
+#[test]
+fn the_services_come_first_then_the_tasks() {
+    let mut o = with_tasks(
+        draining_c(100, 10, 5),
+        vec![task("t1", "service:app", "STOPPING", "STOPPED", 50)],
+    );
+    o.deployments[0].others_running = 1;
+    assert_eq!(plan(&o, &policy()).decision.name(), "wait_for_fleet");
+}
+
+#[test]
+fn tasks_that_hold_past_the_patience_warn_naming_their_group() {
+    let mut o = with_tasks(
+        draining_c(100, 10, 5),
+        vec![task("t1", "family:batch", "RUNNING", "RUNNING", 50)],
+    );
+    o.now = When::from_secs(100 + 1801);
+    let p = plan(&o, &policy());
+    assert!(p.fleet_stuck);
+    assert!(p.warnings.iter().any(|w| matches!(
+        w,
+        Warning::FleetNotConverged { services, .. } if services == &["family:batch"]
+    )));
+}
