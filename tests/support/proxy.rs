@@ -20,10 +20,13 @@
 //!   `MountTargetNotFound`); pages of `DescribeMountTargets` (`Marker`/`NextMarker`) and of
 //!   `DescribeSubnets` (`nextToken`); `DescribeServices` refusing more than 10 services; a
 //!   deployment forced during a rollout leaving several `ACTIVE` deployments with tasks; and
-//!   SSM's 4,096-character limit on a Standard parameter's value (`ValidationException`).
+//!   SSM's 4,096-character limit on a Standard parameter's value (`ValidationException`);
+//! - plays ECS tasks, which moto's services never start: ListTasks and DescribeTasks answer
+//!   from the proxy's own tasks, replaced ones stopping step by step (`tasks.rs`).
 
 mod deleting;
 mod paging;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -159,6 +162,8 @@ struct State {
     stall_after: Option<usize>,
     /// Requests held so far by a stall or a lost answer.
     stalled: usize,
+    /// ECS tasks, as the proxy plays them.
+    tasks: tasks::Tasks,
 }
 
 pub struct Proxy {
@@ -366,6 +371,45 @@ impl Proxy {
         self.state.lock().unwrap().value_limit = Some(chars);
     }
 
+    /// A task replaced by a forced deployment (or stopped by `stop_task`) from now on goes
+    /// RUNNING → DEACTIVATING → STOPPING → DEPROVISIONING → STOPPED one step a call of
+    /// `advance_tasks`, its desired status STOPPED all along (else it is STOPPED at once).
+    pub fn stop_tasks_slowly(&self) {
+        tasks::stop_slowly(&self.state);
+    }
+
+    /// Every task on its way to STOPPED goes one step further.
+    pub fn advance_tasks(&self) {
+        tasks::advance(&self.state);
+    }
+
+    /// ECS wants the task with this id stopped (a RunTask task whose work ended, say).
+    pub fn stop_task(&self, id: &str) {
+        tasks::stop_task(&self.state, id);
+    }
+
+    /// ListTasks answers in pages of at most `size` (1 to 100).
+    pub fn task_page_size(&self, size: usize) {
+        tasks::page_size(&self.state, size);
+    }
+
+    /// Pages of ListTasks served.
+    pub fn task_pages(&self) -> usize {
+        self.state.lock().unwrap().tasks.pages
+    }
+
+    /// The tasks of `group` (`service:<name>`, `family:<family>`): (id, last status), oldest
+    /// first.
+    pub fn tasks(&self, group: &str) -> Vec<(String, String)> {
+        let s = self.state.lock().unwrap();
+        let of = s.tasks.all.iter().filter(|t| t.group == group);
+        of.map(|t| {
+            let id = t.arn.rsplit('/').next().unwrap_or_default().to_string();
+            (id, t.last_status().to_string())
+        })
+        .collect()
+    }
+
     /// Services whose rollout is being held.
     pub fn rolling_services(&self) -> Vec<String> {
         let s = self.state.lock().unwrap();
@@ -570,6 +614,9 @@ async fn handle(
     if let Some(reply) = refusal(&state, &op, &body) {
         return Ok(reply);
     }
+    if let Some(reply) = tasks::answer(&state, &op, &body) {
+        return Ok(reply);
+    }
     if op == "DeleteMountTarget" {
         if let Some(reply) = deleting::redelete(&state, &path) {
             return Ok(reply);
@@ -717,11 +764,16 @@ fn play(
         "CreateMountTarget" => on_created(state, answer),
         "DescribeMountTargets" => on_described(state, answer),
         "DescribeFileSystems" => on_file_systems(state, answer),
-        "DescribeServices" => on_services(state, answer),
+        "DescribeServices" => {
+            tasks::on_services(state, &answer);
+            on_services(state, answer)
+        }
         "UpdateService" => {
             on_update_service(state, request);
+            tasks::on_update_service(state, request);
             answer
         }
+        "RunTask" => tasks::on_run_task(state, &answer),
         _ => answer,
     }
 }
