@@ -315,3 +315,24 @@ async fn a_runtask_client_on_the_old_list_holds_a_rebalance_until_ecs_stops_it()
     );
     assert_all_at_home(&tb, &start, &written);
 }
+
+// ----------------------------------------------------------------------------- ECS refusing
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttled_task_calls_are_retried_and_past_the_retries_the_run_changes_nothing() {
+    let tb = testbed(&['a', 'b']).await;
+    tb.proxy.throttle("ListTasks", 2);
+    tb.proxy.throttle("DescribeTasks", 2);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check!(inv, inv.result.is_ok());
+    check_eq!(inv, tb.proxy.faulted("ListTasks"), 2);
+    check_eq!(inv, tb.proxy.faulted("DescribeTasks"), 2);
+
+    // Throttled for good: observing fails, before any mutating call.
+    tb.proxy.reset_counts();
+    tb.proxy.throttle("ListTasks", 100);
+    let inv = tb.invoke(&event("reconcile")).await;
+    let error = inv.result.as_ref().err().cloned().unwrap_or_default();
+    check_eq!(inv, error["errorType"], json!("Throttled"));
+    tb.assert_nothing_changed(&inv);
+}
