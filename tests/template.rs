@@ -7,7 +7,8 @@
 //! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
 //!   the narrowest resource IAM supports (`*` only where IAM has no resource-level
-//!   permission, [`UNSCOPABLE`]);
+//!   permission, [`UNSCOPABLE`], or where its resource is not the one IAM checks and a
+//!   condition scopes it instead, [`SCOPED_BY_CONDITION`]);
 //! - the alarms and the dashboard name the namespace, metrics and dimensions that
 //!   `metrics.rs` emits; the dashboard shows the largest shard against `FILE_THRESHOLD`, shards
 //!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones.
@@ -85,6 +86,12 @@ const UNSCOPABLE: &[&str] = &[
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeNetworkInterfaceAttribute",
 ];
+
+/// Actions allowed on `*` but only under a condition that scopes them: IAM checks ListTasks
+/// on `*` whatever resource type the Service Authorization Reference gives it (a role with
+/// only the cluster's container-instance ARN is refused "on resource: *"), and its `ecs:cluster`
+/// condition key keeps it to the cluster.
+const SCOPED_BY_CONDITION: &[&str] = &["ecs:ListTasks"];
 
 const FUNCTION: &str = "AutoscalerFunction";
 const ROLE: &str = "FunctionRole";
@@ -775,7 +782,7 @@ fn expected_resources(action: &str, services: &[&str]) -> Vec<String> {
             arn("ssm", "parameter/efs-mount-autoscaling/mount-targets"),
             arn("ssm", "parameter/efs-mount-autoscaling/state"),
         ],
-        ("ecs", "ListTasks") => vec![arn("ecs", "container-instance/prod/*")],
+        ("ecs", "ListTasks") => vec!["*".into()],
         ("ecs", "DescribeTasks") => vec![arn("ecs", "task/prod/*")],
         ("ecs", _) => services
             .iter()
@@ -857,7 +864,8 @@ fn every_action_is_on_the_narrowest_resource() {
             assert_eq!(resources, want, "{action} with services {joined}");
             if resources.contains("*") {
                 assert!(
-                    UNSCOPABLE.contains(&action.as_str()),
+                    UNSCOPABLE.contains(&action.as_str())
+                        || SCOPED_BY_CONDITION.contains(&action.as_str()),
                     "{action} on * although IAM can scope it"
                 );
             }
