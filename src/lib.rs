@@ -9,6 +9,7 @@ pub mod error;
 pub mod event;
 pub mod metrics;
 pub mod reconcile;
+pub mod reports;
 
 mod apply;
 mod homing;

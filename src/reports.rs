@@ -1,0 +1,312 @@
+//! The clients' reports (`efs_router::report`) as the function reads them: which list each
+//! router routes by. The directory is shared with every task and person, so what is read there
+//! can only delay a move or a deletion, never permit one: it is opened beneath the mount without
+//! following a link, each entry without following one and without blocking, only regular files
+//! are read, at most [`MAX_BYTES`]` + 1` bytes each, at most [`MAX_ENTRIES`] entries within
+//! [`READ_TIME`]; what is past those bounds, or cannot be read, counts as a client that holds
+//! the moves (docs/design.md, "The fleet rule").
+
+use crate::observed::When;
+use efs_router::report::{client_of_file, Report, DIR, MAX_BYTES};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The most entries of the reports' directory one run reads: a fleet of thousands of clients,
+/// and no flood can make the run read more (the rest hold the moves, [`Reports::unread`]).
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// The longest one run spends reading reports: over NFS each one is a few round trips.
+pub const READ_TIME: Duration = Duration::from_secs(10);
+
+/// A report whose file and `written_at` are both older than this is removed: long past its
+/// lifetime (180 s), so removing it cannot permit anything.
+pub const REMOVE_AFTER_SECS: u64 = 3600;
+
+/// Reports read at once: over NFS a read is a chain of round trips.
+const READERS: usize = 16;
+
+/// One entry of the reports' directory that is named like a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientFile {
+    /// Its name, `<client id>.json`.
+    pub file: String,
+    /// Unix seconds: its modification time (a link's own, for a link).
+    pub mtime: u64,
+    /// The report, or the kind of fault that makes it none (`not-a-file`, `unreadable`, or
+    /// [`efs_router::report::ReportError::kind`]).
+    pub read: Result<Report, &'static str>,
+}
+
+impl ClientFile {
+    /// Unix seconds: when its client was last seen. Either clock keeps it: the file's (the file
+    /// system's) and the router's own `written_at`.
+    pub fn last_seen(&self) -> u64 {
+        match &self.read {
+            Ok(r) => self.mtime.max(r.written_at),
+            Err(_) => self.mtime,
+        }
+    }
+}
+
+/// The reports' directory as one run read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reports {
+    /// Every entry named like a report that was read (stale ones removed are not here).
+    pub files: Vec<ClientFile>,
+    /// Entries not read: past [`MAX_ENTRIES`] or [`READ_TIME`]. They hold the moves.
+    pub unread: usize,
+    /// The directory exists but cannot be read, and why: it holds the moves.
+    pub dir_problem: Option<String>,
+    /// Stale reports removed.
+    pub removed: usize,
+}
+
+/// Reads the reports under `<mount_path>/.efs-router-clients` (`EFS_MOUNT_PATH`'s); no directory means no reports.
+/// Never fails: a problem is part of what it returns, and holds the moves.
+pub fn read(mount_path: &Path, now: When) -> Reports {
+    let dir = match efs_router::dir::open_beneath(mount_path, DIR, false) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Reports::default(),
+        Err(e) => {
+            return Reports {
+                dir_problem: Some(e.to_string()),
+                ..Reports::default()
+            }
+        }
+    };
+    read_dir(&dir, now, Instant::now() + READ_TIME)
+}
+
+/// [`read`] of the open directory, until `until`.
+pub fn read_dir(dir: &OwnedFd, now: When, until: Instant) -> Reports {
+    let mut names: Vec<String> = Vec::new();
+    let mut entries = 0usize;
+    let listed = efs_router::dir::for_each_file_at(dir, |name| {
+        entries += 1;
+        if let Some(name) = name.to_str().filter(|n| client_of_file(n).is_some()) {
+            names.push(name.to_owned());
+        }
+        entries <= MAX_ENTRIES && Instant::now() < until
+    });
+    let mut out = Reports::default();
+    if let Err(e) = listed {
+        out.dir_problem = Some(e.to_string());
+    }
+    // Past the bound, the directory was not read to its end: how much more is unknown.
+    if entries > MAX_ENTRIES || Instant::now() >= until {
+        out.unread = entries.saturating_sub(MAX_ENTRIES).max(1);
+        names.truncate(MAX_ENTRIES);
+    }
+    let order: Vec<usize> = (0..names.len()).collect();
+    let read = efs_router::pool::map(&names, &order, READERS, Some(until), |name| {
+        read_one(dir.as_fd(), name, now)
+    });
+    for (file, outcome) in read.into_iter().enumerate() {
+        match outcome {
+            None => out.unread += 1,
+            Some(Read::Removed) => out.removed += 1,
+            Some(Read::Gone) => {}
+            Some(Read::File(mtime, read)) => out.files.push(ClientFile {
+                file: names[file].clone(),
+                mtime,
+                read,
+            }),
+        }
+    }
+    out.files.sort_by(|a, b| a.file.cmp(&b.file));
+    out
+}
+
+/// What one entry turned out to be.
+enum Read {
+    File(u64, Result<Report, &'static str>),
+    /// Stale, and removed.
+    Removed,
+    /// Gone between the listing and the open (a router replaced it, or removed its own).
+    Gone,
+}
+
+/// Opens `name` without following a link and without blocking (a FIFO), reads a regular file
+/// of at most [`MAX_BYTES`] + 1 bytes, and removes it when stale.
+fn read_one(dir: BorrowedFd<'_>, name: &str, now: When) -> Read {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Read::Gone,
+        // A link (ELOOP) or anything else that cannot be opened: its own time, if it has one.
+        Err(_) => {
+            return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Read::File(secs(st.st_mtime), Err("not-a-file")),
+                Err(_) => Read::Gone,
+            }
+        }
+    };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return Read::File(now.secs(), Err("unreadable"));
+    };
+    let mtime = secs(st.st_mtime);
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Read::File(mtime, Err("not-a-file"));
+    }
+    let read = match read_at_most(&fd, MAX_BYTES + 1) {
+        Ok(bytes) => Report::parse(name, &bytes).map_err(|e| e.kind()),
+        Err(_) => Err("unreadable"),
+    };
+    let written = read.as_ref().map_or(mtime, |r| r.written_at);
+    let stale = |t: u64| now.secs().saturating_sub(t) > REMOVE_AFTER_SECS;
+    if stale(mtime) && stale(written) && remove_if_same(dir, name, &st) {
+        return Read::Removed;
+    }
+    Read::File(mtime, read)
+}
+
+/// Removes `name` if it is still the regular file `st` describes (a router that rewrote its
+/// report since has made another file, which stays).
+fn remove_if_same(dir: BorrowedFd<'_>, name: &str, st: &rustix::fs::Stat) -> bool {
+    let same = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|now| now.st_ino == st.st_ino && now.st_dev == st.st_dev);
+    same && rustix::fs::unlinkat(dir, name, AtFlags::empty()).is_ok()
+}
+
+fn read_at_most(fd: impl AsFd, most: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; most];
+    let mut len = 0;
+    while len < most {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+fn secs(t: i64) -> u64 {
+    u64::try_from(t).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use efs_router::report::{list_sha256, ListSeen, FORMAT};
+    use std::os::unix::fs::symlink;
+
+    const ID: &str = "0123456789abcdef";
+
+    fn report(id: &str, written_at: u64) -> Report {
+        Report {
+            format: FORMAT,
+            client: id.into(),
+            router: "efs-router-rust/0.1.0".into(),
+            reads: vec![1, 2],
+            list: ListSeen {
+                sha256: list_sha256("{}"),
+                version: 1,
+                parameter_version: None,
+            },
+            loaded_at: written_at,
+            refreshed_at: None,
+            refresh_failed_at: None,
+            written_at,
+            every: 60,
+            task: None,
+            label: None,
+        }
+    }
+
+    fn dir() -> (tempfile::TempDir, OwnedFd) {
+        let tmp = tempfile::tempdir().unwrap();
+        let fd = rustix::fs::open(
+            tmp.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        (tmp, fd)
+    }
+
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    #[test]
+    fn reports_links_garbage_and_other_names_are_told_apart() {
+        let (tmp, fd) = dir();
+        let now = When::now();
+        let p = |n: &str| tmp.path().join(n);
+        std::fs::write(p(&format!("{ID}.json")), report(ID, now.secs()).to_json()).unwrap();
+        std::fs::write(p("1111111111111111.json"), b"not json").unwrap();
+        std::fs::write(p("2222222222222222.json"), vec![b' '; MAX_BYTES + 1]).unwrap();
+        symlink("/etc/passwd", p("3333333333333333.json")).unwrap();
+        std::fs::write(p("notes.txt"), b"ignored").unwrap();
+        std::fs::write(p(&format!("{ID}.json.tmp")), b"ignored").unwrap();
+        let r = read_dir(&fd, now, later());
+        let kinds: Vec<(&str, Result<&str, &str>)> = r
+            .files
+            .iter()
+            .map(|f| {
+                let read = f.read.as_ref().map(|r| r.client.as_str());
+                (f.file.as_str(), read.map_err(|e| *e))
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("0123456789abcdef.json", Ok(ID)),
+                ("1111111111111111.json", Err("malformed")),
+                ("2222222222222222.json", Err("too-large")),
+                ("3333333333333333.json", Err("not-a-file")),
+            ]
+        );
+        assert_eq!((r.unread, r.removed, r.dir_problem), (0, 0, None));
+        // The link was not followed, nor removed.
+        assert!(p("3333333333333333.json").symlink_metadata().is_ok());
+    }
+
+    #[test]
+    fn a_stale_report_is_removed_and_a_recent_one_kept() {
+        let (tmp, fd) = dir();
+        let p = |n: &str| tmp.path().join(n);
+        let old = "aaaaaaaaaaaaaaaa";
+        std::fs::write(p(&format!("{old}.json")), report(old, 10).to_json()).unwrap();
+        std::fs::write(p(&format!("{ID}.json")), report(ID, 10).to_json()).unwrap();
+        // Seen from two hours after both were written: the file's time keeps the second one.
+        let mtime = std::fs::metadata(p(&format!("{ID}.json")))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let now = When::from_system(mtime + Duration::from_secs(2 * 3600)).unwrap();
+        let recent = report(ID, now.secs() - 30);
+        std::fs::write(p(&format!("{ID}.json")), recent.to_json()).unwrap();
+        let r = read_dir(&fd, now, later());
+        assert_eq!(r.removed, 1);
+        assert_eq!(r.files.len(), 1);
+        assert_eq!(r.files[0].read, Ok(recent));
+        assert!(!p(&format!("{old}.json")).exists());
+    }
+
+    #[test]
+    fn a_flood_is_read_only_to_the_bound() {
+        let (tmp, fd) = dir();
+        for i in 0..MAX_ENTRIES + 5 {
+            std::fs::write(tmp.path().join(format!("{i:016x}.json")), b"x").unwrap();
+        }
+        let r = read_dir(&fd, When::now(), later());
+        // Reading stops at the bound: the rest are unread, however many.
+        assert!(r.unread >= 1, "{}", r.unread);
+        assert_eq!(r.files.len(), MAX_ENTRIES);
+    }
+
+    #[test]
+    fn out_of_time_nothing_more_is_read() {
+        let (tmp, fd) = dir();
+        std::fs::write(tmp.path().join(format!("{ID}.json")), b"x").unwrap();
+        let r = read_dir(&fd, When::now(), Instant::now());
+        assert!(r.unread >= 1);
+        assert!(r.files.is_empty());
+    }
+}
