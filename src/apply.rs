@@ -17,6 +17,8 @@ pub struct Applied {
     pub actions: Vec<StepKind>,
     pub created: Option<(MountTarget, String)>,
     pub waiting_for: Vec<String>,
+    /// Live clients a rebalance waited for.
+    pub clients_behind: Vec<crate::plan::Behind>,
     pub moves: Moves,
     pub deleted: Vec<String>,
     /// A step of the current `apply` changed what the next observation will see (a target

@@ -23,9 +23,11 @@ pub const ENV_VARS: &[&str] = &[
     "CLIENT_REFRESH_SECONDS",
     "MOVE_CONCURRENCY",
     "ECS_CLIENT_FAMILIES",
+    "CLIENT_REPORTS",
 ];
 
 use crate::error::ConfigError;
+pub use crate::plan::ClientReports;
 use efs_router::list::MAX_LIST_SHARDS;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,6 +74,8 @@ pub struct Config {
     /// them (RunTask, scheduled tasks): one started before a publish holds moves until ECS
     /// has stopped it. Empty: none is looked at.
     pub client_families: Vec<String>,
+    /// `CLIENT_REPORTS`: whether every running task of the named services must report.
+    pub client_reports: ClientReports,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +155,7 @@ impl Config {
                 .at_most("MOVE_CONCURRENCY", 256, "256")?
                 .map_or(16, |n| n as usize),
             client_families: env.list("ECS_CLIENT_FAMILIES")?.unwrap_or_default(),
+            client_reports: client_reports(env.value("CLIENT_REPORTS").as_deref())?,
         })
     }
 
@@ -275,6 +280,19 @@ fn api_timeouts<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<ApiTimeou
     Ok(ApiTimeouts { attempt, call })
 }
 
+/// `ecs` (the default: routers older than reports write none, so requiring them would hold
+/// every move for ever) or `require`.
+fn client_reports(raw: Option<&str>) -> Result<ClientReports, ConfigError> {
+    match raw.unwrap_or("ecs") {
+        "ecs" => Ok(ClientReports::Ecs),
+        "require" => Ok(ClientReports::Require),
+        other => Err(ConfigError {
+            var: "CLIENT_REPORTS",
+            problem: format!("{other:?} is neither \"ecs\" nor \"require\""),
+        }),
+    }
+}
+
 fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, ConfigError> {
     match raw.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
@@ -369,6 +387,7 @@ mod tests {
         assert_eq!(c.client_refresh, Duration::ZERO);
         assert_eq!(c.move_concurrency, 16);
         assert!(c.client_families.is_empty());
+        assert_eq!(c.client_reports, ClientReports::Ecs);
     }
 
     #[test]
@@ -378,6 +397,16 @@ mod tests {
         assert_eq!(
             failing_var(&[("ECS_CLIENT_FAMILIES", "batch,,report")]),
             "ECS_CLIENT_FAMILIES"
+        );
+    }
+
+    #[test]
+    fn client_reports_is_ecs_or_require() {
+        let c = config(&[("CLIENT_REPORTS", "require")]).unwrap();
+        assert_eq!(c.client_reports, ClientReports::Require);
+        assert_eq!(
+            failing_var(&[("CLIENT_REPORTS", "always")]),
+            "CLIENT_REPORTS"
         );
     }
 

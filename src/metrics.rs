@@ -48,7 +48,7 @@ pub const PROP_FILE_THRESHOLD: &str = "FileThreshold";
 /// us-east-1, on AWS's CloudWatch pricing page — so a per-shard series would cost up to
 /// `MAX_SHARDS` (1000) x $0.30 = $300 a month for one file system. Mount targets are capped by
 /// the AZs (at most 6), so this metric is at most 6 series, and the function's metrics at most
-/// 18 (about $5.40 a month) however many shards there are. The fullest shard is
+/// 23 (about $6.90 a month) however many shards there are. The fullest shard is
 /// [`LARGEST_SHARD_FILES`].
 pub const FILE_COUNT: &str = "FileCount";
 /// Files in all shards together.
@@ -83,11 +83,28 @@ pub const UNREADABLE_SHARDS: &str = "UnreadableShards";
 /// other invocations (a rebalance) cannot hide a failing schedule.
 pub const RECONCILE_RUNS: &str = "ReconcileRuns";
 
+/// Live clients (their reports, `.efs-router-clients`) that route by a version 1 list.
+///
+/// Clients by list version are three metrics of the summary line, not one with a version
+/// dimension: the versions are few and fixed, and the dashboard and alarms need no search.
+pub const CLIENTS_LIST_V1: &str = "ClientsListV1";
+/// Live clients that route by a version 2 list.
+pub const CLIENTS_LIST_V2: &str = "ClientsListV2";
+/// Live report files that cannot be read as reports: clients on an unknown list.
+pub const CLIENTS_LIST_UNKNOWN: &str = "ClientsListUnknown";
+/// Seconds since the list was published while some live client is behind it (it reports
+/// another list, or may), else 0: what the "client behind" alarm compares with 30 minutes.
+pub const CLIENTS_BEHIND_LONGEST: &str = "ClientsBehindLongest";
+/// 1 when more shards are needed than one per mount target but the list stays version 1,
+/// because not every live client reports that it reads version 2 (or none reports), else 0.
+pub const LIST_VERSION_HELD: &str = "ListVersionHeld";
+
 /// A CloudWatch unit, as the `Unit` member of an EMF metric definition spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
     Count,
     Milliseconds,
+    Seconds,
     /// A unitless value (the 0/1 flag).
     None,
 }
@@ -97,6 +114,7 @@ impl Unit {
         match self {
             Unit::Count => "Count",
             Unit::Milliseconds => "Milliseconds",
+            Unit::Seconds => "Seconds",
             Unit::None => "None",
         }
     }
@@ -182,6 +200,31 @@ pub const METRICS: &[MetricSpec] = &[
         unit: Unit::Count,
         dimensions: FS_DIMS,
     },
+    MetricSpec {
+        name: CLIENTS_LIST_V1,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: CLIENTS_LIST_V2,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: CLIENTS_LIST_UNKNOWN,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: CLIENTS_BEHIND_LONGEST,
+        unit: Unit::Seconds,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
+        name: LIST_VERSION_HELD,
+        unit: Unit::None,
+        dimensions: FS_DIMS,
+    },
 ];
 
 /// What one run observed and decided, for the metrics.
@@ -212,6 +255,11 @@ pub struct RunMetrics {
     pub fleet_not_converged: bool,
     pub unreadable_shards: u64,
     pub count_duration: Duration,
+    /// Live clients by the version of the list they route by (`1`, `2`, `unknown`).
+    pub clients_by_version: std::collections::BTreeMap<String, u64>,
+    /// Seconds since the publish while some live client is behind (else 0).
+    pub clients_behind_secs: u64,
+    pub list_version_held: bool,
 }
 
 /// Milliseconds since the Unix epoch, for [`emf_lines`]' timestamp.
@@ -261,6 +309,15 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     );
     summary.insert(UNREADABLE_SHARDS.into(), json!(m.unreadable_shards));
     summary.insert(RECONCILE_RUNS.into(), json!(1));
+    let clients = |v: &str| m.clients_by_version.get(v).copied().unwrap_or(0);
+    summary.insert(CLIENTS_LIST_V1.into(), json!(clients("1")));
+    summary.insert(CLIENTS_LIST_V2.into(), json!(clients("2")));
+    summary.insert(CLIENTS_LIST_UNKNOWN.into(), json!(clients("unknown")));
+    summary.insert(CLIENTS_BEHIND_LONGEST.into(), json!(m.clients_behind_secs));
+    summary.insert(
+        LIST_VERSION_HELD.into(),
+        json!(u8::from(m.list_version_held)),
+    );
     summary.insert(
         COUNT_DURATION.into(),
         json!(m.count_duration.as_secs_f64() * 1000.0),
@@ -469,6 +526,9 @@ mod tests {
             fleet_not_converged: false,
             unreadable_shards: 6,
             count_duration: Duration::from_micros(1_234_567),
+            clients_by_version: [("1".into(), 7), ("2".into(), 8), ("unknown".into(), 9)].into(),
+            clients_behind_secs: 1_801,
+            list_version_held: true,
         }
     }
 
@@ -506,6 +566,11 @@ mod tests {
             (FLEET_NOT_CONVERGED, "None", json!(0)),
             (UNREADABLE_SHARDS, "Count", json!(6)),
             (RECONCILE_RUNS, "Count", json!(1)),
+            (CLIENTS_LIST_V1, "Count", json!(7)),
+            (CLIENTS_LIST_V2, "Count", json!(8)),
+            (CLIENTS_LIST_UNKNOWN, "Count", json!(9)),
+            (CLIENTS_BEHIND_LONGEST, "Seconds", json!(1_801)),
+            (LIST_VERSION_HELD, "None", json!(1)),
         ];
         assert_eq!(got.len(), want.len());
         for (name, unit, value) in want {
@@ -549,7 +614,7 @@ mod tests {
         assert!(doc.get(PROP_LARGEST_SHARD_ROOT).is_none());
         let names: Vec<String> = metrics_of(&doc).into_iter().map(|m| m.2).collect();
         assert!(!names.contains(&LARGEST_SHARD_FILES.to_string()));
-        assert_eq!(names.len(), 11, "{names:?}");
+        assert_eq!(names.len(), 16, "{names:?}");
     }
 
     #[test]
@@ -585,7 +650,7 @@ mod tests {
     }
 
     /// Each distinct `(metric name, dimension values)` is one metric CloudWatch bills a month:
-    /// a thousand shards over six mount targets are still 12 + 6 of them.
+    /// a thousand shards over six mount targets are still 17 + 6 of them.
     #[test]
     fn the_billed_metrics_are_bounded_by_the_mount_targets_not_the_shards() {
         let m = RunMetrics {
@@ -613,7 +678,7 @@ mod tests {
         }
         series.sort();
         series.dedup();
-        assert_eq!(series.len(), 12 + 6, "{series:?}");
+        assert_eq!(series.len(), 17 + 6, "{series:?}");
     }
 
     #[test]
@@ -703,6 +768,9 @@ mod tests {
             rollouts_failed: 0,
             unreadable_shards: 0,
             count_duration: Duration::from_millis(2),
+            clients_by_version: [("2".into(), 4)].into(),
+            clients_behind_secs: 0,
+            list_version_held: false,
             ..sample()
         };
         let lines: Vec<Value> = emf_lines(&m, 42)
@@ -729,6 +797,11 @@ mod tests {
                             {"Name": "FleetNotConverged", "Unit": "None"},
                             {"Name": "UnreadableShards", "Unit": "Count"},
                             {"Name": "ReconcileRuns", "Unit": "Count"},
+                            {"Name": "ClientsListV1", "Unit": "Count"},
+                            {"Name": "ClientsListV2", "Unit": "Count"},
+                            {"Name": "ClientsListUnknown", "Unit": "Count"},
+                            {"Name": "ClientsBehindLongest", "Unit": "Seconds"},
+                            {"Name": "ListVersionHeld", "Unit": "None"},
                         ],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
@@ -737,6 +810,8 @@ mod tests {
                     "MountTargets": 1, "DesiredMountTargets": 1,
                     "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
                     "FleetNotConverged": 0, "UnreadableShards": 0, "ReconcileRuns": 1,
+                    "ClientsListV1": 0, "ClientsListV2": 4, "ClientsListUnknown": 0,
+                    "ClientsBehindLongest": 0, "ListVersionHeld": 0,
                 }),
                 json!({
                     "_aws": {"Timestamp": 42, "CloudWatchMetrics": [{

@@ -1,7 +1,7 @@
 //! Observe everything a plan needs. Reads only; any error here means nothing was changed.
 
 use crate::aws::Clients;
-use crate::config::Config;
+use crate::config::{ClientReports, Config};
 use crate::error::{ConfigError, Error};
 use crate::homing;
 use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, When};
@@ -68,10 +68,21 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         None => carried_over(config, state::now(), &mut warnings),
     };
 
+    // With CLIENT_REPORTS=require every running task of a named service must report: the
+    // tasks ECS shows already hold them (a stopping one is held by the task rule).
+    let running_tasks = match config.client_reports {
+        ClientReports::Require => tasks
+            .iter()
+            .filter(|t| t.desired_status == "RUNNING" && t.group.starts_with("service:"))
+            .map(|t| t.arn.clone())
+            .collect(),
+        ClientReports::Ecs => Vec::new(),
+    };
     let (roots, draining_roots) = roots_to_count(parameter.as_ref(), &mount_targets, &state);
     let started = Instant::now();
     let counted = count(config, roots, draining_roots).await?;
     let count_took = started.elapsed();
+    let reports = read_reports(config).await?;
     Ok((
         Observed {
             file_system,
@@ -81,6 +92,8 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             parameter,
             deployments,
             tasks,
+            reports,
+            running_tasks,
             files: counted.files,
             unreadable: counted.unreadable,
             tree_has_files: counted.tree_has_files,
@@ -203,6 +216,18 @@ async fn count(
         task: "counting",
         source,
     })?
+}
+
+/// The clients' reports, read after the files: a client that reports the list it loaded
+/// while they were counted is seen.
+async fn read_reports(config: &Config) -> Result<crate::reports::Reports, Error> {
+    let mount = config.mount_path.clone();
+    tokio::task::spawn_blocking(move || crate::reports::read(&mount, When::now()))
+        .await
+        .map_err(|source| Error::TaskFailed {
+            task: "reading client reports",
+            source,
+        })
 }
 
 #[derive(Default)]

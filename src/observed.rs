@@ -1,5 +1,6 @@
 //! What a run observes, as plain data: the input of `plan`.
 
+use crate::reports::Reports;
 use crate::state::State;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,6 +108,20 @@ pub struct Subnet {
 pub struct Parameter {
     pub list: MountTargetList,
     pub last_modified: Option<When>,
+    /// `efs_router::report::list_sha256` of the value as read: the identity clients report.
+    pub sha256: String,
+}
+
+impl Parameter {
+    /// The parameter holding `list` as the function writes it.
+    pub fn new(list: MountTargetList, last_modified: Option<When>) -> Parameter {
+        let sha256 = efs_router::report::list_sha256(&list.to_json());
+        Parameter {
+            list,
+            last_modified,
+            sha256,
+        }
+    }
 }
 
 /// The file system, as DescribeFileSystems shows it.
@@ -183,6 +198,11 @@ pub struct Observed {
     pub deployments: Vec<Deployment>,
     /// Tasks of the services (and of `ECS_CLIENT_FAMILIES`) that ECS has not stopped yet.
     pub tasks: Vec<EcsTask>,
+    /// The clients' reports (`.efs-router-clients`), as read.
+    pub reports: Reports,
+    /// ARNs of the RUNNING tasks of the named services; listed only when
+    /// `CLIENT_REPORTS=require` (else empty).
+    pub running_tasks: Vec<String>,
     /// Files per shard root; a root whose watch directory does not exist is absent.
     pub files: BTreeMap<String, u64>,
     /// Shard roots whose directory could not be read, and why: skipped, not failed.

@@ -38,6 +38,7 @@ pub fn policy(config: &Config) -> Policy {
         scale_in_cooldown_secs: config.scale_in_cooldown.as_secs(),
         allow_create: true,
         client_refresh_secs: config.client_refresh.as_secs(),
+        client_reports: config.client_reports,
     }
 }
 
@@ -118,8 +119,10 @@ fn rebalance(
         let why = Warning::MovesWait(wait.clone());
         warn!(kind = why.kind(), "{why}");
         applied.warnings.push(why);
-        if let MovesWait::Fleet(services) = wait {
-            applied.waiting_for.extend(services.iter().cloned());
+        match wait {
+            MovesWait::Fleet(services) => applied.waiting_for.extend(services.iter().cloned()),
+            MovesWait::Clients(clients) => applied.clients_behind.extend(clients.iter().cloned()),
+            MovesWait::ListPending | MovesWait::Refresh(_) => {}
         }
         return Ok(());
     }
@@ -244,6 +247,9 @@ fn emit_metrics(
         at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
+        clients_by_version: end.clients_by_version.clone(),
+        clients_behind_secs: end.clients_behind_secs,
+        list_version_held: end.list_version_held,
         unreadable_shards: (end.unreadable + dirs_not_made) as u64,
         count_duration: count_took,
     };
@@ -272,6 +278,10 @@ fn respond(
     applied: Applied,
 ) -> Response {
     let warnings: Vec<&Warning> = applied.warnings.iter().chain(&end.warnings).collect();
+    let mut clients_behind = applied.clients_behind.clone();
+    if let Decision::WaitForClients { clients, .. } = &end.decision {
+        clients_behind.extend(clients.iter().cloned());
+    }
     let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
     let tasks = tasks_waited_for(action, end);
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
@@ -312,9 +322,15 @@ fn respond(
                 }
             }
             w.extend(tasks.iter().map(|t| t.id.clone()));
+            w.extend(
+                clients_behind
+                    .iter()
+                    .map(|c| format!("client {}", c.client)),
+            );
             w
         },
         waiting_for_tasks: tasks,
+        clients_behind,
         actions: applied.actions,
         decision: first.decision.name(),
         reason: first.reason.clone(),

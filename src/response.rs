@@ -1,7 +1,7 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
 use crate::homing::Moves;
-use crate::plan::{Excluded, OldTask, StepKind};
+use crate::plan::{Behind, Excluded, OldTask, StepKind};
 use efs_router::list::Target;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -48,6 +48,10 @@ pub struct Response {
     /// not stopped yet.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waiting_for_tasks: Vec<OldTask>,
+    /// The live clients that hold the moves (id, list version, last seen), as `waiting_for`
+    /// names them (`client <id>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients_behind: Vec<Behind>,
     pub actions: Vec<StepKind>,
     /// What the run decided, by name ([`crate::plan::Decision::name`]); `reason` says it in words.
     pub decision: &'static str,

@@ -82,6 +82,7 @@ const IMPLIED_ACTIONS: &[(&str, &str)] = &[
 /// Actions without resource-level permissions (Service Authorization Reference: no resource
 /// type): IAM only allows them with `"Resource": "*"`.
 const UNSCOPABLE: &[&str] = &[
+    "ecs:ListTasks",
     "ec2:DescribeSubnets",
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeNetworkInterfaceAttribute",
@@ -501,6 +502,7 @@ fn the_environment_is_exactly_the_contract() {
         ("API_CALL_TIMEOUT_SECONDS", "30"),
         ("CLIENT_REFRESH_SECONDS", "0"),
         ("MOVE_CONCURRENCY", "16"),
+        ("CLIENT_REPORTS", "ecs"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -528,6 +530,7 @@ fn the_environment_is_exactly_the_contract() {
         ("ClientRefreshSeconds", "120"),
         ("MoveConcurrency", "4"),
         ("EcsClientFamilies", "batch,report"),
+        ("ClientReports", "require"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -550,6 +553,7 @@ fn the_environment_is_exactly_the_contract() {
         ("CLIENT_REFRESH_SECONDS", "120"),
         ("MOVE_CONCURRENCY", "4"),
         ("ECS_CLIENT_FAMILIES", "batch,report"),
+        ("CLIENT_REPORTS", "require"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }

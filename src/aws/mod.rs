@@ -13,6 +13,7 @@ pub const CALLED_ACTIONS: &[&str] = &[
     "ssm:GetParameter",
     "ssm:PutParameter",
     "ecs:DescribeServices",
+    "ecs:ListTasks",
     "ecs:UpdateService",
     "ecs:ListTasks",
     "ecs:DescribeTasks",

@@ -32,6 +32,7 @@ impl Ssm {
         Ok(Some(Parameter {
             list,
             last_modified,
+            sha256: efs_router::report::list_sha256(&text),
         }))
     }
 

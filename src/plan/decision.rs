@@ -1,5 +1,6 @@
 //! The one decision of a run, chosen from plain values.
 
+use super::clients::Behind;
 use super::fleet::MovesWait;
 use super::scale_in::Candidate;
 use super::sizing::Size;
@@ -39,6 +40,9 @@ pub enum Decision {
     /// published last, but ECS still shows tasks created before it that it has not stopped
     /// (replaced ones, `DEACTIVATING` or `STOPPING`; RunTask's): nothing moves or goes yet.
     WaitForTasks { id: String, tasks: Vec<OldTask> },
+    /// A target is draining (or unlisted), but live clients report another list than the one
+    /// published (or may): nothing moves or goes until they run it.
+    WaitForClients { id: String, clients: Vec<Behind> },
     /// A target is draining (or unlisted), but the list that says so is not the one published
     /// (a run died, or its publish failed, after the state was saved): the list goes out
     /// first, and nothing moves or goes until the services run it.
@@ -78,7 +82,7 @@ impl Decision {
     /// or one whose scale-in is held because no entry may leave it.
     pub fn lifted_by(&self) -> Option<&'static str> {
         match self {
-            Decision::AtCapacity(Bound::MaxShards(_)) => None,
+            Decision::AtCapacity(Bound::MaxShards(_) | Bound::ListVersion { .. }) => None,
             Decision::AtCapacity(_) | Decision::Hold(Hold::ModuloList) => Some(MIGRATE_EVENT),
             _ => None,
         }
@@ -97,6 +101,7 @@ impl Decision {
             Decision::MoveDrained { .. } => "move_drained",
             Decision::WaitForFleet { .. } => "wait_for_fleet",
             Decision::WaitForTasks { .. } => "wait_for_tasks",
+            Decision::WaitForClients { .. } => "wait_for_clients",
             Decision::PublishFirst { .. } => "publish_first",
             Decision::Unlist { .. } => "unlist",
             Decision::DropShard { .. } => "drop_shard",
@@ -141,6 +146,12 @@ pub enum Bound {
     },
     /// `MAX_SHARDS` (or the list's own cap).
     MaxShards(usize),
+    /// One shard per mount target: not every live client reads a version 2 list (`clients`
+    /// do not; none when no client reports).
+    ListVersion {
+        most: usize,
+        clients: Vec<String>,
+    },
 }
 
 /// Everything [`decide`] looks at, as plain values.
@@ -247,6 +258,10 @@ fn drain_step(d: &DrainView, growing: bool, moves_wait: Option<&MovesWait>) -> D
             MovesWait::Tasks(tasks) => Decision::WaitForTasks {
                 id,
                 tasks: tasks.clone(),
+            },
+            MovesWait::Clients(clients) => Decision::WaitForClients {
+                id,
+                clients: clients.clone(),
             },
             MovesWait::Refresh(left) => Decision::WaitForRefresh { id, left: *left },
         };

@@ -118,6 +118,7 @@ impl Effect<'_> {
             // until that is over.
             Decision::WaitForFleet { .. }
             | Decision::WaitForTasks { .. }
+            | Decision::WaitForClients { .. }
             | Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
             | Decision::AtCapacity(_) => {}

@@ -1,5 +1,6 @@
 //! The fleet: which services run the list published last, and why files may not move yet.
 
+use super::clients::{Behind, Clients};
 use super::policy::Policy;
 use super::tasks::{old_tasks, OldTask};
 use super::warning::Warning;
@@ -14,6 +15,8 @@ pub enum MovesWait {
     Fleet(Vec<String>),
     /// ECS shows these tasks, created before the list was published, not stopped yet.
     Tasks(Vec<OldTask>),
+    /// These live clients report another list than the one published (or may).
+    Clients(Vec<Behind>),
     /// Clients that refresh the list themselves may not have read it: seconds left.
     Refresh(u64),
 }
@@ -37,6 +40,11 @@ impl std::fmt::Display for MovesWait {
                     "{} started before the list published last and ECS has not stopped them yet",
                     tasks.join(", ")
                 )
+            }
+            MovesWait::Clients(clients) => {
+                write!(f, "clients do not run the list published last yet: ")?;
+                let names: Vec<String> = clients.iter().map(Behind::to_string).collect();
+                f.write_str(&names.join(", "))
             }
             MovesWait::Refresh(left) => write!(
                 f,
@@ -64,6 +72,8 @@ pub(super) struct Fleet {
     pub(super) old_tasks: Vec<OldTask>,
     /// Seconds before clients that refresh the list themselves have read the one published last.
     refresh_left: u64,
+    /// The clients as their reports show them.
+    pub(super) clients: Clients,
 }
 
 impl Fleet {
@@ -105,12 +115,20 @@ impl Fleet {
                 age: age.unwrap_or_default(),
             });
         }
+        let clients = Clients::of(obs, policy, warnings);
+        if clients.behind_secs > FLEET_PATIENCE_SECS {
+            warnings.push(Warning::ClientsNotConverged {
+                clients: clients.behind.iter().map(|b| b.client.clone()).collect(),
+                age: clients.behind_secs,
+            });
+        }
         Fleet {
             waiting,
-            stuck,
+            stuck: stuck || clients.behind_secs > FLEET_PATIENCE_SECS,
             rollouts_failed,
             old_tasks,
             refresh_left: refresh_left(obs, policy),
+            clients,
         }
     }
 
@@ -122,6 +140,8 @@ impl Fleet {
             Some(MovesWait::Fleet(self.waiting.clone()))
         } else if !self.old_tasks.is_empty() {
             Some(MovesWait::Tasks(self.old_tasks.clone()))
+        } else if !self.clients.behind.is_empty() {
+            Some(MovesWait::Clients(self.clients.behind.clone()))
         } else {
             Some(self.refresh_left)
                 .filter(|left| *left > 0)

@@ -10,6 +10,7 @@
 //! match), the reason rendered from it, and the upkeep every run does whatever was decided
 //! (shard directories, waits, publish, redeploy). [`plan`] is that pipeline.
 
+mod clients;
 mod counts;
 mod decision;
 mod effect;
@@ -29,16 +30,17 @@ mod tracking;
 mod upkeep;
 mod warning;
 
+pub use clients::Behind;
 pub use decision::Decision;
 pub use fleet::MovesWait;
-pub use policy::Policy;
+pub use policy::{ClientReports, Policy};
 pub use room::Excluded;
 pub use step::{NewTarget, SecurityGroups, Step, StepKind};
 pub use tasks::OldTask;
 pub use warning::Warning;
 
 use counts::Counts;
-use decision::{decide, Situation};
+use decision::{decide, Bound, Situation};
 use effect::{Effect, Outcome};
 use fleet::Fleet;
 use list::{grow_shards, rebuild_list, serving_shards};
@@ -96,6 +98,13 @@ pub struct Plan {
     pub fleet_stuck: bool,
     /// Shard directories that could not be read or made (skipped).
     pub unreadable: usize,
+    /// Live clients by the version of the list they route by (`unknown`: a report unread).
+    pub clients_by_version: BTreeMap<String, u64>,
+    /// Seconds since the list was published, while some live client is behind (else 0).
+    pub clients_behind_secs: u64,
+    /// More shards are needed than one per target, and the list stays version 1 because
+    /// not every live client reads version 2.
+    pub list_version_held: bool,
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<Warning>,
@@ -110,7 +119,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let list = rebuild_list(base, shards, state, obs);
     let moves_wait = seen.fleet.moves_wait(seen.published != Some(&list));
     let drain = drain_under_way(&list, base, shards, state, obs);
-    let limits = Limits::of(&seen.room, obs, policy, seen.modulo);
+    let held = version_held(&seen);
+    let limits = Limits::of(&seen.room, obs, policy, seen.modulo, held.clone());
     let current = shards.iter().filter(|s| s.target.state.is_active()).count();
     let serving = serving_shards(&list, shards, state);
     let size = Size::of(seen.counts.file_count, current, serving, policy, &limits);
@@ -141,6 +151,16 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         now: obs.now.secs(),
     });
     let reason = reason(&decision, &size, &band, policy);
+    let mut warnings = seen.warnings.clone();
+    let list_version_held = matches!(limits.shards.bound, Bound::ListVersion { .. })
+        && size.needed > limits.shards.most;
+    if list_version_held {
+        warnings.push(Warning::ListVersionHeld {
+            needed: size.needed,
+            most: limits.shards.most,
+            clients: held.unwrap_or_default(),
+        });
+    }
     let effect = Effect {
         obs,
         base,
@@ -180,9 +200,21 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         excluded: seen.room.excluded,
         rollouts_failed: seen.fleet.rollouts_failed,
         fleet_stuck: seen.fleet.stuck,
-        warnings: seen.warnings,
+        clients_by_version: seen.fleet.clients.by_version,
+        clients_behind_secs: seen.fleet.clients.behind_secs,
+        list_version_held,
+        warnings,
         shards: seen.shards,
     }
+}
+
+/// The live clients that keep the list on version 1 when it is version 1 now and not every
+/// one of them reads version 2 (none, when no client reports). A list that is version 2
+/// already stays so: its readers are running.
+fn version_held(seen: &Seen) -> Option<Vec<String>> {
+    let v2 = seen.base().is_some_and(MountTargetList::needs_version_2);
+    let clients = &seen.fleet.clients;
+    (!seen.modulo && !v2 && !clients.read_v2).then(|| clients.v1_only.clone())
 }
 
 /// What a plan starts from: the observation in the plan's terms, with every warning it gives.

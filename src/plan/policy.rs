@@ -19,4 +19,18 @@ pub struct Policy {
     /// How often clients that refresh the list themselves re-read it (`CLIENT_REFRESH_SECONDS`):
     /// no file moves until that long after the list was last published.
     pub client_refresh_secs: u64,
+    /// `CLIENT_REPORTS`: what a running task of a named service without a report means.
+    pub client_reports: ClientReports,
+}
+
+/// What the fleet rule asks of the clients' reports (`CLIENT_REPORTS`). Every live report
+/// holds the moves while it names another list, either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientReports {
+    /// ECS's deployments and tasks, and the reports there are: a task without one (a router
+    /// older than reports) is not waited for.
+    #[default]
+    Ecs,
+    /// Also: every running task of the named services has a live report naming its ARN.
+    Require,
 }

@@ -51,6 +51,7 @@ pub(super) fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Pol
         | Decision::MoveDrained { .. }
         | Decision::WaitForFleet { .. }
         | Decision::WaitForTasks { .. }
+        | Decision::WaitForClients { .. }
         | Decision::PublishFirst { .. }
         | Decision::WaitForRefresh { .. }
         | Decision::DropShard { .. }
@@ -104,6 +105,14 @@ fn scale_in(hold: &Hold, need: &str, band: &Band) -> String {
 fn capacity(bound: &Bound) -> String {
     match bound {
         Bound::MaxShards(m) => format!("MAX_SHARDS is {m}"),
+        Bound::ListVersion { most, clients } => format!(
+            "the list stays version 1, one shard per mount target ({most}), until every live \
+             client reports that it reads version 2 ({})",
+            match clients.is_empty() {
+                true => "no client reports yet".to_owned(),
+                false => format!("{} do not", clients.join(", ")),
+            }
+        ),
         Bound::OneZone { az } => format!(
             "a One Zone file system (in {az}) takes exactly one mount target, in its own AZ"
         ),
@@ -162,6 +171,15 @@ fn drain(decision: &Decision, size: &Size) -> String {
             tasks
                 .iter()
                 .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Decision::WaitForClients { id, clients } => format!(
+            "draining {id}: nothing moves or goes until every live client runs the list \
+             published last (waiting for {})",
+            clients
+                .iter()
+                .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

@@ -59,7 +59,15 @@ pub(super) struct Limits {
 }
 
 impl Limits {
-    pub(super) fn of(room: &Room, obs: &Observed, policy: &Policy, modulo: bool) -> Limits {
+    /// `held`: the list must stay version 1 (one shard per target), and the live clients that
+    /// hold it there.
+    pub(super) fn of(
+        room: &Room,
+        obs: &Observed,
+        policy: &Policy,
+        modulo: bool,
+        held: Option<Vec<String>>,
+    ) -> Limits {
         let fs = &obs.file_system;
         let most = room
             .az_capacity
@@ -84,14 +92,20 @@ impl Limits {
         };
         let targets = Limit { most, bound };
         // A modulo list cannot have more shards than entries, one per mount target.
-        let shards = if modulo {
-            targets.clone()
-        } else {
-            let most = policy.max_shards.clamp(1, MAX_LIST_SHARDS);
-            Limit {
-                most,
-                bound: Bound::MaxShards(most),
-            }
+        let max_shards = policy.max_shards.clamp(1, MAX_LIST_SHARDS);
+        let shards = match held {
+            _ if modulo => targets.clone(),
+            Some(clients) if targets.most < max_shards => Limit {
+                most: targets.most,
+                bound: Bound::ListVersion {
+                    most: targets.most,
+                    clients,
+                },
+            },
+            _ => Limit {
+                most: max_shards,
+                bound: Bound::MaxShards(max_shards),
+            },
         };
         Limits { targets, shards }
     }

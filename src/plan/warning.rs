@@ -71,6 +71,23 @@ pub enum Warning {
     MovesWait(MovesWait),
     /// A mover died holding the only copy of a version under a private name.
     CutShortMove { path: String },
+    /// A live file named like a client's report that is none: it holds the moves.
+    ReportUnreadable { file: String, kind: &'static str },
+    /// Entries of the reports' directory not read (a flood, or out of time), or the directory
+    /// cannot be read: they hold the moves.
+    ReportsUnread {
+        entries: usize,
+        problem: Option<String>,
+    },
+    /// More shards are needed than one per mount target, but not every live client reports
+    /// that it reads a version 2 list (or none reports): the list stays version 1.
+    ListVersionHeld {
+        needed: usize,
+        most: usize,
+        clients: Vec<String>,
+    },
+    /// Clients have not run the list for longer than the fleet's patience.
+    ClientsNotConverged { clients: Vec<String>, age: u64 },
 }
 
 impl Warning {
@@ -98,6 +115,10 @@ impl Warning {
             Warning::ForeignShardDrainMark { .. } => "foreign_shard_drain_mark",
             Warning::MovesWait(_) => "moves_wait",
             Warning::CutShortMove { .. } => "cut_short_move",
+            Warning::ReportUnreadable { .. } => "report_unreadable",
+            Warning::ReportsUnread { .. } => "reports_unread",
+            Warning::ListVersionHeld { .. } => "list_version_held",
+            Warning::ClientsNotConverged { .. } => "clients_not_converged",
         }
     }
 }
@@ -192,7 +213,46 @@ impl fmt::Display for Warning {
                 "{path} looks like a move that died with the only copy of a version: left for \
                  a person to look at"
             ),
+            Warning::ReportUnreadable { file, kind } => write!(
+                f,
+                "client report {file} is not one ({kind}): it counts as a client on an unknown \
+                 list until its lifetime ends"
+            ),
+            Warning::ReportsUnread { entries, problem } => {
+                write!(f, "{entries} entries of the client reports were not read")?;
+                if let Some(p) = problem {
+                    write!(f, " (the directory: {p})")?;
+                }
+                write!(f, ": files wait to move")
+            }
+            Warning::ListVersionHeld {
+                needed,
+                most,
+                clients,
+            } => list_version_held(f, *needed, *most, clients),
+            Warning::ClientsNotConverged { clients, age } => write!(
+                f,
+                "clients {} have not run the list published {age} s ago: files wait to move",
+                clients.join(", ")
+            ),
         }
+    }
+}
+
+fn list_version_held(
+    f: &mut fmt::Formatter<'_>,
+    needed: usize,
+    most: usize,
+    clients: &[String],
+) -> fmt::Result {
+    write!(
+        f,
+        "{needed} shards are needed but the list stays version 1 ({most} shards, one per mount \
+         target) until every live client reports that it reads version 2: "
+    )?;
+    match clients.is_empty() {
+        true => write!(f, "no client reports (routers older than reports may not)"),
+        false => write!(f, "{} do not", clients.join(", ")),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One situation for each decision, by the decision's name.
 
+use super::clients::{reading, reads_v2, reporting};
 use super::*;
 
 /// (what the situation is, what was observed, the settings, the decision's name)
@@ -16,6 +17,17 @@ fn with(f: impl FnOnce(&mut Policy)) -> Policy {
 fn modulo(mut o: Observed) -> Observed {
     o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
     o
+}
+
+/// `o` with a live client of its list that reads version 2.
+fn v2(mut o: Observed) -> Observed {
+    reads_v2(&mut o);
+    o
+}
+
+/// A live client of another list than `o`'s.
+fn reporting_old(o: &mut Observed) {
+    reporting(o, "eeeeeeeeeeeeeeee", false, &[1, 2], 0);
 }
 
 fn growth_cases() -> Vec<Case> {
@@ -46,11 +58,17 @@ fn growth_cases() -> Vec<Case> {
         ),
         (
             "one target allowed, more shards needed",
-            world(200_000),
+            v2(world(200_000)),
             with(|p| p.max_mount_targets = Some(1)),
             "add_shards",
         ),
-        ("the AZs exhausted", full(), policy(), "add_shards"),
+        ("the AZs exhausted", v2(full()), policy(), "add_shards"),
+        (
+            "the AZs exhausted, a client reads version 1 only",
+            reading(full(), &[1]),
+            policy(),
+            "at_capacity",
+        ),
         (
             "a modulo list at capacity",
             modulo(full()),
@@ -71,12 +89,20 @@ fn drain_cases() -> Vec<Case> {
     let refreshing = || with(|p| p.client_refresh_secs = NOW);
     let mut old_tasks = draining_c(100, 10, 5);
     old_tasks.deployments[0].others_running = 1;
+    let mut old_client = draining_c(100, 10, 5);
+    reporting_old(&mut old_client);
     vec![
         (
             "a draining shard with files",
             draining_c(100, 10, 5),
             policy(),
             "move_drained",
+        ),
+        (
+            "a live client on another list",
+            old_client,
+            policy(),
+            "wait_for_clients",
         ),
         (
             "clients have not refreshed yet",

@@ -1,5 +1,6 @@
 //! Growth: when a mount target or shards are added, and what bounds them.
 
+use super::clients::reads_v2;
 use super::*;
 
 #[test]
@@ -52,6 +53,8 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     let mut o = world(100_000);
     add_shard(&mut o, "fsmt-b", 'b', 50_000);
     add_shard(&mut o, "fsmt-c", 'c', 50_000);
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     // 200,000 files at 49,113 a shard on average: 5 shards on the 3 targets.
     assert_eq!(
@@ -89,10 +92,7 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     o.files.insert("/shards/use1-az1.1".into(), 0);
     o.files.insert("/shards/use1-az2.1".into(), 0);
     o.state = saved(&p).unwrap().clone();
-    o.parameter = Some(Parameter {
-        list: p.list.clone(),
-        last_modified: at(NOW - 10),
-    });
+    o.parameter = Some(Parameter::new(p.list.clone(), at(NOW - 10)));
     o.deployments[0].created_at = at(NOW - 5);
     let p = plan(&o, &policy());
     assert_eq!(
@@ -111,6 +111,8 @@ fn a_new_target_and_new_shards_in_one_run() {
     // two that serve take their even share (5 each) at once; the third gets its own later.
     let mut o = world(400_000);
     add_shard(&mut o, "fsmt-b", 'b', 300_000);
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!((p.needed, p.desired), (15, 3));
     assert!(matches!(&p.decision, Decision::Create(n) if n.az_id == "use1-az3"));
@@ -139,6 +141,8 @@ fn max_shards_is_the_capacity_and_the_reason_says_so() {
         max_shards: 12,
         ..policy()
     };
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &capped);
     assert_eq!((p.needed, p.desired_shards), (204, 12));
     assert!(p.at_capacity);
@@ -155,13 +159,10 @@ fn a_modulo_list_at_capacity_says_migrating_lifts_the_cap() {
     let mut o = world(200_000);
     add_shard(&mut o, "fsmt-b", 'b', 0);
     add_shard(&mut o, "fsmt-c", 'c', 0);
-    o.parameter = Some(Parameter {
-        list: MountTargetList::from_json(
+    o.parameter = Some(Parameter::new(MountTargetList::from_json(
             r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"},{"id":"fsmt-c","ip":"10.0.3.4"}]}"#,
         )
-        .unwrap(),
-        last_modified: at(100),
-    });
+        .unwrap(), at(100)));
     let p = plan(&o, &policy());
     assert_eq!((p.needed, p.desired_shards), (5, 3));
     assert!(p.at_capacity);
@@ -197,6 +198,8 @@ fn a_target_creating_is_waited_for_and_not_doubled() {
 fn max_mount_targets_bounds_desired() {
     let mut o = world(500_000);
     add_shard(&mut o, "fsmt-b", 'b', 0);
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(
         &o,
         &Policy {
@@ -236,6 +239,8 @@ fn scale_out_records_nothing_before_aws_accepts_the_create() {
 fn a_one_zone_file_system_never_gets_a_second_target() {
     let mut o = world(200_000);
     one_zone(&mut o, 'a');
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(created(&p), None, "{:?}", p.steps);
     // Its one target serves all the shards.

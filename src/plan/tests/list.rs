@@ -1,5 +1,6 @@
 //! The published list: its order, strategy and entries, and what goes out when.
 
+use super::clients::reads_v2;
 use super::*;
 
 #[test]
@@ -10,14 +11,13 @@ fn migrate_republishes_a_modulo_list_under_rendezvous() {
         r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
     )
     .unwrap();
-    o.parameter = Some(Parameter {
-        list: original.clone(),
-        last_modified: at(100),
-    });
+    o.parameter = Some(Parameter::new(original.clone(), at(100)));
     let migrating = Policy {
         migrate: true,
         ..policy()
     };
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &migrating);
     assert_eq!(p.decision, Decision::Migrate { entries: 2 });
     assert_eq!(p.list.strategy, Strategy::Rendezvous);
@@ -70,13 +70,10 @@ fn the_original_form_keeps_its_order_and_strategy_and_gains_the_new_target() {
     let b = target("fsmt-b", 'b', LifeCycle::Available);
     o.mount_targets.insert(0, b);
     // As the original wrote it: a then b, two fields each, root `/` for both.
-    o.parameter = Some(Parameter {
-        list: MountTargetList::from_json(
+    o.parameter = Some(Parameter::new(MountTargetList::from_json(
             r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
         )
-        .unwrap(),
-        last_modified: at(100),
-    });
+        .unwrap(), at(100)));
     o.mount_targets
         .push(target("fsmt-c", 'c', LifeCycle::Available));
     o.files.insert("/shards/use1-az3".into(), 0);
@@ -127,6 +124,8 @@ fn a_target_in_error_holds_its_az_but_is_not_published() {
     let mut o = world(120_000);
     o.mount_targets
         .push(target("fsmt-b", 'b', LifeCycle::Error));
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(p.current, 1);
     assert_eq!(created(&p).unwrap().az_id, "use1-az3");

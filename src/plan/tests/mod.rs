@@ -8,6 +8,7 @@ use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::{az_root, extra_root, Target};
 use std::collections::BTreeSet;
 
+mod clients;
 mod decisions;
 mod drain;
 mod growth;
@@ -76,17 +77,19 @@ pub(super) fn world(files: u64) -> Observed {
         warnings: Vec::new(),
         unreadable: BTreeMap::new(),
         tree_has_files: BTreeMap::new(),
+        reports: Default::default(),
+        running_tasks: Vec::new(),
         now: When::from_secs(NOW),
     };
     // Published as it was before the files grew: one shard, built by hand (not by `plan`,
     // so that a bug in the list's rebuild cannot move the input along with the output).
-    o.parameter = Some(Parameter {
-        list: MountTargetList {
+    o.parameter = Some(Parameter::new(
+        MountTargetList {
             mount_targets: vec![listed(&o.mount_targets[0], "/")],
             strategy: Strategy::Rendezvous,
         },
-        last_modified: at(100),
-    });
+        at(100),
+    ));
     o
 }
 
@@ -113,6 +116,7 @@ pub(super) fn policy() -> Policy {
         scale_in_cooldown_secs: 1800,
         allow_create: true,
         client_refresh_secs: 0,
+        client_reports: ClientReports::Ecs,
     }
 }
 

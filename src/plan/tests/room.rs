@@ -1,5 +1,6 @@
 //! The room: which subnet a new mount target goes in.
 
+use super::clients::reads_v2;
 use super::*;
 
 #[test]
@@ -7,6 +8,8 @@ fn a_used_az_is_not_free_through_a_second_subnet() {
     let mut o = world(100_000);
     // Only other subnet: a second one in AZ a, which already has a target.
     o.subnets = vec![subnet("subnet-a", VPC, 'a'), subnet("subnet-a2", VPC, 'a')];
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert!(created(&p).is_none());
     assert_eq!(p.decision, Decision::AddShards { added: 2 });
@@ -20,6 +23,8 @@ fn subnets_of_another_vpc_are_never_chosen() {
         subnet("subnet-x", "vpc-other", 'b'),
         subnet("subnet-c", VPC, 'c'),
     ];
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(created(&p).unwrap().subnet_id, "subnet-c");
     assert_eq!(
@@ -96,6 +101,8 @@ fn nothing_eligible_left_is_at_capacity() {
         .exclude("subnet-b", NOW + 60, "NoFreeAddressesInSubnet".into(), NOW);
     o.state
         .exclude("subnet-c", NOW + 60, "SubnetNotFound".into(), NOW);
+    // Every client reads version 2: the list may grow past one shard a target.
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(created(&p), None);
     assert_eq!(p.decision, Decision::AddShards { added: 1 });
@@ -129,6 +136,8 @@ fn an_az_held_by_a_target_that_cannot_serve_is_no_room_and_the_shards_go_on_thos
         let mut o = world(150_000);
         add_shard(&mut o, "fsmt-c", 'c', 0);
         o.mount_targets.push(target("fsmt-b", 'b', state.clone()));
+        // Every client reads version 2: the list may grow past one shard a target.
+        reads_v2(&mut o);
         let p = plan(&o, &policy());
         // Not free (AWS would refuse a second target there), and no target to come either.
         assert!(created(&p).is_none(), "{state:?}");

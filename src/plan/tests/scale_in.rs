@@ -222,13 +222,10 @@ fn protected_azs_and_the_first_shard_never_go() {
     let mut o = world(10);
     o.mount_targets
         .push(target("fsmt-b", 'b', LifeCycle::Available));
-    o.parameter = Some(Parameter {
-        list: MountTargetList::from_json(
+    o.parameter = Some(Parameter::new(MountTargetList::from_json(
             r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"},{"id":"fsmt-b","ip":"10.0.2.4"}]}"#,
         )
-        .unwrap(),
-        last_modified: at(100),
-    });
+        .unwrap(), at(100)));
     let p = plan(&o, &zero);
     assert_eq!(draining_id(&p), None);
     assert_eq!(p.decision, Decision::Hold(Hold::ModuloList));
