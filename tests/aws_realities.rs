@@ -114,6 +114,8 @@ async fn a_delete_retried_while_deleting_is_done_and_the_az_stays_held_until_it_
     // a target either, so the third shard goes on a and b; c is reported, neither serving
     // nor listed.
     tb.mount.generate(2 * THRESHOLD + 100);
+    // Every client reads version 2, so the list may grow past one shard a target.
+    tb.fleet_reports(&[1, 2]).await;
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     let r = inv.response();
@@ -247,6 +249,7 @@ async fn every_page_of_subnets_and_mount_targets_is_read() {
     // Three targets, the third on the second page: every AZ holds one, so the shards the
     // files need go on them and no target is asked for (moto would refuse it as AWS does).
     tb.mount.generate(4 * THRESHOLD);
+    tb.fleet_reports(&[1, 2]).await;
     tb.proxy.reset_counts();
     let inv = tb.invoke(&event("reconcile")).await;
     check_eq!(inv, inv.response()["decision"], json!("add_shards"));

@@ -1468,3 +1468,131 @@ async fn the_migrate_event_makes_a_modulo_list_rendezvous_and_the_rebalance_brin
         .await;
     check!(inv, !has_action(inv.response(), "publish"));
 }
+
+// ----------------------------------------------------------------------------- client reports
+
+/// The client id the reports of these tests use.
+const OLD_CLIENT: &str = "0123456789abcdef";
+
+/// `OLD_CLIENT` is named in `waiting_for` and `clients_behind` as routing by an older list.
+fn waits_for_old_client(inv: &Invocation) {
+    let r = inv.response();
+    check!(
+        inv,
+        strings(r, "waiting_for").contains(&format!("client {OLD_CLIENT}")),
+        "{}",
+        pretty(r)
+    );
+    check_eq!(inv, r["clients_behind"][0]["client"], json!(OLD_CLIENT));
+    check_eq!(inv, r["clients_behind"][0]["why"], json!("old-list"));
+    check!(inv, r["clients_behind"][0]["last_seen"].is_u64());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_reporting_an_old_list_holds_a_rebalance() {
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 10));
+    let files = files_by_name(&tb.mount);
+    // A standalone task still routes by a list from before: nothing may move.
+    tb.mount
+        .report(OLD_CLIENT, r#"{"mount_targets":[]}"#, &[1, 2]);
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check!(inv, has_warning(inv.response(), "moves_wait"));
+    check!(inv, !has_action(inv.response(), "move_files"));
+    waits_for_old_client(&inv);
+    assert_files_intact(&files, &tb.mount, &inv);
+    check_eq!(inv, misplaced(&tb.mount, &list).len(), 10);
+    // It loads the published list: the rebalance goes on.
+    tb.mount
+        .report(OLD_CLIENT, &tb.world.published().await.value, &[1, 2]);
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check_eq!(inv, moves(&inv).moved, 10);
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn planted_links_oversized_and_garbage_reports_delay_and_never_stop_the_run() {
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 10));
+    let files = files_by_name(&tb.mount);
+    let current = tb.world.published().await.value;
+    tb.mount.report(OLD_CLIENT, &current, &[1, 2]);
+    let dir = tb.mount.reports_dir();
+    // A link to a report of the current list elsewhere, an oversized file, garbage.
+    let elsewhere = tb.mount.path().join("elsewhere.json");
+    fs::copy(dir.join(format!("{OLD_CLIENT}.json")), &elsewhere).unwrap();
+    let planted = [
+        "1111111111111111.json",
+        "2222222222222222.json",
+        "3333333333333333.json",
+    ];
+    std::os::unix::fs::symlink(&elsewhere, dir.join(planted[0])).unwrap();
+    fs::write(dir.join(planted[1]), vec![b' '; 5000]).unwrap();
+    fs::write(dir.join(planted[2]), b"\x00garbage").unwrap();
+    for event in [rebalance(1000), event("reconcile")] {
+        let inv = tb.invoke(&event).await;
+        let r = inv.response();
+        check_eq!(inv, r["statusCode"], json!(200));
+        check!(inv, has_warning(r, "report_unreadable"));
+        let behind: BTreeSet<String> = r["clients_behind"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["client"].as_str().unwrap().to_owned())
+            .collect();
+        if event["action"] == "rebalance" {
+            check_eq!(inv, behind, planted.iter().map(|p| p.to_string()).collect());
+        }
+        check!(inv, !has_action(r, "move_files"));
+        assert_files_intact(&files, &tb.mount, &inv);
+    }
+    // Nothing followed the link, nothing removed what a task may have planted.
+    assert!(dir.join(planted[0]).symlink_metadata().is_ok());
+    assert!(elsewhere.exists());
+    // The directory itself a link: nothing is read through it, and nothing moves.
+    for p in planted {
+        fs::remove_file(dir.join(p)).unwrap();
+    }
+    let moved = tb.mount.path().join("reports-elsewhere");
+    fs::rename(&dir, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &dir).unwrap();
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check!(inv, has_warning(inv.response(), "reports_unread"));
+    check!(inv, !has_action(inv.response(), "move_files"));
+    // Put back, the reports permit the moves again.
+    fs::remove_file(&dir).unwrap();
+    fs::rename(&moved, &dir).unwrap();
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check_eq!(inv, moves(&inv).moved, 10);
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn routers_that_cannot_read_version_2_keep_the_list_on_one_shard_a_target() {
+    let tb = testbed(&['a', 'b', 'c']).await;
+    let before = tb.world.published().await;
+    tb.mount.generate(4 * THRESHOLD as usize);
+    tb.mount.report(OLD_CLIENT, &before.value, &[1]);
+    let inv = tb.invoke(&event("reconcile")).await;
+    let r = inv.response();
+    check_eq!(inv, r["decision"], json!("at_capacity"));
+    check!(inv, has_warning(r, "list_version_held"));
+    check_eq!(
+        inv,
+        (r["desired"].clone(), r["shards"].clone()),
+        (json!(3), json!(3))
+    );
+    let list = published_list(&tb).await;
+    check!(inv, !list.needs_version_2(), "{list:?}");
+    check!(inv, list.mount_targets.iter().all(|t| t.shards == 1));
+    // Once every live client reads version 2, the shards the files need go out.
+    tb.mount
+        .report(OLD_CLIENT, &tb.world.published().await.value, &[1, 2]);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("add_shards"));
+    check!(inv, published_list(&tb).await.needs_version_2());
+}

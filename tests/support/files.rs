@@ -61,6 +61,51 @@ impl Mount {
         self.root.join(root.trim_start_matches('/')).join(WATCH_DIR)
     }
 
+    /// `<mount>/.efs-router-clients`: where routers write their reports.
+    pub fn reports_dir(&self) -> PathBuf {
+        self.root.join(efs_router::report::DIR)
+    }
+
+    /// Writes, as a router does, the report of client `id` (16 hex digits) that routes by the
+    /// list `text` (the parameter's value as read) and reads the list versions `reads`.
+    pub fn report(&self, id: &str, text: &str, reads: &[u32]) -> PathBuf {
+        use efs_router::report::{list_sha256, ListSeen, Report, EVERY_SECS, FORMAT};
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let version = efs_router::MountTargetList::from_json(text).map_or(1, |l| {
+            if l.needs_version_2() {
+                2
+            } else {
+                1
+            }
+        });
+        let report = Report {
+            format: FORMAT,
+            client: id.into(),
+            router: "efs-router-rust/test".into(),
+            reads: reads.to_vec(),
+            list: ListSeen {
+                sha256: list_sha256(text),
+                version,
+                parameter_version: None,
+            },
+            loaded_at: now,
+            refreshed_at: None,
+            refresh_failed_at: None,
+            written_at: now,
+            every: EVERY_SECS,
+            task: None,
+            label: Some("test fleet".into()),
+        };
+        let dir = self.reports_dir();
+        fs::create_dir_all(&dir).expect("create the reports directory");
+        let path = dir.join(format!("{id}.json"));
+        fs::write(&path, report.to_json()).expect("write a report");
+        path
+    }
+
     /// Writes `n` readings into the first shard's watched directory.
     pub fn generate(&self, n: usize) {
         generate(&self.watch_dir(), n, 0);

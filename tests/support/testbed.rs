@@ -14,6 +14,9 @@ use super::moto::Moto;
 use super::proxy::Proxy;
 use super::world::{World, WorldBuilder};
 
+/// The client id of the simulated fleet's report ([`Testbed::fleet_reports`]).
+pub const FLEET_CLIENT: &str = "f1ee7000f1ee7000";
+
 /// A deadline long enough for any run against moto.
 pub const LONG: Duration = Duration::from_secs(60);
 
@@ -76,6 +79,13 @@ impl Testbed {
     /// One cold invocation with this deadline.
     pub async fn invoke_with_deadline(&self, event: &Value, timeout: Duration) -> Invocation {
         self.function.invoke(event, timeout).await
+    }
+
+    /// The simulated fleet reports: one client that routes by the list published now and
+    /// reads the list versions `reads` (what lets the list grow to version 2, or holds it).
+    pub async fn fleet_reports(&self, reads: &[u32]) {
+        let text = self.world.published().await.value;
+        self.mount.report(FLEET_CLIENT, &text, reads);
     }
 
     /// No create, delete, put or update of any kind went through the proxy.
