@@ -7,7 +7,7 @@
 //! the moves (docs/design.md, "The fleet rule").
 
 use crate::observed::When;
-use efs_router::report::{client_of_file, Report, DIR, MAX_BYTES};
+use efs_router::report::{client_of_file, Report, DIR, LIFETIME_SECS, MAX_BYTES};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -48,6 +48,12 @@ impl ClientFile {
             Err(_) => self.mtime,
         }
     }
+
+    /// Whether its client counts at `now` (Unix seconds): seen within its lifetime. A time in
+    /// the future is now.
+    pub fn is_live(&self, now: u64) -> bool {
+        now.saturating_sub(self.last_seen()) <= LIFETIME_SECS
+    }
 }
 
 /// The reports' directory as one run read it.
@@ -63,9 +69,19 @@ pub struct Reports {
     pub removed: usize,
 }
 
-/// Reads the reports under `<mount_path>/.efs-router-clients` (`EFS_MOUNT_PATH`'s); no directory means no reports.
-/// Never fails: a problem is part of what it returns, and holds the moves.
+/// Reads the reports under `<mount_path>/.efs-router-clients` (`EFS_MOUNT_PATH`'s), and removes
+/// stale ones; no directory means no reports. Never fails: a problem is part of what it
+/// returns, and holds the moves.
 pub fn read(mount_path: &Path, now: When) -> Reports {
+    read_under(mount_path, now, true)
+}
+
+/// [`read`] as of now, removing nothing: for operators (`efs-route clients`).
+pub fn look(mount_path: &Path) -> Reports {
+    read_under(mount_path, When::now(), false)
+}
+
+fn read_under(mount_path: &Path, now: When, remove: bool) -> Reports {
     let dir = match efs_router::dir::open_beneath(mount_path, DIR, false) {
         Ok(fd) => fd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Reports::default(),
@@ -76,11 +92,11 @@ pub fn read(mount_path: &Path, now: When) -> Reports {
             }
         }
     };
-    read_dir(&dir, now, Instant::now() + READ_TIME)
+    read_dir(&dir, now, Instant::now() + READ_TIME, remove)
 }
 
-/// [`read`] of the open directory, until `until`.
-pub fn read_dir(dir: &OwnedFd, now: When, until: Instant) -> Reports {
+/// [`read`] of the open directory, until `until`; stale reports are removed when `remove`.
+pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Reports {
     let mut names: Vec<String> = Vec::new();
     let mut entries = 0usize;
     let listed = efs_router::dir::for_each_file_at(dir, |name| {
@@ -101,7 +117,7 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant) -> Reports {
     }
     let order: Vec<usize> = (0..names.len()).collect();
     let read = efs_router::pool::map(&names, &order, READERS, Some(until), |name| {
-        read_one(dir.as_fd(), name, now)
+        read_one(dir.as_fd(), name, now, remove)
     });
     for (file, outcome) in read.into_iter().enumerate() {
         match outcome {
@@ -130,7 +146,7 @@ enum Read {
 
 /// Opens `name` without following a link and without blocking (a FIFO), reads a regular file
 /// of at most [`MAX_BYTES`] + 1 bytes, and removes it when stale.
-fn read_one(dir: BorrowedFd<'_>, name: &str, now: When) -> Read {
+fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -156,7 +172,7 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When) -> Read {
     };
     let written = read.as_ref().map_or(mtime, |r| r.written_at);
     let stale = |t: u64| now.secs().saturating_sub(t) > REMOVE_AFTER_SECS;
-    if stale(mtime) && stale(written) && remove_if_same(dir, name, &st) {
+    if remove && stale(mtime) && stale(written) && remove_if_same(dir, name, &st) {
         return Read::Removed;
     }
     Read::File(mtime, read)
@@ -244,7 +260,7 @@ mod tests {
         symlink("/etc/passwd", p("3333333333333333.json")).unwrap();
         std::fs::write(p("notes.txt"), b"ignored").unwrap();
         std::fs::write(p(&format!("{ID}.json.tmp")), b"ignored").unwrap();
-        let r = read_dir(&fd, now, later());
+        let r = read_dir(&fd, now, later(), true);
         let kinds: Vec<(&str, Result<&str, &str>)> = r
             .files
             .iter()
@@ -282,7 +298,7 @@ mod tests {
         let now = When::from_system(mtime + Duration::from_secs(2 * 3600)).unwrap();
         let recent = report(ID, now.secs() - 30);
         std::fs::write(p(&format!("{ID}.json")), recent.to_json()).unwrap();
-        let r = read_dir(&fd, now, later());
+        let r = read_dir(&fd, now, later(), true);
         assert_eq!(r.removed, 1);
         assert_eq!(r.files.len(), 1);
         assert_eq!(r.files[0].read, Ok(recent));
@@ -295,7 +311,7 @@ mod tests {
         for i in 0..MAX_ENTRIES + 5 {
             std::fs::write(tmp.path().join(format!("{i:016x}.json")), b"x").unwrap();
         }
-        let r = read_dir(&fd, When::now(), later());
+        let r = read_dir(&fd, When::now(), later(), true);
         // Reading stops at the bound: the rest are unread, however many.
         assert!(r.unread >= 1, "{}", r.unread);
         assert_eq!(r.files.len(), MAX_ENTRIES);
@@ -305,7 +321,7 @@ mod tests {
     fn out_of_time_nothing_more_is_read() {
         let (tmp, fd) = dir();
         std::fs::write(tmp.path().join(format!("{ID}.json")), b"x").unwrap();
-        let r = read_dir(&fd, When::now(), Instant::now());
+        let r = read_dir(&fd, When::now(), Instant::now(), true);
         assert!(r.unread >= 1);
         assert!(r.files.is_empty());
     }

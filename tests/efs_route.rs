@@ -392,3 +392,68 @@ async fn reads_the_list_from_ssm() {
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nope"));
 }
+
+#[test]
+fn clients_shows_each_report_live_or_gone_and_whether_it_runs_the_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.json");
+    std::fs::write(&list, LIST).unwrap();
+    let mount = support::Mount::at(&dir.path().join("mnt"));
+    mount.report("aaaaaaaaaaaaaaaa", LIST, &[1, 2]);
+    mount.report("bbbbbbbbbbbbbbbb", V2, &[1, 2]);
+    std::fs::write(
+        mount.reports_dir().join("cccccccccccccccc.json"),
+        b"garbage",
+    )
+    .unwrap();
+    let base = mount.path().to_str().unwrap();
+    let o = run(
+        &[
+            "--list",
+            list.to_str().unwrap(),
+            "--base",
+            base,
+            "--json",
+            "clients",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{o:?}");
+    let lines = json_lines(&o);
+    let seen: Vec<(&str, bool, bool)> = lines[..2]
+        .iter()
+        .map(|l| {
+            let current = l["current"].as_bool().unwrap();
+            (
+                l["client"].as_str().unwrap(),
+                l["live"].as_bool().unwrap(),
+                current,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("aaaaaaaaaaaaaaaa", true, true),
+            ("bbbbbbbbbbbbbbbb", true, false)
+        ]
+    );
+    assert_eq!(lines[1]["list_version"], 2);
+    assert_eq!(lines[2]["file"], "cccccccccccccccc.json");
+    assert_eq!(lines[2]["fault"], "malformed");
+    // It removes nothing, and a file system without reports has none to show.
+    assert_eq!(std::fs::read_dir(mount.reports_dir()).unwrap().count(), 3);
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(
+        &[
+            "--list",
+            list.to_str().unwrap(),
+            "--base",
+            empty.path().to_str().unwrap(),
+            "clients",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), "");
+}

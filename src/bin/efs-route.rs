@@ -4,6 +4,7 @@
 //! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] resolve PATH...
 //! efs-route (--list FILE|- | --ssm NAME) [--base DIR | --mounts TEMPLATE] [--json] where PATH...
 //! efs-route (--list FILE|- | --ssm NAME) [--json] show
+//! efs-route (--list FILE|- | --ssm NAME) [--base DIR] [--json] clients
 //! ```
 //!
 //! A shard is a directory; a mount target of a version 2 list serves several. Shard positions
@@ -28,6 +29,10 @@ commands:
                     (looks at each shard directory; moves nothing)
   show              the list as this tool reads it: strategy, version, and each mount
                     target with its shards (position, root, draining), with totals
+  clients           the clients' reports under <base>/.efs-router-clients: each
+                    client, whether it is live and runs this list, the list version
+                    it routes by, what it can read, when it was last seen (removes
+                    nothing)
 
 options:
   --list FILE       the published list (JSON, any form); '-' reads standard input
@@ -49,8 +54,9 @@ enum ListSource {
     Ssm(String),
 }
 
-/// Reads and parses the list from its source; the error names the source.
-fn read_list(source: &ListSource) -> Result<MountTargetList, String> {
+/// Reads and parses the list from its source, with the SHA-256 of its text (what clients
+/// report); the error names the source.
+fn read_list(source: &ListSource) -> Result<(MountTargetList, String), String> {
     let (name, text) = match source {
         ListSource::File(path) => (
             path.display().to_string(),
@@ -65,11 +71,12 @@ fn read_list(source: &ListSource) -> Result<MountTargetList, String> {
         }
         ListSource::Ssm(name) => return read_ssm(name),
     };
-    MountTargetList::from_json(&text).map_err(|e| format!("{name}: {e}"))
+    let list = MountTargetList::from_json(&text).map_err(|e| format!("{name}: {e}"))?;
+    Ok((list, efs_router::report::list_sha256(&text)))
 }
 
 /// Through the function's own SSM module, so both read the parameter the same way.
-fn read_ssm(name: &str) -> Result<MountTargetList, String> {
+fn read_ssm(name: &str) -> Result<(MountTargetList, String), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -77,7 +84,7 @@ fn read_ssm(name: &str) -> Result<MountTargetList, String> {
     runtime.block_on(async {
         let clients = Clients::from_env(Default::default()).await;
         match clients.ssm.read(name).await {
-            Ok(Some(parameter)) => Ok(parameter.list),
+            Ok(Some(parameter)) => Ok((parameter.list, parameter.sha256)),
             Ok(None) => Err(format!("SSM parameter {name} does not exist")),
             Err(e) => Err(e.to_string()),
         }
@@ -132,8 +139,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             return Err(format!("{command} needs at least one PATH"))
         }
         "resolve" | "where" => {}
-        "show" if !paths.is_empty() => return Err("show takes no PATH".to_owned()),
-        "show" => {}
+        "show" | "clients" if !paths.is_empty() => return Err(format!("{command} takes no PATH")),
+        "show" | "clients" => {}
         other => return Err(format!("unknown command {other:?}")),
     }
     Ok(Args {
@@ -170,9 +177,14 @@ fn main() -> ExitCode {
 
 /// Ok(false) when some path could not be routed (each is reported and the others still are).
 fn run(args: &Args) -> Result<bool, String> {
-    let list = read_list(&args.list)?;
+    let (list, sha256) = read_list(&args.list)?;
     if args.command == "show" {
         show(&list, args.json);
+        return Ok(true);
+    }
+    if args.command == "clients" {
+        let base = args.base.clone().unwrap_or_else(|| "/mnt/efs".into());
+        clients(&base, &sha256, args.json);
         return Ok(true);
     }
     let n = list.shard_count();
@@ -201,6 +213,66 @@ fn run(args: &Args) -> Result<bool, String> {
         }
     }
     Ok(all_ok)
+}
+
+/// The clients' reports, one line (or JSON object) each, then what could not be read.
+fn clients(base: &std::path::Path, sha256: &str, as_json: bool) {
+    let reports = efs_mount_autoscaler::reports::look(base);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for f in &reports.files {
+        let live = f.is_live(now);
+        let seen = f.last_seen();
+        let ago = now.saturating_sub(seen);
+        let line = match &f.read {
+            Ok(r) => json!({
+                "client": r.client, "live": live, "current": r.list.sha256 == sha256,
+                "list_version": r.list.version, "parameter_version": r.list.parameter_version,
+                "reads": r.reads, "router": r.router, "last_seen": seen,
+                "refreshed_at": r.refreshed_at, "refresh_failed_at": r.refresh_failed_at,
+                "task": r.task, "label": r.label,
+            }),
+            Err(kind) => json!({"file": f.file, "live": live, "fault": kind, "last_seen": seen}),
+        };
+        if as_json {
+            println!("{line}");
+            continue;
+        }
+        let state = if !live {
+            "gone"
+        } else if line["current"] == true {
+            "current"
+        } else {
+            "BEHIND"
+        };
+        match &f.read {
+            Ok(r) => println!(
+                "{}  {state:<7}  list v{} (parameter version {})  reads {:?}  seen {ago} s ago  {}{}",
+                r.client,
+                r.list.version,
+                r.list.parameter_version.map_or("?".into(), |v| v.to_string()),
+                r.reads,
+                r.router,
+                r.task.as_deref().map_or(String::new(), |t| format!("  task {t}")),
+            ),
+            Err(kind) => println!(
+                "{}  {}  not a report ({kind}), seen {ago} s ago",
+                f.file,
+                if live { "UNKNOWN" } else { "gone   " }
+            ),
+        }
+    }
+    if reports.unread > 0 || reports.dir_problem.is_some() {
+        let problem = reports
+            .dir_problem
+            .as_deref()
+            .unwrap_or("too many, or too slow");
+        match as_json {
+            true => println!("{}", json!({"unread": reports.unread, "problem": problem})),
+            false => println!("{} entries not read: {problem}", reports.unread),
+        }
+    }
 }
 
 /// The version the list is written as ([`MountTargetList::to_json`]).

@@ -6,7 +6,6 @@
 use super::policy::{ClientReports, Policy};
 use super::warning::Warning;
 use crate::observed::Observed;
-use efs_router::report::LIFETIME_SECS;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -95,11 +94,7 @@ impl Clients {
         let mut out = Clients::default();
         let mut reported_tasks = Vec::new();
         let mut live = 0usize;
-        let live_files = obs.reports.files.iter().filter(|f| {
-            // A time in the future is now: either clock keeps a report.
-            now.saturating_sub(f.last_seen()) <= LIFETIME_SECS
-        });
-        for f in live_files {
+        for f in obs.reports.files.iter().filter(|f| f.is_live(now)) {
             live += 1;
             let last_seen = Some(f.last_seen());
             match &f.read {
