@@ -119,16 +119,12 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
     let read = efs_router::pool::map(&names, &order, READERS, Some(until), |name| {
         read_one(dir.as_fd(), name, now, remove)
     });
-    for (file, outcome) in read.into_iter().enumerate() {
+    for outcome in read {
         match outcome {
             None => out.unread += 1,
             Some(Read::Removed) => out.removed += 1,
             Some(Read::Gone) => {}
-            Some(Read::File(mtime, read)) => out.files.push(ClientFile {
-                file: names[file].clone(),
-                mtime,
-                read,
-            }),
+            Some(Read::File(f)) => out.files.push(*f),
         }
     }
     out.files.sort_by(|a, b| a.file.cmp(&b.file));
@@ -137,7 +133,7 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
 
 /// What one entry turned out to be.
 enum Read {
-    File(u64, Result<Report, &'static str>),
+    File(Box<ClientFile>),
     /// Stale, and removed.
     Removed,
     /// Gone between the listing and the open (a router replaced it, or removed its own).
@@ -147,6 +143,13 @@ enum Read {
 /// Opens `name` without following a link and without blocking (a FIFO), reads a regular file
 /// of at most [`MAX_BYTES`] + 1 bytes, and removes it when stale.
 fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
+    let file = |mtime: u64, read: Result<Report, &'static str>| {
+        Read::File(Box::new(ClientFile {
+            file: name.to_owned(),
+            mtime,
+            read,
+        }))
+    };
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -154,17 +157,17 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
         // A link (ELOOP) or anything else that cannot be opened: its own time, if it has one.
         Err(_) => {
             return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => Read::File(secs(st.st_mtime), Err("not-a-file")),
+                Ok(st) => file(secs(st.st_mtime), Err("not-a-file")),
                 Err(_) => Read::Gone,
             }
         }
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {
-        return Read::File(now.secs(), Err("unreadable"));
+        return file(now.secs(), Err("unreadable"));
     };
     let mtime = secs(st.st_mtime);
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Read::File(mtime, Err("not-a-file"));
+        return file(mtime, Err("not-a-file"));
     }
     let read = match read_at_most(&fd, MAX_BYTES + 1) {
         Ok(bytes) => Report::parse(name, &bytes).map_err(|e| e.kind()),
@@ -175,7 +178,7 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
     if remove && stale(mtime) && stale(written) && remove_if_same(dir, name, &st) {
         return Read::Removed;
     }
-    Read::File(mtime, read)
+    file(mtime, read)
 }
 
 /// Removes `name` if it is still the regular file `st` describes (a router that rewrote its

@@ -1322,6 +1322,8 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
     // Scale out: a target a run in the free AZs, the shards on the targets that serve.
     let mut list = published_list(&tb).await;
     for _ in 0..MAX_RUNS {
+        // The simulated fleet runs the list published last and reads version 2.
+        tb.fleet_reports(&[1, 2]).await;
         let inv = tb.invoke(&event("reconcile")).await;
         list = checked_list(&tb, &inv).await;
         assert_files_intact(&files, &tb.mount, &inv);
@@ -1342,6 +1344,7 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
 
     // Rebalance until every file is at home: then no directory is over the threshold.
     for _ in 0..MAX_RUNS {
+        tb.fleet_reports(&[1, 2]).await;
         let inv = tb.invoke(&rebalance(100_000)).await;
         assert_files_intact(&files, &tb.mount, &inv);
         if moves(&inv).remaining == 0 && misplaced(&tb.mount, &list).is_empty() {
@@ -1368,6 +1371,7 @@ async fn past_the_azs_shards_hold_every_directory_to_the_threshold_then_go_again
     files.retain(|n, _| keep.contains(n));
     let mut shard_counts = vec![list.shard_count()];
     for _ in 0..80 {
+        tb.fleet_reports(&[1, 2]).await;
         let (inv, now) = reconcile_checked(&tb, &files).await;
         list = now;
         if *shard_counts.last().unwrap() != list.shard_count() {

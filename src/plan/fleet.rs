@@ -124,7 +124,8 @@ impl Fleet {
         }
         Fleet {
             waiting,
-            stuck: stuck || clients.behind_secs > FLEET_PATIENCE_SECS,
+            // Clients behind have their own metric and alarm (ClientsBehindLongest).
+            stuck,
             rollouts_failed,
             old_tasks,
             refresh_left: refresh_left(obs, policy),

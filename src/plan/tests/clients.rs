@@ -222,5 +222,6 @@ fn a_client_behind_for_half_an_hour_is_said() {
     let p = plan(&o, &policy());
     assert_eq!(p.clients_behind_secs, 1801);
     assert!(kinds(&p).contains(&"clients_not_converged"));
-    assert!(p.fleet_stuck);
+    // The services run the list: ECS's own warning is not given.
+    assert!(!p.fleet_stuck);
 }
