@@ -9,7 +9,9 @@ use crate::homing;
 use crate::metrics;
 use crate::observe::observe;
 use crate::observed::Observed;
-use crate::plan::{plan, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
+use crate::plan::{
+    plan, Behind, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
+};
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -322,11 +324,8 @@ fn respond(
                 }
             }
             w.extend(tasks.iter().map(|t| t.id.clone()));
-            w.extend(
-                clients_behind
-                    .iter()
-                    .map(|c| format!("client {}", c.client)),
-            );
+            // Each with its list version and when it was last seen.
+            w.extend(clients_behind.iter().map(Behind::to_string));
             w
         },
         waiting_for_tasks: tasks,
