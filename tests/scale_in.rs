@@ -1603,3 +1603,20 @@ async fn routers_that_cannot_read_version_2_keep_the_list_on_one_shard_a_target(
     check_eq!(inv, inv.response()["decision"], json!("add_shards"));
     check!(inv, published_list(&tb).await.needs_version_2());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reports_required_lists_the_services_tasks_and_a_reported_fleet_moves() {
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("CLIENT_REPORTS", "require");
+    let list = published_list(&tb).await;
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 10));
+    let files = files_by_name(&tb.mount);
+    tb.mount
+        .report(OLD_CLIENT, &tb.world.published().await.value, &[1, 2]);
+    // moto runs no task for a service: none is silent, and the report is of the list.
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check!(inv, tb.proxy.count("ListTasks") >= 1);
+    check_eq!(inv, moves(&inv).moved, 10);
+    assert_files_intact(&files, &tb.mount, &inv);
+}
