@@ -124,7 +124,8 @@ fn rebalance(
         match wait {
             MovesWait::Fleet(services) => applied.waiting_for.extend(services.iter().cloned()),
             MovesWait::Clients(clients) => applied.clients_behind.extend(clients.iter().cloned()),
-            MovesWait::ListPending | MovesWait::Refresh(_) => {}
+            // The tasks are taken from the plan when the run answers (`tasks_waited_for`).
+            MovesWait::ListPending | MovesWait::Tasks(_) | MovesWait::Refresh(_) => {}
         }
         return Ok(());
     }
