@@ -93,6 +93,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use efs_router::names::private_kind;
+use efs_router::reporter::Reporting;
 use efs_router::{Layout, MountTargetList, Place, Router};
 use serde_json::{json, Value};
 
@@ -276,6 +277,8 @@ impl Views {
 #[derive(Clone, Debug)]
 struct Published {
     list: MountTargetList,
+    /// The parameter's value exactly as read: what a reporting client names by its SHA-256.
+    text: String,
     version: i64,
 }
 
@@ -313,6 +316,22 @@ impl Client {
     fn on(list: &Published, mount: &Path) -> Client {
         let router = Router::new(list.list.clone(), Layout::single_mount(mount))
             .unwrap_or_else(|e| panic!("a router on {}: {e}", list.label()));
+        Client {
+            list: list.clone(),
+            router,
+        }
+    }
+
+    /// A client of the fleet: it reports the list it runs, as every router of a task does, so
+    /// the function waits for it (and lets the list grow to version 2 only as it reads it).
+    fn reporting(list: &Published, mount: &Path, i: usize) -> Client {
+        let options = Reporting {
+            parameter_version: Some(list.version),
+            label: Some(format!("soak client {i}")),
+            ..Reporting::default()
+        };
+        let router = Router::reporting(&list.text, Layout::single_mount(mount), options)
+            .unwrap_or_else(|e| panic!("a reporting router on {}: {e}", list.label()));
         Client {
             list: list.clone(),
             router,
@@ -702,7 +721,7 @@ impl Soak {
         let targets = tb.world.mount_targets().await;
         let deployment_ids = tb.world.deployment_ids().await;
         let clients = (0..CLIENTS)
-            .map(|i| Client::on(&published, views.client(i)))
+            .map(|i| Client::reporting(&published, views.client(i), i))
             .collect();
         let mut soak = Soak {
             seed,
@@ -895,7 +914,7 @@ impl Soak {
         let mut moved = 0;
         for (i, c) in self.clients.iter_mut().enumerate() {
             if c.list.version != self.deployed.version {
-                *c = Client::on(&self.deployed, self.views.client(i));
+                *c = Client::reporting(&self.deployed, self.views.client(i), i);
                 moved += 1;
             }
         }
@@ -1235,6 +1254,7 @@ impl Soak {
             &mut self.published,
             Published {
                 list,
+                text: published.value.clone(),
                 version: published.version,
             },
         );
@@ -1385,7 +1405,7 @@ impl Soak {
             let mut rng = Rng::for_step(self.seed ^ 0x5EED, self.step);
             for (i, c) in self.clients.iter_mut().enumerate() {
                 if rng.chance(500) {
-                    *c = Client::on(&self.deployed, self.views.client(i));
+                    *c = Client::reporting(&self.deployed, self.views.client(i), i);
                     replaced.push(i);
                 }
             }
@@ -1709,6 +1729,7 @@ async fn read_published(world: &World) -> Published {
         .unwrap_or_else(|e| panic!("the published list does not parse ({e}): {}", p.value));
     Published {
         list,
+        text: p.value.clone(),
         version: p.version,
     }
 }
