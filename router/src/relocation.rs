@@ -340,6 +340,14 @@ fn place_replacement(src: &Path, dst: &Path, q: &Path) -> io::Result<Next> {
     // The last look before the rename, as the server answers: between it and the rename, a
     // write landing at `dst` would be replaced (router/README.md, "What is left to chance").
     let (go, outcome) = match fresh_look(dst)? {
+        None if fresh_look(src)?.is_none() => {
+            // `dst` held an older file when this replace began, and the source is gone too: a
+            // delete, which removes the other shards' copies before home's (crate::delete).
+            // Placed now, the replacement would bring the deleted path back; the source's
+            // inode lives on wherever anything else moved it.
+            remove_private(q)?;
+            return Ok(Next::Done(Relocation::SourceGone));
+        }
         None => (true, Relocation::Moved),
         Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
         Some(now) => {
@@ -1121,5 +1129,39 @@ pub(crate) mod tests {
             assert_eq!(fs::metadata(&dst).unwrap().nlink(), 1);
         }
         assert_eq!(names(d.path()).len(), 99);
+    }
+
+    #[test]
+    fn a_replace_whose_source_and_home_were_deleted_meanwhile_places_nothing() {
+        // A replace has linked the newer source into its private directory beside home; then a
+        // delete removes the source, then the older home copy (crate::delete: the other shards
+        // first). Placing the replacement now would bring the deleted path back.
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&a).unwrap();
+        fs::create_dir(&b).unwrap();
+        let (src, dst) = (a.join("f"), b.join("f"));
+        put(&src, b"newer", 20);
+        let qd = private_beside(&dst);
+        fs::create_dir(&qd).unwrap();
+        let q = qd.join("f");
+        fs::hard_link(&src, &q).unwrap();
+        fs::remove_file(&src).unwrap();
+        assert!(matches!(
+            place_replacement(&src, &dst, &q).unwrap(),
+            Next::Done(Relocation::SourceGone)
+        ));
+        assert!(names(&qd).is_empty() && names(&b).len() == 1 && names(&a).is_empty());
+        fs::remove_dir(&qd).unwrap();
+        // Home gone but the source still there (moved away by a client on another list, say):
+        // the replacement is placed, and the source then retired as usual.
+        put(&src, b"newer", 20);
+        fs::create_dir(&qd).unwrap();
+        fs::hard_link(&src, &q).unwrap();
+        assert!(matches!(
+            place_replacement(&src, &dst, &q).unwrap(),
+            Next::Retire(_, Relocation::Moved)
+        ));
+        assert_eq!(fs::read(&dst).unwrap(), b"newer");
     }
 }
