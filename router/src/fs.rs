@@ -13,6 +13,7 @@
 //!   files: a symbolic link, FIFO, device or directory is not data. At home it is an error
 //!   ([`Error::NotRegular`]); elsewhere it is skipped as if absent.
 //! - `exists` looks at home, then elsewhere; it moves nothing.
+//! - `delete` removes every copy it finds, home and elsewhere ([`crate::delete`]).
 //!
 //! Shards that share a root (the original list, where every entry is rooted at `/`) are the
 //! same directory of the same file system (docs/design.md fact 1), so they are searched once and
@@ -50,6 +51,10 @@ pub enum Error {
     InsideAnotherShard { path: String, root: String },
     #[error("{path:?}: no such file in any shard")]
     NotFound { path: String },
+    /// A delete removed a copy in each of `rounds` rounds and it still came back: written
+    /// again all along ([`Router::delete`]).
+    #[error("{path:?}: removed {rounds} times and written again each time; not known deleted")]
+    Reappearing { path: String, rounds: usize },
     /// The home copy is a symbolic link, FIFO, device, socket or directory: not data.
     #[error("{}: a {what}, not a regular file: not data, not read", path.display())]
     NotRegular { path: PathBuf, what: &'static str },
@@ -207,7 +212,7 @@ impl Router {
 
     /// The shards other than `home` that hold distinct directories, in list order: one per
     /// root, none with home's root.
-    fn others(&self, home: usize) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn others(&self, home: usize) -> impl Iterator<Item = usize> + '_ {
         let t = self.shards();
         (0..t.len()).filter(move |&j| {
             t[j].root != t[home].root && !t[..j].iter().any(|k| k.root == t[j].root)
@@ -507,7 +512,7 @@ fn probe<T: Send>(
 }
 
 /// Paths a miss probes at once.
-const PROBE_THREADS: usize = 32;
+pub(crate) const PROBE_THREADS: usize = 32;
 
 /// A copy opened for reading: a regular file, and what `fstat` said of it.
 struct Opened {

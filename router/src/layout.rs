@@ -77,6 +77,16 @@ impl Layout {
         }
     }
 
+    /// Shard `index`'s directory as a mount of this host and the path beneath it (no leading
+    /// `/`; empty for the mount itself): what [`crate::dir::open_beneath`] opens without
+    /// following a link the file system's users could have planted in a shard's root.
+    pub fn beneath_mount<'a>(&'a self, targets: &'a [Target], index: usize) -> (&'a Path, &'a str) {
+        match self {
+            Layout::SingleMount { base } => (base, targets[index].root.trim_start_matches('/')),
+            Layout::PerTarget { mounts } => (&mounts[index], ""),
+        }
+    }
+
     /// The real path of `path` in shard `index`.
     pub fn real_path(&self, targets: &[Target], index: usize, path: &LogicalPath) -> PathBuf {
         self.shard_dir(targets, index).join(path.as_str())

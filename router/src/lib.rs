@@ -17,11 +17,13 @@
 //!   [`metadata`]: the ECS task it runs in.
 //! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
+//! - `delete`: [`Router::delete`], every copy of a path, home and elsewhere.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
 mod batch;
 pub mod cache;
+mod delete;
 pub mod dir;
 pub mod fs;
 pub mod layout;
@@ -35,6 +37,7 @@ pub mod report;
 pub mod reporter;
 pub mod shard;
 
+pub use delete::{Deleted, Left};
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
 pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};

@@ -1,0 +1,458 @@
+//! `Router::delete` on real directories: every copy goes (home and the other shards, nested
+//! paths, both layouts), a link or FIFO at a copy's place or on the way is never followed and
+//! is left, the router's private names are never removed; and a seeded race of deletes against
+//! moves (a single move, a replace of an older home copy, the function's batch, a fallback read,
+//! a reader on another list) in which no deleted path comes back but through the one window
+//! docs/routing.md documents. `DELETE_RACE_SEED` reproduces a failure's draws.
+
+use efs_router::relocation::relocate_many;
+use efs_router::{
+    relocate, Deleted, Error, Layout, Left, MountTargetList, Place, Relocation, Router, Strategy,
+    Target,
+};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+use std::{fs, thread};
+
+fn list(roots: &[&str]) -> MountTargetList {
+    MountTargetList {
+        mount_targets: roots
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), *r))
+            .collect(),
+        strategy: Strategy::Rendezvous,
+    }
+}
+
+const FOUR: &[&str] = &[
+    "/",
+    "/shards/use1-az4",
+    "/shards/use1-az1",
+    "/shards/use1-az6",
+];
+
+fn single(dir: &Path, roots: &[&str]) -> Router {
+    for r in roots {
+        fs::create_dir_all(dir.join(r.trim_start_matches('/'))).unwrap();
+    }
+    Router::new(list(roots), Layout::single_mount(dir)).unwrap()
+}
+
+/// A path under `prefix` whose home is shard `home`.
+fn homed(router: &Router, prefix: &str, home: usize, tag: &str) -> String {
+    (0..)
+        .map(|i| format!("{prefix}/device-{tag}{i}-1700000000.json"))
+        .find(|p| router.resolve(p).unwrap().index == home)
+        .unwrap()
+}
+
+fn real(router: &Router, index: usize, path: &str) -> PathBuf {
+    let r = router.resolve(path).unwrap();
+    router
+        .layout()
+        .real_path(router.shards(), index, &r.logical)
+}
+
+fn put(path: &Path, data: &[u8]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, data).unwrap();
+}
+
+/// Every entry that is not a directory under `dir`, as relative paths.
+fn entries_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(dir).unwrap().to_owned();
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_path_with_copies_at_home_and_in_two_other_shards_is_gone_from_all() {
+    let d = tempfile::tempdir().unwrap();
+    let router = single(d.path(), FOUR);
+    let path = homed(&router, "data/analysis", 1, "a");
+    for i in [1, 2, 3] {
+        put(&real(&router, i, &path), format!("copy {i}").as_bytes());
+    }
+    let keep = homed(&router, "data/analysis", 2, "keep");
+    put(&real(&router, 2, &keep), b"another path");
+    let done = router.delete(&path).unwrap();
+    assert_eq!(
+        done,
+        Deleted {
+            removed: vec![1, 2, 3],
+            unlinked: 3,
+            left: vec![],
+            rounds: 3,
+        }
+    );
+    assert_eq!(
+        entries_under(d.path()),
+        ["shards/use1-az1/".to_owned() + &keep]
+    );
+    // Again: nothing there, not an error.
+    let again = router.delete(&path).unwrap();
+    assert!(!again.any());
+    assert_eq!((again.removed.len(), again.rounds), (0, 3));
+}
+
+#[test]
+fn nested_paths_go_from_every_shard_even_one_without_the_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let router = single(d.path(), FOUR);
+    let path = homed(&router, "data/analysis/site-7/2026/12", 0, "n");
+    for i in [0, 2] {
+        put(&real(&router, i, &path), b"nested");
+    }
+    // Shard 3 has part of the way only; shard 1 none of it.
+    fs::create_dir_all(d.path().join("shards/use1-az6/data/analysis/site-7")).unwrap();
+    let done = router.delete(&path).unwrap();
+    assert_eq!((done.removed, done.unlinked), (vec![0, 2], 2));
+    assert!(done.left.is_empty());
+    assert!(entries_under(d.path()).is_empty());
+    // The directories stay: other files may be written there at any moment.
+    assert!(real(&router, 2, &path).parent().unwrap().is_dir());
+}
+
+#[test]
+fn a_link_or_fifo_at_a_copys_place_or_on_the_way_is_left_and_never_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let router = single(d.path(), FOUR);
+    let path = homed(&router, "data/analysis", 0, "l");
+    let name = Path::new(&path).file_name().unwrap().to_owned();
+    // The victim a planted link points at: outside every shard.
+    let victim = outside.path().join(&name);
+    fs::write(&victim, b"not the router's").unwrap();
+    // Home: a regular copy. Shard 1: a link at the copy's place. Shard 2: its `data` is a
+    // link to a tree holding the same relative path. Shard 3: a FIFO.
+    put(&real(&router, 0, &path), b"home");
+    let link = real(&router, 1, &path);
+    fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let tree = outside.path().join("tree");
+    put(&tree.join(&path), b"behind a link");
+    fs::remove_dir_all(d.path().join("shards/use1-az1/data")).ok();
+    std::os::unix::fs::symlink(tree.join("data"), d.path().join("shards/use1-az1/data")).unwrap();
+    let fifo = real(&router, 3, &path);
+    fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+
+    let done = router.delete(&path).unwrap();
+    assert_eq!((done.removed, done.unlinked), (vec![0], 1));
+    let left: Vec<(usize, &str)> = done.left.iter().map(|l| (l.index, l.what)).collect();
+    assert_eq!(
+        left,
+        [
+            (1, "symbolic link"),
+            (2, "link or non-directory above it"),
+            (3, "FIFO")
+        ]
+    );
+    assert_eq!(
+        done.left[0],
+        Left {
+            index: 1,
+            real: real(&router, 1, &path),
+            what: "symbolic link"
+        }
+    );
+    assert_eq!(fs::read(&victim).unwrap(), b"not the router's");
+    assert_eq!(fs::read(tree.join(&path)).unwrap(), b"behind a link");
+    assert!(fs::symlink_metadata(real(&router, 1, &path))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::symlink_metadata(&fifo).is_ok());
+}
+
+#[test]
+fn a_private_name_is_never_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let router = single(d.path(), FOUR);
+    for p in [
+        "data/analysis/.efs-router-0123456789abcdef.tmp",
+        "data/analysis/.efs-router-0123456789abcdef.moving/x.json",
+    ] {
+        match router.delete(p) {
+            Err(Error::Route(e)) => assert_eq!(e.kind(), "reserved-name", "{p}"),
+            other => panic!("{p}: {other:?}"),
+        }
+    }
+    // A move in progress holds the path's file under a private directory beside it, and a
+    // write in progress its temporary name: a delete of the path never looks there.
+    let path = homed(&router, "data/analysis", 1, "p");
+    let name = Path::new(&path).file_name().unwrap().to_owned();
+    let dir = real(&router, 2, &path).parent().unwrap().to_owned();
+    let moving = dir.join(".efs-router-00000000000000ab.moving");
+    put(&moving.join(&name), b"a move's");
+    put(&dir.join(".efs-router-00000000000000cd.tmp"), b"a write's");
+    put(&real(&router, 1, &path), b"home");
+    let done = router.delete(&path).unwrap();
+    assert_eq!(done.removed, [1]);
+    assert_eq!(fs::read(moving.join(&name)).unwrap(), b"a move's");
+    assert_eq!(
+        fs::read(dir.join(".efs-router-00000000000000cd.tmp")).unwrap(),
+        b"a write's"
+    );
+}
+
+#[test]
+fn one_shard_directory_takes_one_round_and_per_target_mounts_are_each_cleared() {
+    let d = tempfile::tempdir().unwrap();
+    let router = single(d.path(), &["/"]);
+    put(&d.path().join("data/x.json"), b"x");
+    let done = router.delete("data/x.json").unwrap();
+    assert_eq!((done.removed, done.rounds), (vec![0], 1));
+
+    let mounts: Vec<PathBuf> = (0..3).map(|i| d.path().join(format!("efs-{i}"))).collect();
+    for m in &mounts {
+        fs::create_dir_all(m).unwrap();
+    }
+    let roots = &["/", "/shards/use1-az4", "/shards/use1-az1"];
+    let router = Router::new(list(roots), Layout::per_target(mounts.clone())).unwrap();
+    for m in &mounts {
+        put(&m.join("data/analysis/y.json"), b"y");
+    }
+    let done = router.delete("data/analysis/y.json").unwrap();
+    assert_eq!((done.removed, done.rounds), (vec![0, 1, 2], 3));
+    assert!(entries_under(d.path()).is_empty());
+}
+
+// ----------------------------------------------------------------------------- the race
+
+/// A small seeded generator (xorshift): a failing seed reproduces its draws.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Busy-waits `micros`: sleeps are far coarser than a move.
+fn spin(micros: u64) {
+    let until = Instant::now() + Duration::from_micros(micros);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// What the mover of one trial does.
+#[derive(Debug, Clone, Copy)]
+enum Mover {
+    /// `relocate` of a misplaced copy home.
+    Move,
+    /// The same, with an older copy at home: the source replaces it.
+    Replace,
+    /// `relocate_many` of the path among other misplaced files.
+    Batch,
+    /// A fallback read on the deleter's list.
+    Read,
+    /// A fallback read on another list, whose home for the path is one of the deleter's
+    /// other shards: it moves the deleter's home copy there.
+    ReadOnAnotherList,
+}
+
+/// How the trials went: races hit, and paths that came back through the documented window.
+#[derive(Debug, Default)]
+struct Races {
+    /// The mover placed the file home, and the delete removed it there after.
+    placed_then_deleted: u64,
+    /// The delete removed the source first: the mover found it gone.
+    source_gone: u64,
+    /// A copy seen, then gone before the unlink, or seen again in a later round.
+    caught_moving: u64,
+    /// The delete removed the source and the home copy both: the mover had linked home and
+    /// not yet taken the source.
+    both_names: u64,
+    /// A replace's rename landed after the delete's last look at home (docs/routing.md).
+    window: u64,
+}
+
+/// A fallback read, as the move it made: `None` when it found nothing.
+fn read_as_move(router: &Router, path: &str) -> Option<Relocation> {
+    match router.read_with_fallback(path) {
+        Ok(read) => match read.place {
+            Place::MovedHome { .. } => Some(Relocation::Moved),
+            Place::MovedByAnother { .. } => Some(Relocation::SourceGone),
+            Place::Home | Place::LeftElsewhere { .. } => None,
+        },
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => panic!("{path}: {e}"),
+    }
+}
+
+#[test]
+fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window() {
+    let seed: u64 = std::env::var("DELETE_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261201);
+    println!("seed {seed} (DELETE_RACE_SEED={seed} reproduces its draws)");
+    let mut rng = Rng(seed.max(1));
+    let d = tempfile::tempdir().unwrap();
+    // Two views of one directory, one per actor (on this host one cache stands for both).
+    let (deleter, mover) = (single(d.path(), FOUR), single(d.path(), FOUR));
+    // Another list: the same shards, the fourth draining (routed as if gone, still read).
+    let mut drained = list(FOUR);
+    drained.mount_targets[3].draining = true;
+    let other_list = Router::new(drained, Layout::single_mount(d.path())).unwrap();
+    // A move needs its destination's directory (a read's makes it; `relocate` does not).
+    for r in FOUR {
+        fs::create_dir_all(
+            d.path()
+                .join(r.trim_start_matches('/'))
+                .join("data/analysis"),
+        )
+        .unwrap();
+    }
+    let mut races = Races::default();
+    let kinds = [
+        Mover::Move,
+        Mover::Replace,
+        Mover::Batch,
+        Mover::Read,
+        Mover::ReadOnAnotherList,
+    ];
+    for trial in 0..600u64 {
+        let kind = kinds[rng.below(kinds.len() as u64) as usize];
+        let tag = format!("t{trial}-");
+        let (path, from, to) = match kind {
+            Mover::ReadOnAnotherList => {
+                // Homed at the deleter's shard 3, which the other list drains.
+                let p = homed(&deleter, "data/analysis", 3, &tag);
+                let k = other_list.resolve(&p).unwrap().index;
+                (p, 3, k)
+            }
+            _ => {
+                let home = rng.below(4) as usize;
+                let p = homed(&deleter, "data/analysis", home, &tag);
+                let from = (home + 1 + rng.below(3) as usize) % 4;
+                (p, from, home)
+            }
+        };
+        let (src, dst) = (real(&deleter, from, &path), real(&deleter, to, &path));
+        if let Mover::Replace = kind {
+            put(&dst, b"older, at home");
+            let t = std::time::SystemTime::now() - Duration::from_secs(60);
+            fs::File::options()
+                .write(true)
+                .open(&dst)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        put(&src, format!("trial {trial}").as_bytes());
+        let src_ino = fs::metadata(&src).unwrap().ino();
+        let batch: Vec<(PathBuf, PathBuf)> = (0..3)
+            .map(|i| {
+                let p = homed(&deleter, "data/analysis", to, &format!("{tag}b{i}-"));
+                let pair = (real(&deleter, from, &p), real(&deleter, to, &p));
+                put(&pair.0, b"batch");
+                pair
+            })
+            .chain([(src.clone(), dst.clone())])
+            .collect();
+        let (wait_delete, wait_move) = (rng.below(150), rng.below(150));
+        let start = Barrier::new(2);
+        let (deleted, moved) = thread::scope(|s| {
+            let del = s.spawn(|| {
+                start.wait();
+                spin(wait_delete);
+                deleter.delete(&path).unwrap()
+            });
+            let mov = s.spawn(|| {
+                start.wait();
+                spin(wait_move);
+                match kind {
+                    Mover::Move | Mover::Replace => Some(
+                        relocate(&src, &dst)
+                            .unwrap_or_else(|e| panic!("trial {trial} {kind:?}: {e:?}")),
+                    ),
+                    Mover::Batch => relocate_many(&batch, 2, None)
+                        .pop()
+                        .unwrap()
+                        .map(|r| r.unwrap()),
+                    Mover::Read => read_as_move(&mover, &path),
+                    Mover::ReadOnAnotherList => read_as_move(&other_list, &path),
+                }
+            });
+            (del.join().unwrap(), mov.join().unwrap())
+        });
+        let back: Vec<usize> = (0..4)
+            .filter(|&i| fs::symlink_metadata(real(&deleter, i, &path)).is_ok())
+            .collect();
+        if !back.is_empty() {
+            let at_home = fs::metadata(&dst).map(|m| m.ino()).ok();
+            let replace_landed_late = matches!(kind, Mover::Replace)
+                && back == [to]
+                && moved == Some(Relocation::ReplacedOlder)
+                && at_home == Some(src_ino);
+            assert!(
+                replace_landed_late,
+                "seed {seed} trial {trial} ({kind:?}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
+            );
+            races.window += 1;
+            fs::remove_file(&dst).unwrap();
+        }
+        if deleted.removed.contains(&to)
+            && matches!(moved, Some(Relocation::Moved | Relocation::ReplacedOlder))
+        {
+            races.placed_then_deleted += 1;
+        }
+        if moved == Some(Relocation::SourceGone) && deleted.removed.contains(&from) {
+            races.source_gone += 1;
+        }
+        if deleted.rounds > 3 || deleted.unlinked > deleted.removed.len() {
+            races.caught_moving += 1;
+        }
+        if deleted.removed.contains(&from)
+            && deleted.removed.contains(&to)
+            && !matches!(kind, Mover::Replace)
+        {
+            races.both_names += 1;
+        }
+        // Nothing private is left behind by either actor.
+        let private: Vec<String> = entries_under(d.path())
+            .into_iter()
+            .filter(|e| e.contains(".efs-router-"))
+            .collect();
+        assert!(private.is_empty(), "seed {seed} trial {trial}: {private:?}");
+        for (s, t) in &batch[..3] {
+            let _ = fs::remove_file(s);
+            let _ = fs::remove_file(t);
+        }
+    }
+    println!("seed {seed}: {races:?}");
+    assert!(races.placed_then_deleted > 0, "seed {seed}: {races:?}");
+    assert!(races.source_gone > 0, "seed {seed}: {races:?}");
+    assert!(
+        races.caught_moving + races.both_names > 0,
+        "seed {seed}: {races:?}"
+    );
+}
