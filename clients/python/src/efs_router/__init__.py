@@ -45,8 +45,10 @@ refresh are covered by the forced deployment, as before.
 """
 
 # One module per module of the Rust library (router/src/): errors, list, names, path, shard, layout, cache,
-# relocation, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only gathers their public names.
+# relocation, delete, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only gathers their
+# public names.
 from .cache import revalidate_dir
+from .delete import Deleted, Left
 from .errors import (
     InsideAnotherShard,
     LayoutError,
@@ -54,6 +56,7 @@ from .errors import (
     NotARegularFile,
     NotFound,
     PathError,
+    Reappearing,
     RouteError,
     RouterError,
 )
@@ -74,9 +77,9 @@ from .shard import modulo_sha256, rendezvous_score, shard_index
 __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
-    "NotARegularFile", "ReportError", "ReportFault",
+    "NotARegularFile", "ReportError", "ReportFault", "Reappearing",
     "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
-    "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router",
+    "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router", "Deleted", "Left",
     "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name", "revalidate_dir",
 ]

@@ -56,6 +56,15 @@ class NotFound(RouterError, FileNotFoundError):
     """No shard has the file."""
 
 
+class Reappearing(RouterError):
+    """A delete removed a copy in each of ``rounds`` rounds and it still came back: written again all along."""
+
+    def __init__(self, path: str, rounds: int):
+        super().__init__("%r: removed %d times and written again each time; not known deleted" % (path, rounds))
+        self.path = path
+        self.rounds = rounds
+
+
 class NotARegularFile(RouterError, OSError):
     """A copy that is a symbolic link, FIFO, device, socket or directory: not data, left alone. ``path``
     names it, ``what`` says what it is. Raised for the home copy of a read and for either side of a move."""

@@ -11,6 +11,8 @@ import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 from .cache import revalidate_dir
+from .delete import Deleted, delete_everywhere
+from .delete import Place as DeletePlace
 from .errors import InsideAnotherShard, NotARegularFile, NotFound
 from .layout import Layout, _relative_to
 from .list import MountTargetList, Target
@@ -146,11 +148,14 @@ PROBE_THREADS = 32
 than the round trips it saves."""
 
 
-def _probe(paths: Sequence[str], check: Callable[[str], T]) -> List[Union[T, BaseException]]:
+S = TypeVar("S")
+
+
+def _probe(paths: Sequence[S], check: Callable[[S], T]) -> List[Union[T, BaseException]]:
     """``check`` of each path, in their order: at once (up to ``PROBE_THREADS`` threads) when there are
     several, since over NFS each is a round trip and they do not wait on one another. An exception is
     returned in its place."""
-    def one(path: str) -> Union[T, BaseException]:
+    def one(path: S) -> Union[T, BaseException]:
         try:
             return check(path)
         except Exception as e:
@@ -411,6 +416,24 @@ class Router:
         looked at again, then each other shard the same way (at once), then home once more."""
         s = self._current()
         return self._find(s, self._resolve(s, path), fresh_hit=False).kind != "missing"
+
+    def delete(self, path: str) -> Deleted:
+        """Removes ``path`` from every shard of the list (router/src/delete.rs): the other distinct shard
+        directories at once, then home, then all at once until a round finds nothing. Only regular files go; a
+        link, FIFO or directory at a copy's place (or a link on the way) is left and reported in ``left``. A
+        missing path is not an error (``any()`` is False). Raises the path's errors, the file system's (after
+        every shard of that round was tried) and ``Reappearing``."""
+        s = self._current()
+        home = self._resolve(s, path)
+        directory, _, name = home.logical.rpartition("/")
+
+        def place(j: int) -> DeletePlace:
+            mount, rel = self.layout.beneath_mount(s.targets, j)
+            beneath = "/".join(p for p in (rel, directory) if p)
+            return DeletePlace(j, self.layout.real_path(s.targets, j, home.logical), mount, beneath, name)
+
+        others = [place(j) for j in self._others(s, home.index)]
+        return delete_everywhere(path, place(home.index), others, _probe)
 
     def write(self, path: str, data: bytes) -> str:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).

@@ -62,6 +62,14 @@ class Layout:
         assert self.base is not None
         return _join(self.base, targets[index].root.lstrip("/"))
 
+    def beneath_mount(self, targets: Sequence[Target], index: int) -> Tuple[str, str]:
+        """Shard ``index``'s directory as a mount of this host and the path beneath it ("" for the mount
+        itself): what a delete opens without following a link planted in a shard's root."""
+        if self.mounts is not None:
+            return self.mounts[index], ""
+        assert self.base is not None
+        return self.base, targets[index].root.lstrip("/")
+
     def real_path(self, targets: Sequence[Target], index: int, normalised: str) -> str:
         return os.path.join(self.shard_dir(targets, index), normalised)
 

@@ -206,7 +206,10 @@ def _replace(src: str, dst: str, s: os.stat_result) -> str:
             if e.errno not in _NO_HARD_LINKS:
                 raise
             return _without_links(src, dst, s)
-        linked, outcome = _place_replacement(src, dst, q)
+        placed = _place_replacement(src, dst, q)
+        if placed is None:
+            return SOURCE_GONE
+        linked, outcome = placed
     except BaseException:
         try:
             os.unlink(q)
@@ -221,9 +224,10 @@ def _replace(src: str, dst: str, s: os.stat_result) -> str:
     return _retire(src, dst, linked, outcome)
 
 
-def _place_replacement(src: str, dst: str, q: str) -> Tuple[os.stat_result, str]:
+def _place_replacement(src: str, dst: str, q: str) -> Optional[Tuple[os.stat_result, str]]:
     """q (in its private directory beside ``dst``) is a new name of the source: renamed over ``dst`` if it is still
-    newer than what ``dst`` holds, else removed. Returns what was linked and the outcome to retire the source as."""
+    newer than what ``dst`` holds, else removed. Returns what was linked and the outcome to retire the source as;
+    None when ``dst`` and the source were both removed meanwhile (a delete): nothing is placed."""
     linked = _look(q)  # what was linked: a writer may have put a new version at the source since
     if linked is None:
         raise OSError(errno.ENOENT, "%s: removed by another client while moving %s there" % (q, src))
@@ -231,6 +235,11 @@ def _place_replacement(src: str, dst: str, q: str) -> Tuple[os.stat_result, str]
     # The last look before the rename, as the server answers: between it and the rename, a write landing at dst
     # would be replaced (router/README.md, "What is left to chance").
     now = _fresh_look(dst)
+    if now is None and _fresh_look(src) is None:
+        # dst held an older file when this replace began, and the source is gone too: a delete, which removes
+        # the other shards' copies before home's. Placed now, the replacement would bring the path back.
+        _remove_private(q)
+        return None
     if now is None:
         go, outcome = True, MOVED
     elif _same_file(now, linked):
