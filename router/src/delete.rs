@@ -28,7 +28,7 @@ use crate::cache::revalidate_dir;
 use crate::dir::open_beneath;
 use crate::fs::{Error, Router, PROBE_THREADS};
 use crate::names::private_kind;
-use rustix::fs::{AtFlags, FileType};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, CWD};
 use rustix::io::Errno;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -219,10 +219,18 @@ fn remove_copy(p: &Place) -> Result<Look, Error> {
 /// The copy's directory, opened beneath the mount; `None` when the server says it is not
 /// there (a directory missing only in this client's cache is looked up again).
 fn open_dir(p: &Place) -> io::Result<Option<OwnedFd>> {
+    // One call, no link anywhere on the way, the mount's own path included: one round trip
+    // (the directory's revalidation) when the way is cached. Anything else (a link in the
+    // mount's path, a missing directory, no openat2) goes the way that names the cause.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let real_dir = p.real.parent().unwrap_or(p.mount);
+    if let Ok(fd) = rustix::fs::openat2(CWD, real_dir, flags, Mode::empty(), resolve) {
+        return Ok(Some(fd));
+    }
     match open_beneath(p.mount, &p.dir, false) {
         Ok(fd) => Ok(Some(fd)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let real_dir = p.real.parent().unwrap_or(p.mount);
             if !revalidate_dir(real_dir)? {
                 return Ok(None);
             }

@@ -510,3 +510,51 @@ fn walking_reads_names_only_and_enters_an_unknown_entry_only_when_asked() {
     assert_eq!(count_files(&through).unwrap(), Some(2001));
     assert_only(&bed.fs.counts(), &["READDIR", "LOOKUP", "GETATTR"]);
 }
+
+#[test]
+fn a_delete_looks_everywhere_three_times_and_unlinks_what_it_finds() {
+    let Some(bed) = TestBed::new("delete") else {
+        return;
+    };
+    let router = router(&bed);
+    // The usual delete: the file at home only.
+    let home = path_homed_at(&router, 1, "home");
+    put(&bed, 1, &home, b"x");
+    bed.fs.reset();
+    let done = router.delete(&home).unwrap();
+    assert_eq!((done.removed.as_slice(), done.rounds), (&[1][..], 3));
+    let c = bed.fs.counts();
+    println!(
+        "delete, at home: {}, OPENDIR {}",
+        c.summary(),
+        c.get("OPENDIR")
+    );
+    // Three rounds: the two other shards, home, all three again; each look opens the copy's
+    // directory once (over NFS its revalidation, a GETATTR) and looks the name up.
+    assert_eq!((c.get("OPENDIR"), c.get("LOOKUP")), (6, 6 + 1), "{c:?}");
+    assert_eq!(c.get("UNLINK"), 1, "{c:?}");
+    assert_only(&c, &["LOOKUP", "GETATTR", "UNLINK"]);
+    let at_home = c.round_trips();
+
+    // A copy at home and a stale one elsewhere: the same looks, and the kernel's LOOKUP and
+    // the UNLINK of one more name.
+    let two = path_homed_at(&router, 1, "two");
+    put(&bed, 1, &two, b"x");
+    put(&bed, 2, &two, b"stale");
+    bed.fs.reset();
+    let done = router.delete(&two).unwrap();
+    assert_eq!(done.removed, [1, 2]);
+    let c = bed.fs.counts();
+    println!("delete, at home and elsewhere: {}", c.summary());
+    assert_eq!(c.get("UNLINK"), 2, "{c:?}");
+    assert_eq!(c.round_trips(), at_home + 2, "{c:?}");
+
+    // Nowhere: the same looks, without the unlink's LOOKUP and UNLINK.
+    let missing = path_homed_at(&router, 1, "missing");
+    bed.fs.reset();
+    assert!(!router.delete(&missing).unwrap().any());
+    let c = bed.fs.counts();
+    println!("delete, nowhere: {}", c.summary());
+    assert_eq!(c.round_trips(), at_home - 2, "{c:?}");
+    assert_only(&c, &["LOOKUP", "GETATTR"]);
+}
