@@ -100,6 +100,8 @@ impl Router {
     /// of that round was tried; [`Error::Reappearing`].
     pub fn delete(&self, path: &str) -> Result<Deleted, Error> {
         let home = self.resolve(path)?;
+        // Like a write: past its lease this client may already count as gone.
+        self.lease()?;
         let (dir, name) = match home.logical.as_str().rsplit_once('/') {
             Some((dir, name)) => (dir, name),
             None => ("", home.logical.as_str()),

@@ -352,14 +352,15 @@ fn write_atomically(root: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// `<root>/.efs-router-clients`, opened without following a link; made when missing, writable
-/// by every user whatever this process's umask: tasks of other users report there too, and the
-/// function removes stale reports.
+/// by every user whatever this process's umask (tasks of other users report there too) and
+/// sticky, so no client can remove another's report: a report taken away could let the function
+/// count a live client as gone.
 fn reports_dir(root: &Path) -> io::Result<OwnedFd> {
     match open_beneath(root, DIR, false) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let dir = open_beneath(root, DIR, true)?;
             // Another client may have made it first; then it is theirs to have set.
-            let _ = rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o777));
+            let _ = rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o1777));
             Ok(dir)
         }
         other => other,

@@ -90,7 +90,7 @@ fn a_router_reports_the_exact_list_it_routes_by_and_removes_it_when_dropped() {
         .unwrap()
         .permissions()
         .mode();
-    assert_eq!(mode & 0o777, 0o777);
+    assert_eq!(mode & 0o7777, 0o1777);
     // A clone is the same client; the report goes with the last of them.
     let clone = router.clone();
     drop(router);
@@ -274,7 +274,7 @@ fn block_reports(root: &Path) {
 }
 
 #[test]
-fn a_lapsed_report_stops_writes_and_moves_until_one_is_written() {
+fn a_lapsed_report_stops_writes_moves_and_deletes_until_one_is_written() {
     let d = fs_root();
     let (now, clock) = manual(10_000);
     let options = Reporting {
@@ -312,6 +312,13 @@ fn a_lapsed_report_stops_writes_and_moves_until_one_is_written() {
         read.place
     );
     assert!(there.exists() && !home.real.exists());
+    // A delete is refused too, and removes nothing.
+    let err = router.delete("data/a.json").unwrap_err();
+    assert!(
+        matches!(&err, Error::Report(f) if f.kind() == "report-lapsed"),
+        "{err}"
+    );
+    assert!(router.exists("data/a.json").unwrap());
     // Once a report can be written again, the next write renews the lease and goes through.
     fs::remove_file(d.path().join(DIR)).unwrap();
     router.write("data/b.json", b"b").unwrap();

@@ -89,7 +89,7 @@ class Writes(Base):
                          (1_700_000_000, 1_700_000_000, rp.EVERY_SECS))
         self.assertEqual((report["task"], report["label"]), (None, "reader-service"))
         self.assertEqual(os.listdir(os.path.join(self.root, rp.DIR)), [cid + ".json"])  # no temporary left
-        self.assertEqual(os.stat(os.path.join(self.root, rp.DIR)).st_mode & 0o777, 0o777)  # whatever the umask
+        self.assertEqual(os.stat(os.path.join(self.root, rp.DIR)).st_mode & 0o7777, 0o1777)  # any umask; sticky
         router.close()
         self.assertEqual(os.listdir(os.path.join(self.root, rp.DIR)), [])
         with self.assertRaises(ReportFault) as cm:  # a closed router writes nothing more

@@ -254,15 +254,15 @@ def _open_reports_dir(root: str, create: bool) -> int:
                 raise
         made = True
         try:
-            os.mkdir(DIR, 0o777, dir_fd=root_fd)
+            os.mkdir(DIR, 0o1777, dir_fd=root_fd)
         except FileExistsError:
             made = False
         fd = os.open(DIR, flags, dir_fd=root_fd)
         if made:
-            # Writable by every user whatever the umask: tasks of other users report there too, and the function
-            # removes stale reports.
+            # Writable by every user whatever the umask (tasks of other users report there too), and sticky: no
+            # client may remove another's report, which could let the function count a live client as gone.
             try:
-                os.fchmod(fd, 0o777)
+                os.fchmod(fd, 0o1777)
             except OSError:
                 pass
         return fd
