@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The buffer of one directory read for counting and listing.
 const BUFFER_BYTES: usize = 1 << 20;
 /// The buffer of each directory open at once in a walk (one per level).
-const WALK_BUFFER_BYTES: usize = 64 << 10;
+pub(crate) const WALK_BUFFER_BYTES: usize = 64 << 10;
 /// Directories nested deeper than this below the walk's root are reported
 /// ([`Kind::Failed`]), not entered: it bounds the memory (one buffer and one descriptor per
 /// level) whatever the tree.
@@ -44,7 +44,7 @@ pub const MAX_DEPTH: usize = 64;
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
-const SUBDIR_FLAGS: OFlags = DIR_FLAGS.union(OFlags::NOFOLLOW);
+pub(crate) const SUBDIR_FLAGS: OFlags = DIR_FLAGS.union(OFlags::NOFOLLOW);
 
 /// The number of entries directly in `dir` that are not directories (an entry of unknown type
 /// counts as a file) and not the router's own names, or `None` if `dir` does not exist. Reads
@@ -158,6 +158,23 @@ impl Other {
     }
 }
 
+/// What a walk reports for the entry `name` whose `d_type` is `file_type`.
+pub(crate) fn kind_of(name: &[u8], file_type: FileType) -> Kind {
+    match private_kind(name) {
+        Some(p) => Kind::Private(p),
+        None => match file_type {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Other(Other::Symlink),
+            FileType::Fifo => Kind::Other(Other::Fifo),
+            FileType::CharacterDevice => Kind::Other(Other::CharDevice),
+            FileType::BlockDevice => Kind::Other(Other::BlockDevice),
+            FileType::Socket => Kind::Other(Other::Socket),
+            FileType::Unknown => Kind::Unknown,
+        },
+    }
+}
+
 /// One entry of a walk.
 #[derive(Debug)]
 pub struct Entry<'a> {
@@ -244,19 +261,7 @@ impl<V: FnMut(Entry<'_>) -> Flow> Walker<'_, V> {
                 continue;
             }
             let name = OsStr::from_bytes(name);
-            let kind = match private_kind(name.as_bytes()) {
-                Some(p) => Kind::Private(p),
-                None => match entry.file_type() {
-                    FileType::RegularFile => Kind::File,
-                    FileType::Directory => Kind::Directory,
-                    FileType::Symlink => Kind::Other(Other::Symlink),
-                    FileType::Fifo => Kind::Other(Other::Fifo),
-                    FileType::CharacterDevice => Kind::Other(Other::CharDevice),
-                    FileType::BlockDevice => Kind::Other(Other::BlockDevice),
-                    FileType::Socket => Kind::Other(Other::Socket),
-                    FileType::Unknown => Kind::Unknown,
-                },
-            };
+            let kind = kind_of(name.as_bytes(), entry.file_type());
             let (is_dir, is_unknown) = (
                 matches!(kind, Kind::Directory),
                 matches!(kind, Kind::Unknown),
@@ -480,7 +485,7 @@ fn beneath_parts(rel: &str) -> io::Result<Vec<&str>> {
 
 /// An error of a directory operation, with the errno's meaning made plain for the two that
 /// matter here (a link met with `O_NOFOLLOW`, a component that is not a directory).
-fn describe(e: Errno) -> io::Error {
+pub(crate) fn describe(e: Errno) -> io::Error {
     let plain = io::Error::from(e);
     match e {
         Errno::LOOP => io::Error::new(plain.kind(), "a symbolic link: not followed"),

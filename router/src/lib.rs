@@ -36,6 +36,7 @@ pub mod relocation;
 pub mod report;
 pub mod reporter;
 pub mod shard;
+pub mod sorted_walk;
 
 pub use delete::{Deleted, Left};
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
