@@ -76,6 +76,10 @@ pub struct Config {
     pub client_families: Vec<String>,
     /// `CLIENT_REPORTS`: whether every running task of the named services must report.
     pub client_reports: ClientReports,
+    /// Files one rebalance run looks at, at most (`REBALANCE_MAX_VISITS`, unset: no limit but
+    /// the deadline). A test and operations setting, not in the template: it makes a pass
+    /// take several runs on a small tree.
+    pub rebalance_max_visits: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +160,7 @@ impl Config {
                 .map_or(16, |n| n as usize),
             client_families: env.list("ECS_CLIENT_FAMILIES")?.unwrap_or_default(),
             client_reports: client_reports(env.value("CLIENT_REPORTS").as_deref())?,
+            rebalance_max_visits: env.positive("REBALANCE_MAX_VISITS")?,
         })
     }
 
@@ -478,6 +483,12 @@ mod tests {
             failing_var(&[("MOVE_CONCURRENCY", "1000")]),
             "MOVE_CONCURRENCY"
         );
+        for bad in ["0", "ten", "-1"] {
+            assert_eq!(
+                failing_var(&[("REBALANCE_MAX_VISITS", bad)]),
+                "REBALANCE_MAX_VISITS"
+            );
+        }
         assert_eq!(
             failing_var(&[("SUBNET_EXCLUSION_SECONDS", "1d")]),
             "SUBNET_EXCLUSION_SECONDS"

@@ -14,13 +14,15 @@
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::plan::Warning;
+use crate::plan::{Comparison, Warning};
+use crate::rebalancing::Cursor;
 use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
+use efs_router::sorted_walk::{walk_sorted_at, Walked};
 use efs_router::list::MountTargetList;
 use efs_router::names::Private;
 use efs_router::relocation::{self, relocate_many};
-use efs_router::{shard_index, NotARegularFile, Relocation};
+use efs_router::{NotARegularFile, Relocation};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -48,11 +50,19 @@ pub struct Moves {
     /// Abandoned temporary files of writers that died (older than an hour), removed.
     #[serde(skip_serializing_if = "is_zero")]
     pub abandoned_removed: u64,
-    /// The walk stopped at the deadline before it had seen every file: `remaining` counts
-    /// only those it saw. (Routing a file costs one hash per shard, so with many shards and
-    /// files a whole walk may not fit one run; the next run walks again.)
+    /// The walk stopped (at the deadline, or after `REBALANCE_MAX_VISITS` files) before the
+    /// end of its pass: `remaining` counts only the files it saw; a rebalance's next run goes
+    /// on from `resume_at`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
+    /// Files (and entries of unknown type) the walk looked at.
+    pub visited: u64,
+    /// Where the next rebalance run goes on; absent when this run ended its pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_at: Option<Cursor>,
+    /// How a rebalance compared each file's shard ([`Comparison::name`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<&'static str>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -66,6 +76,7 @@ impl Moves {
         self.moved += later.moved;
         self.dropped_older += later.dropped_older;
         self.abandoned_removed += later.abandoned_removed;
+        self.visited += later.visited;
         self.remaining = later.remaining;
         self.skipped = later.skipped;
         self.failed = later.failed;
@@ -91,32 +102,74 @@ pub fn move_home(
     budget: Budget,
     drain: bool,
 ) -> Result<Moves, Error> {
-    let mut mover = Mover {
-        config,
-        list,
-        // Files route over the list's shards (several per mount target in a version 2 list).
-        shards: list.shards(),
-        budget,
-        moves: Moves::default(),
-        batch: Vec::with_capacity(BATCH),
-    };
+    let mut mover = Mover::new(config, list, budget, None, u64::MAX);
     for root in roots.iter().collect::<BTreeSet<_>>() {
         if Instant::now() >= budget.until {
             mover.moves.incomplete = true;
             break;
         }
-        mover.shard(root, drain)?;
+        mover.shard(root, Path::new(""), drain)?;
     }
     let moves = mover.moves;
+    log_moves(&moves);
+    Ok(moves)
+}
+
+/// Where a rebalance run starts, how many files it may look at, how it compares.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk<'a> {
+    /// `None`: a pass starts at the first shard.
+    pub from: Option<&'a Cursor>,
+    pub max_visits: u64,
+    pub comparison: &'a Comparison,
+}
+
+/// One rebalance run: [`move_home`] over the shards rooted at `roots` in the order of their
+/// roots, from `walk.from` on, until the end of the last shard (the pass ends: `resume_at` is
+/// `None`), the deadline, or `walk.max_visits` files.
+pub fn rebalance(
+    config: &Config,
+    list: &MountTargetList,
+    roots: &[String],
+    budget: Budget,
+    walk: Walk<'_>,
+) -> Result<Moves, Error> {
+    let mut mover = Mover::new(config, list, budget, Some(walk.comparison), walk.max_visits);
+    mover.moves.comparison = Some(walk.comparison.name());
+    for root in roots.iter().collect::<BTreeSet<_>>() {
+        let from = match walk.from {
+            // Walked earlier in this pass.
+            Some(c) if root.as_str() < c.root.as_str() => continue,
+            Some(c) if *root == c.root => c.path.as_str(),
+            _ => "",
+        };
+        if Instant::now() >= budget.until {
+            mover.moves.incomplete = true;
+            mover.stopped = Some(Cursor::at(root, Path::new(from)));
+            break;
+        }
+        mover.shard(root, Path::new(from), false)?;
+        if mover.stopped.is_some() {
+            break;
+        }
+    }
+    let mut moves = mover.moves;
+    moves.resume_at = mover.stopped;
+    log_moves(&moves);
+    Ok(moves)
+}
+
+fn log_moves(moves: &Moves) {
     info!(
         moved = moves.moved,
         dropped_older = moves.dropped_older,
         remaining = moves.remaining,
         skipped = moves.skipped,
         failed = moves.failed,
+        visited = moves.visited,
+        resume_at = ?moves.resume_at,
         "moved files home"
     );
-    Ok(moves)
 }
 
 /// One run's moving: what it routes by, what it may still do, what it did.
@@ -128,11 +181,37 @@ struct Mover<'a> {
     moves: Moves,
     /// Misplaced files found and not moved yet: (where it is, its home).
     batch: Vec<(PathBuf, PathBuf)>,
+    /// `None`: every file against every shard.
+    comparison: Option<&'a Comparison>,
+    max_visits: u64,
+    /// Where the walk stopped before its end.
+    stopped: Option<Cursor>,
 }
 
-impl Mover<'_> {
-    /// Walks the shard rooted at `root` and moves its misplaced files home.
-    fn shard(&mut self, root: &str, drain: bool) -> Result<(), Error> {
+impl<'a> Mover<'a> {
+    fn new(
+        config: &'a Config,
+        list: &'a MountTargetList,
+        budget: Budget,
+        comparison: Option<&'a Comparison>,
+        max_visits: u64,
+    ) -> Self {
+        Mover {
+            config,
+            list,
+            // Files route over the list's shards (several per mount target in a version 2 list).
+            shards: list.shards(),
+            budget,
+            moves: Moves::default(),
+            batch: Vec::with_capacity(BATCH),
+            comparison,
+            max_visits,
+            stopped: None,
+        }
+    }
+
+    /// Walks the shard rooted at `root` from `from` and moves its misplaced files home.
+    fn shard(&mut self, root: &str, from: &Path, drain: bool) -> Result<(), Error> {
         let dir = self.config.watch_path(root);
         let fd = match shard::open_dir(self.config, &dir, false) {
             Ok(fd) => fd,
@@ -144,16 +223,20 @@ impl Mover<'_> {
             }
         };
         let mut walk_error = None;
-        let walked = dir::walk_at(&fd, |entry| match self.visit(root, &dir, entry) {
+        let walked = walk_sorted_at(&fd, from, |entry| match self.visit(root, &dir, entry) {
             Ok(flow) => flow,
             Err(e) => {
                 walk_error = Some(e);
                 Flow::Stop
             }
         });
-        if let Err(source) = walked {
-            warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
-            self.moves.failed += 1;
+        match walked {
+            Ok(Walked::Ended) => {}
+            Ok(Walked::StoppedAt(at)) => self.stopped = Some(Cursor::at(root, &at)),
+            Err(source) => {
+                warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
+                self.moves.failed += 1;
+            }
         }
         if let Some(e) = walk_error {
             return Err(e);
@@ -171,12 +254,20 @@ impl Mover<'_> {
     /// One entry of the walk of the shard at `root` (watched directory `dir`): a misplaced
     /// file joins the batch (moved once the batch is full), anything else is counted.
     fn visit(&mut self, root: &str, dir: &Path, entry: dir::Entry<'_>) -> Result<Flow, Error> {
-        let (budget, moves) = (self.budget, &mut self.moves);
+        let budget = self.budget;
         // Past the deadline nothing more can move: counting on would only hold the run.
         if Instant::now() >= budget.until {
-            moves.incomplete = true;
+            self.moves.incomplete = true;
             return Ok(Flow::Stop);
         }
+        if matches!(entry.kind, Kind::File | Kind::Unknown) {
+            if self.moves.visited >= self.max_visits {
+                self.moves.incomplete = true;
+                return Ok(Flow::Stop);
+            }
+            self.moves.visited += 1;
+        }
+        let moves = &mut self.moves;
         let flow = match entry.kind {
             Kind::File => Flow::Continue,
             // Maybe a directory: opened as one (without following a link) and walked if it
@@ -202,14 +293,19 @@ impl Mover<'_> {
             "" => rel_path.to_owned(),
             watch_dir => format!("{watch_dir}/{rel_path}"),
         };
-        match shard_index(&logical, &self.shards, self.list.strategy) {
-            Ok(i) if self.shards[i].root != root => {
+        let home = match self.comparison {
+            Some(c) => c.home(&logical, root, &self.shards, self.list.strategy),
+            None => efs_router::shard_index(&logical, &self.shards, self.list.strategy)
+                .map(|i| self.shards[i].root.as_str()),
+        };
+        match home {
+            Ok(home_root) if home_root != root => {
                 let taken = moves.moved + moves.dropped_older + self.batch.len() as u64;
                 if taken >= budget.max_moves || Instant::now() >= budget.until {
                     moves.remaining += 1;
                     return Ok(flow);
                 }
-                let home = self.config.watch_path(&self.shards[i].root);
+                let home = self.config.watch_path(home_root);
                 self.batch
                     .push((dir.join(entry.path), home.join(entry.path)));
                 if self.batch.len() == BATCH {

@@ -16,6 +16,7 @@ mod homing;
 mod observe;
 mod observed;
 mod plan;
+mod rebalancing;
 mod response;
 mod shard;
 mod state;

@@ -1,7 +1,7 @@
 //! One invocation: observe → plan → apply, then the response and one summary log event.
 
 use crate::apply::{apply, Applied};
-use crate::aws::Clients;
+use crate::aws::{ssm, Clients};
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
@@ -10,9 +10,10 @@ use crate::metrics;
 use crate::observe::observe;
 use crate::observed::Observed;
 use crate::plan::{
-    plan, Behind, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
+    comparison, plan, Behind, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
 };
 use crate::response::{NewMountTarget, Response};
+use crate::state::State;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
@@ -72,7 +73,7 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
-            rebalance(
+            let after = rebalance(
                 config,
                 &observed,
                 &first,
@@ -80,6 +81,9 @@ pub async fn run(
                 wait_until,
                 &mut applied,
             )?;
+            if let Some(state) = after {
+                save_rebalancing(clients, config, state).await?;
+            }
             None
         }
         Action::Reconcile | Action::Migrate => Some(
@@ -105,10 +109,12 @@ pub async fn run(
 }
 
 /// The rebalance: moves misplaced files home under the published list, within `max_moves` and
-/// the time left. It does not go through the plan's decision because it decides nothing the
-/// plan decides: it changes no list, state or AWS resource, and walks the list clients use now
-/// (not the one a reconcile would publish). What it shares with a drain, whether files may
-/// move at all, it takes from the plan ([`Plan::moves_wait`]).
+/// the time left, going on where the last run stopped ([`crate::rebalancing`]). It does not
+/// go through the plan's decision because it decides nothing the plan decides: it changes no
+/// list or AWS resource, and walks the list clients use now (not the one a reconcile would
+/// publish); it changes only its own record in the state, which it returns when it changed.
+/// What it shares with a drain, whether files may move at all, it takes from the plan
+/// ([`Plan::moves_wait`]).
 fn rebalance(
     config: &Config,
     observed: &Observed,
@@ -116,7 +122,7 @@ fn rebalance(
     max_moves: u64,
     wait_until: Instant,
     applied: &mut Applied,
-) -> Result<(), Error> {
+) -> Result<Option<State>, Error> {
     if let Some(wait) = &first.moves_wait {
         let why = Warning::MovesWait(wait.clone());
         warn!(kind = why.kind(), "{why}");
@@ -127,10 +133,10 @@ fn rebalance(
             // The tasks are taken from the plan when the run answers (`tasks_waited_for`).
             MovesWait::ListPending | MovesWait::Tasks(_) | MovesWait::Refresh(_) => {}
         }
-        return Ok(());
+        return Ok(None);
     }
     let Some(parameter) = &observed.parameter else {
-        return Ok(());
+        return Ok(None);
     };
     let roots: Vec<String> = parameter
         .list
@@ -143,10 +149,42 @@ fn rebalance(
         until: wait_until,
         concurrency: config.move_concurrency,
     };
-    let mut moves = homing::move_home(config, &parameter.list, &roots, budget, false)?;
-    moves.abandoned_removed = homing::remove_abandoned(config, &roots, &mut applied.warnings);
+    let record = &observed.state.rebalancing;
+    let comparison = comparison(&parameter.list, record.balanced.as_ref());
+    let walk = homing::Walk {
+        from: record.next.as_ref(),
+        max_visits: config.rebalance_max_visits.unwrap_or(u64::MAX),
+        comparison: &comparison,
+    };
+    let mut moves = homing::rebalance(config, &parameter.list, &roots, budget, walk)?;
+    // The shards this run walked: the rest wait for the runs that walk them.
+    let walked: Vec<String> = roots
+        .into_iter()
+        .filter(|r| record.next.as_ref().is_none_or(|c| *r >= c.root))
+        .filter(|r| moves.resume_at.as_ref().is_none_or(|c| *r <= c.root))
+        .collect();
+    moves.abandoned_removed = homing::remove_abandoned(config, &walked, &mut applied.warnings);
+    let clean = moves.remaining == 0 && moves.failed == 0;
+    let state = State {
+        rebalancing: record.after_run(&parameter.list, moves.resume_at.clone(), clean),
+        ..observed.state.clone()
+    };
     applied.moves = moves;
     applied.actions.push(StepKind::MoveFiles);
+    Ok((state != observed.state).then_some(state))
+}
+
+/// Saves the state with the rebalance's new record. A position too long for the parameter
+/// (beside what else the state holds) falls back to its shard's start.
+async fn save_rebalancing(clients: &Clients, config: &Config, mut state: State) -> Result<(), Error> {
+    let name = &config.state_parameter_name;
+    if ssm::state_fits(name, &state).is_err() {
+        if let Some(next) = state.rebalancing.next.as_mut() {
+            next.path.clear();
+        }
+    }
+    clients.ssm.write_state(name, &state).await?;
+    info!(parameter = %name, rebalancing = ?state.rebalancing, "rebalance position saved");
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! (`EFS_MOUNT_PATH/.efs-mount-autoscaler/state.json`) is read once, when the parameter does
 //! not exist yet, without following links and only if it is a small regular file.
 
+use crate::rebalancing::Rebalancing;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -40,6 +41,13 @@ pub struct State {
     /// kept in place for a run, then drained as gone.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing: BTreeMap<String, u64>,
+    /// Where the rebalance's walk stands, and what its last clean pass balanced against.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub rebalancing: Rebalancing,
+}
+
+fn is_default(r: &Rebalancing) -> bool {
+    *r == Rebalancing::default()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

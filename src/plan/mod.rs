@@ -11,6 +11,7 @@
 //! (shard directories, waits, publish, redeploy). [`plan`] is that pipeline.
 
 mod clients;
+mod comparison;
 mod counts;
 mod decision;
 mod effect;
@@ -31,6 +32,7 @@ mod upkeep;
 mod warning;
 
 pub use clients::Behind;
+pub use comparison::{comparison, Comparison};
 pub use decision::Decision;
 pub use fleet::MovesWait;
 pub use policy::{ClientReports, Policy};
@@ -169,10 +171,15 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         growth: &growth,
     };
     let Outcome {
-        state,
+        mut state,
         list,
         mut steps,
     } = effect.of(&decision, state.clone(), list);
+    // A drain moves files where they are not at home under the shards the rebalance last
+    // balanced against: its comparison after growth must not rely on them any more.
+    if !state.draining.is_empty() || !state.draining_shards.is_empty() {
+        state.rebalancing.balanced = None;
+    }
     // Saved when it changed, or when it was carried over from the old file.
     if state != obs.state || (!obs.state_stored && state != State::default()) {
         steps.push(Step::SaveState(state.clone()));

@@ -1,0 +1,294 @@
+//! What the rebalance keeps between its runs, in the state parameter (`rebalancing`): where
+//! its walk stands, whether the pass under way has left every file it saw at home, and the
+//! shards the last such pass balanced the files against.
+//!
+//! A pass walks every listed shard, in the order of their roots, each in name order
+//! ([`efs_router::sorted_walk`]), over as many runs as it takes: a run that stops (its
+//! deadline, or `REBALANCE_MAX_VISITS`) records the first entry it did not visit, and the
+//! next run goes on from there. A run that reaches the end of the last shard ends the pass
+//! (the next run starts a new one at the first shard).
+//!
+//! A pass that ran under one list from start to end and left nothing misplaced (no file
+//! remaining, none failing) is recorded as `balanced`: every file in one of those shards is
+//! at home under that list. The next passes use it while the list only grows
+//! ([`crate::plan::Comparison`]).
+
+use efs_router::list::{MountTargetList, Strategy};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path};
+
+/// The longest position kept, in characters of its JSON form: the state parameter holds at
+/// most 4,096. A longer one is cut back to the deepest directory on its way that fits (the
+/// next run visits that directory's entries again, never fewer), or to the shard's start.
+pub const MAX_PATH_CHARS: usize = 512;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rebalancing {
+    /// Where the next run goes on; absent when the next run starts a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<Cursor>,
+    /// The pass under way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<Pass>,
+    /// The shards the last clean pass balanced the files against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balanced: Option<ShardSet>,
+}
+
+/// A position of the walk: the first entry not visited yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cursor {
+    /// The shard's root.
+    pub root: String,
+    /// Relative to the shard's watched directory; empty for its start.
+    pub path: String,
+}
+
+/// The pass under way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pass {
+    /// [`shards_sha256`] of the list the pass began under.
+    pub shards: String,
+    /// Every file its runs saw was at home (or moved there), and the list has not changed.
+    pub clean: bool,
+}
+
+/// A set of shards, in a few characters whatever their number: each mount target's first
+/// root and how many shards it served (its others follow from its AZ id), and the digest of
+/// all their roots, which checks what is rebuilt from that.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardSet {
+    pub sha256: String,
+    pub targets: BTreeMap<String, u32>,
+}
+
+/// SHA-256 (hex) of the roots, sorted, each followed by a NUL.
+pub fn shards_sha256<'a>(roots: impl IntoIterator<Item = &'a str>) -> String {
+    let sorted: BTreeSet<&str> = roots.into_iter().collect();
+    let mut hash = Sha256::new();
+    for root in sorted {
+        hash.update(root.as_bytes());
+        hash.update([0u8]);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The digest of every shard of `list`.
+pub fn list_sha256(list: &MountTargetList) -> String {
+    let shards = list.shards();
+    shards_sha256(shards.iter().map(|t| t.root.as_str()))
+}
+
+impl ShardSet {
+    /// The shards of `list`, when files can be balanced against them for later growth: a
+    /// rendezvous list, none draining, no root twice.
+    pub fn of(list: &MountTargetList) -> Option<ShardSet> {
+        let shards = list.shards();
+        let roots: BTreeSet<&str> = shards.iter().map(|t| t.root.as_str()).collect();
+        let usable = list.strategy == Strategy::Rendezvous
+            && roots.len() == shards.len()
+            && !shards.iter().any(|t| t.draining);
+        usable.then(|| ShardSet {
+            sha256: shards_sha256(roots),
+            targets: list
+                .mount_targets
+                .iter()
+                .map(|t| (t.root.clone(), t.shards.max(1)))
+                .collect(),
+        })
+    }
+
+    /// These shards' roots, found in `list`: `None` unless every one of them is there (each
+    /// mount target still serving at least as many shards, the digest the same).
+    pub fn roots_in(&self, list: &MountTargetList) -> Option<BTreeSet<String>> {
+        let mut roots = BTreeSet::new();
+        for (first, served) in &self.targets {
+            let t = list.mount_targets.iter().find(|t| &t.root == first)?;
+            let all = t.shard_roots();
+            roots.extend(all.get(..*served as usize)?.iter().cloned());
+        }
+        (shards_sha256(roots.iter().map(String::as_str)) == self.sha256).then_some(roots)
+    }
+}
+
+impl Cursor {
+    /// The position `path` (relative, as the walk reports it) in the shard at `root`, cut back
+    /// as [`MAX_PATH_CHARS`] says; a part that is not UTF-8 cuts it back the same way.
+    pub fn at(root: &str, path: &Path) -> Cursor {
+        let mut kept = String::new();
+        for c in path.components() {
+            let Component::Normal(part) = c else { continue };
+            let Some(part) = part.to_str() else { break };
+            let longer = match kept.is_empty() {
+                true => part.to_owned(),
+                false => format!("{kept}/{part}"),
+            };
+            if json_chars(&longer) > MAX_PATH_CHARS {
+                break;
+            }
+            kept = longer;
+        }
+        Cursor {
+            root: root.to_owned(),
+            path: kept,
+        }
+    }
+}
+
+fn json_chars(s: &str) -> usize {
+    serde_json::to_string(s).map_or(usize::MAX, |j| j.chars().count())
+}
+
+impl Rebalancing {
+    /// After a run under `list` that stopped at `stopped` (`None`: it ended the pass) and saw
+    /// every file at home or moved it there (`clean`).
+    pub fn after_run(
+        &self,
+        list: &MountTargetList,
+        stopped: Option<Cursor>,
+        clean: bool,
+    ) -> Rebalancing {
+        let shards = list_sha256(list);
+        // A run from the start begins a pass; a record from before passes were kept is not
+        // known to be clean.
+        let pass = match (&self.next, &self.pass) {
+            (None, _) => Pass {
+                shards: shards.clone(),
+                clean: true,
+            },
+            (Some(_), Some(p)) => p.clone(),
+            (Some(_), None) => Pass {
+                shards: shards.clone(),
+                clean: false,
+            },
+        };
+        let pass = Pass {
+            clean: pass.clean && clean && pass.shards == shards,
+            ..pass
+        };
+        // A record the list no longer holds all of is of no more use.
+        let kept = self
+            .balanced
+            .clone()
+            .filter(|b| b.roots_in(list).is_some() && ShardSet::of(list).is_some());
+        match stopped {
+            Some(next) => Rebalancing {
+                next: Some(next),
+                pass: Some(pass),
+                balanced: kept,
+            },
+            None => Rebalancing {
+                next: None,
+                pass: None,
+                balanced: match pass.clean {
+                    true => ShardSet::of(list),
+                    false => kept,
+                },
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use efs_router::list::Target;
+
+    fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
+        MountTargetList {
+            mount_targets: shards
+                .iter()
+                .enumerate()
+                .map(|(i, (root, az, n))| Target {
+                    az_id: Some((*az).to_owned()),
+                    shards: *n,
+                    ..Target::new(&format!("fsmt-{i}"), "10.0.0.1", *root)
+                })
+                .collect(),
+            strategy: Strategy::Rendezvous,
+        }
+    }
+
+    #[test]
+    fn a_long_or_foreign_position_is_cut_back_to_a_directory_that_fits() {
+        let c = Cursor::at("/", Path::new("a/b/c.json"));
+        assert_eq!(c.path, "a/b/c.json");
+        let long = format!("a/{}", "x".repeat(MAX_PATH_CHARS));
+        assert_eq!(Cursor::at("/", Path::new(&long)).path, "a");
+        assert_eq!(Cursor::at("/", Path::new(&"y".repeat(600))).path, "");
+        use std::os::unix::ffi::OsStrExt;
+        let foreign = Path::new(std::ffi::OsStr::from_bytes(b"d/\xff/f"));
+        assert_eq!(Cursor::at("/", foreign).path, "d");
+        // Escapes count as they are written.
+        let escaped = "\u{1}".repeat(100);
+        assert_eq!(Cursor::at("/", Path::new(&escaped)).path, "");
+    }
+
+    #[test]
+    fn a_shard_set_is_found_again_in_a_list_that_only_grew() {
+        let old = list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 1)]);
+        let set = ShardSet::of(&old).unwrap();
+        let roots = set.roots_in(&old).unwrap();
+        assert_eq!(roots.len(), 3);
+        let grown = list(&[
+            ("/", "use1-az1", 3),
+            ("/shards/use1-az2", "use1-az2", 1),
+            ("/shards/use1-az3", "use1-az3", 1),
+        ]);
+        assert_eq!(set.roots_in(&grown), Some(roots));
+        // Fewer shards, another AZ behind the same first root, a target gone: not found.
+        let fewer = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
+        assert_eq!(set.roots_in(&fewer), None);
+        let moved = list(&[("/", "use1-az9", 2), ("/shards/use1-az2", "use1-az2", 1)]);
+        assert_eq!(set.roots_in(&moved), None);
+        assert_eq!(set.roots_in(&list(&[("/", "use1-az1", 2)])), None);
+        // Draining shards, and modulo lists, are never balanced against.
+        let mut draining = old.clone();
+        draining.mount_targets[0].draining_shards = 1;
+        assert_eq!(ShardSet::of(&draining), None);
+        let modulo = MountTargetList {
+            strategy: Strategy::ModuloSha256,
+            ..list(&[("/", "use1-az1", 1)])
+        };
+        assert_eq!(ShardSet::of(&modulo), None);
+    }
+
+    #[test]
+    fn only_a_clean_pass_under_one_list_is_recorded() {
+        let l = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
+        let at = |p: &str| {
+            Some(Cursor {
+                root: "/".into(),
+                path: p.into(),
+            })
+        };
+        // Two clean runs: recorded.
+        let r = Rebalancing::default().after_run(&l, at("m"), true);
+        assert_eq!((r.next.clone(), r.balanced.clone()), (at("m"), None));
+        let done = r.after_run(&l, None, true);
+        assert_eq!(done.balanced, ShardSet::of(&l));
+        assert_eq!((done.next.clone(), done.pass.clone()), (None, None));
+        // A run that left a file misplaced: the pass is not recorded, the old record stays.
+        let r = done.after_run(&l, at("m"), false).after_run(&l, None, true);
+        assert_eq!(r.balanced, done.balanced);
+        // The list grew during the pass: not recorded either (the old record stays, the list
+        // still holds all of it).
+        let grown = list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/use1-az2", "use1-az2", 1),
+            ("/shards/use1-az3", "use1-az3", 1),
+        ]);
+        let r = done.after_run(&l, at("m"), true).after_run(&grown, None, true);
+        assert_eq!(r.balanced, done.balanced);
+        // A shard gone: the record goes.
+        let shrunk = list(&[("/", "use1-az1", 1)]);
+        let r = done.after_run(&shrunk, at("m"), true);
+        assert_eq!(r.balanced, None);
+    }
+}
