@@ -284,7 +284,9 @@ mod tests {
             ("/shards/use1-az2", "use1-az2", 1),
             ("/shards/use1-az3", "use1-az3", 1),
         ]);
-        let r = done.after_run(&l, at("m"), true).after_run(&grown, None, true);
+        let r = done
+            .after_run(&l, at("m"), true)
+            .after_run(&grown, None, true);
         assert_eq!(r.balanced, done.balanced);
         // A shard gone: the record goes.
         let shrunk = list(&[("/", "use1-az1", 1)]);

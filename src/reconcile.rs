@@ -176,7 +176,11 @@ fn rebalance(
 
 /// Saves the state with the rebalance's new record. A position too long for the parameter
 /// (beside what else the state holds) falls back to its shard's start.
-async fn save_rebalancing(clients: &Clients, config: &Config, mut state: State) -> Result<(), Error> {
+async fn save_rebalancing(
+    clients: &Clients,
+    config: &Config,
+    mut state: State,
+) -> Result<(), Error> {
     let name = &config.state_parameter_name;
     if ssm::state_fits(name, &state).is_err() {
         if let Some(next) = state.rebalancing.next.as_mut() {

@@ -905,6 +905,94 @@ async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
     );
 }
 
+/// Where a rebalance run says the next one goes on: (root, path), or `None` at a pass's end.
+fn resume_at(inv: &Invocation) -> Option<(String, String)> {
+    let at = &inv.response()["moves"]["resume_at"];
+    (!at.is_null()).then(|| {
+        let part = |k: &str| {
+            at[k]
+                .as_str()
+                .unwrap_or_else(|| panic!("resume_at.{k}"))
+                .to_owned()
+        };
+        (part("root"), part("path"))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_capped_in_visits_goes_on_where_it_stopped_until_every_file_is_home() {
+    const CAP: u64 = 7;
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("REBALANCE_MAX_VISITS", CAP.to_string());
+    let list = published_list(&tb).await;
+    let root = list.mount_targets[0].root.clone();
+    let b = entry_in(&list, &tb.world, 'b');
+    assert!(root < b.root, "the walk takes / first");
+    let (root_dir, b_dir) = (tb.mount.watch_dir(), tb.mount.dir_of_root(&b.root));
+    put_files(&root_dir, homed_at(&list, &root, 0, 10));
+    put_files(&b_dir, homed_at(&list, &b.root, 0, 10));
+    put_files(&root_dir, homed_at(&list, &b.root, 10_000, 12));
+    put_files(&b_dir, homed_at(&list, &root, 10_000, 13));
+    let files = files_by_name(&tb.mount);
+    assert_eq!((files.len(), misplaced(&tb.mount, &list).len()), (45, 25));
+
+    // Each run looks at CAP files and says where the next goes on; positions only advance.
+    // The 12 files moved from / to the later shard are visited again there, at home: every
+    // other visit is of a file not visited before in the pass.
+    let (mut visited, mut moved, mut runs) = (Vec::new(), 0, 0);
+    let mut last: Option<(String, String)> = None;
+    loop {
+        runs += 1;
+        assert!(runs <= 20, "the pass does not end");
+        let inv = tb.invoke(&rebalance(1000)).await;
+        let m = moves(&inv);
+        let r = &inv.response()["moves"];
+        check_eq!(inv, (m.remaining, m.failed, m.skipped), (0, 0, 0));
+        check_eq!(inv, r["comparison"], json!("full"));
+        assert_files_intact(&files, &tb.mount, &inv);
+        visited.push(r["visited"].as_u64().expect("moves.visited"));
+        moved += m.moved;
+        let at = resume_at(&inv);
+        check_eq!(inv, r.get("incomplete").is_some(), at.is_some());
+        check!(
+            inv,
+            at.is_none() || at > last,
+            "went back: {at:?} after {last:?}"
+        );
+        if at.is_none() {
+            break;
+        }
+        check_eq!(inv, *visited.last().unwrap(), CAP);
+        let state = tb.world.state().await;
+        check_eq!(
+            inv,
+            state["rebalancing"]["next"]["path"],
+            json!(at.as_ref().unwrap().1)
+        );
+        last = at;
+    }
+    assert_eq!(visited.iter().sum::<u64>(), 45 + 12, "{visited:?}");
+    assert_eq!(runs, 57u64.div_ceil(CAP) as usize, "{visited:?}");
+    assert_eq!(moved, 25);
+    assert!(misplaced(&tb.mount, &list).is_empty());
+    // The pass left every file at home under this list: recorded, and the state keeps no
+    // position (the next run starts a pass).
+    let state = tb.world.state().await;
+    assert!(
+        state["rebalancing"]["balanced"]["sha256"].is_string(),
+        "{state}"
+    );
+    assert!(state["rebalancing"].get("next").is_none(), "{state}");
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check_eq!(inv, inv.response()["moves"]["visited"], json!(CAP));
+    check_eq!(inv, moves(&inv).moved, 0);
+    assert!(
+        tb.proxy.mutating_calls().is_empty(),
+        "rebalance changed AWS state: {:?}",
+        tb.proxy.counts()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rebalance_keeps_the_newest_copy_of_a_name_and_skips_what_is_not_a_file() {
     let tb = testbed(&['a', 'b']).await;

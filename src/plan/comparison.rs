@@ -182,10 +182,7 @@ mod tests {
         // A drain done (a shard or a target gone), even with another added: full.
         let drained = list(&[("/", "use1-az1", 1), ("/shards/use1-az3", "use1-az3", 1)]);
         assert_eq!(full(&drained, Some(&balanced)), Some(Full::NotOnlyAdded));
-        let replaced = list(&[
-            ("/", "use1-az1", 2),
-            ("/shards/use1-az3", "use1-az3", 1),
-        ]);
+        let replaced = list(&[("/", "use1-az1", 2), ("/shards/use1-az3", "use1-az3", 1)]);
         assert_eq!(full(&replaced, Some(&balanced)), Some(Full::NotOnlyAdded));
         // A modulo list (before a migrate), and the migrate's own republish: full.
         let modulo = MountTargetList {
@@ -210,7 +207,11 @@ mod tests {
             let targets = 1 + next(4) as usize;
             let old_spec: Vec<(String, &str, u32)> = (0..targets)
                 .map(|i| {
-                    let root = if i == 0 { "/".to_owned() } else { format!("/shards/{}", azs[i]) };
+                    let root = if i == 0 {
+                        "/".to_owned()
+                    } else {
+                        format!("/shards/{}", azs[i])
+                    };
                     (root, azs[i], 1 + next(6) as u32)
                 })
                 .collect();
@@ -229,8 +230,15 @@ mod tests {
             let (old, new) = (as_list(&old_spec), as_list(&new_spec));
             let balanced = ShardSet::of(&old).unwrap();
             let two = comparison(&new, Some(&balanced));
-            let Comparison::Added { old: old_roots, added } = &two else {
-                assert_eq!(old, new, "case {case}: only an unchanged list compares fully");
+            let Comparison::Added {
+                old: old_roots,
+                added,
+            } = &two
+            else {
+                assert_eq!(
+                    old, new,
+                    "case {case}: only an unchanged list compares fully"
+                );
                 continue;
             };
             let (old_shards, new_shards) = (old.shards(), new.shards());
