@@ -17,6 +17,15 @@
 //! directory holding more is listed again for the next chunk (a shard at the default
 //! threshold, 50,000 names, fits one). Like [`crate::dir::walk_at`], it reads no stat per
 //! entry and never follows a link below its root.
+//!
+//! Where a listing gives no entry types (`DT_UNKNOWN`: NFSv3, some NFSv4 servers, the FUSE
+//! test bed), an entry the visitor asks to [`Flow::Enter`] is opened to see whether it is a
+//! directory (a LOOKUP) only while the directory may still hold a subdirectory not yet
+//! found: its link count (one `fstat`, taken at the first such entry) is 2 plus its
+//! subdirectories on the file systems that count them (ext4, XFS, NFS servers over them).
+//! So a shard's directory, which holds files only, costs one GETATTR, not a LOOKUP per
+//! entry. A count below 2 (btrfs, some FUSE file systems) says nothing: every such entry is
+//! opened. EFS gives types, so a walk over EFS looks up nothing.
 
 use crate::dir::{
     describe, kind_of, Entry, Flow, Kind, MAX_DEPTH, SUBDIR_FLAGS, WALK_BUFFER_BYTES,
@@ -113,6 +122,44 @@ impl Ord for Named {
     }
 }
 
+/// The directory an entry is in, and whether the entry is a directory on the way to the
+/// start.
+#[derive(Clone, Copy)]
+struct Here<'f> {
+    fd: BorrowedFd<'f>,
+    depth: usize,
+    through: bool,
+}
+
+/// The subdirectories a directory may still hold, from its link count (see the module's
+/// note): `None` until looked at, then `Some(None)` when the count says nothing.
+#[derive(Default)]
+struct Subdirs {
+    left: Option<Option<u64>>,
+}
+
+impl Subdirs {
+    /// Whether an entry of unknown type in the directory open as `fd` may be a directory.
+    fn may_remain(&mut self, fd: BorrowedFd<'_>) -> bool {
+        let left = *self.left.get_or_insert_with(|| {
+            rustix::fs::fstat(fd)
+                .ok()
+                .map(|st| st.st_nlink as u64)
+                .filter(|links| *links >= 2)
+                .map(|links| links - 2)
+        });
+        left != Some(0)
+    }
+
+    /// One of them found (entries before the start are never seen, so the count only
+    /// overstates what is left: an entry is opened when in doubt, never skipped).
+    fn found(&mut self) {
+        if let Some(Some(n)) = self.left.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
 /// Where a chunk starts in its directory: at a name, or just after one.
 struct Bound {
     name: Vec<u8>,
@@ -176,6 +223,7 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
             name,
             inclusive: true,
         });
+        let mut subdirs = Subdirs::default();
         loop {
             let (chunk, more) = read_chunk(fd, bound.as_ref(), budget)?;
             for named in &chunk {
@@ -183,7 +231,8 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
                 // without being visited again; the start itself is visited.
                 let through =
                     start.as_deref() == Some(&named.name[..]) && depth + 1 < self.from.len();
-                self.entry(fd, named, depth, through);
+                let at = Here { fd, depth, through };
+                self.entry(at, named, &mut subdirs);
                 if self.stopped.is_some() {
                     return Ok(());
                 }
@@ -200,9 +249,9 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
         }
     }
 
-    /// One name of the directory open as `fd`: visited (unless `through`, a directory on the
-    /// way to the start), then walked if the flow says so.
-    fn entry(&mut self, fd: BorrowedFd<'_>, named: &Named, depth: usize, through: bool) {
+    /// One name of the directory `at`: visited (unless it is a directory on the way to the
+    /// start), then walked if the flow says so.
+    fn entry(&mut self, at: Here<'_>, named: &Named, subdirs: &mut Subdirs) {
         let name = OsStr::from_bytes(&named.name);
         let kind = kind_of(&named.name, named.file_type);
         let (is_dir, is_unknown) = (
@@ -210,29 +259,34 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
             matches!(kind, Kind::Unknown),
         );
         self.path.push(name);
-        if through {
-            if is_dir || is_unknown {
-                self.descend(fd, name, depth, is_unknown, true);
-            }
-        } else {
-            let flow = (self.visit)(Entry {
+        let (fd, depth, through) = (at.fd, at.depth, at.through);
+        let flow = match through {
+            true if is_dir => Flow::Continue,
+            true => Flow::Enter,
+            false => (self.visit)(Entry {
                 path: &self.path,
                 dir: fd,
                 kind,
-            });
-            match flow {
-                Flow::Stop => self.stopped = Some(self.path.clone()),
-                Flow::Continue | Flow::Enter if is_dir => {
-                    self.descend(fd, name, depth, false, false)
-                }
-                Flow::Enter if is_unknown => self.descend(fd, name, depth, true, false),
-                _ => {}
+            }),
+        };
+        match flow {
+            Flow::Stop => self.stopped = Some(self.path.clone()),
+            Flow::Continue | Flow::Enter if is_dir => {
+                self.descend(fd, name, depth, false, through);
+                subdirs.found();
             }
+            Flow::Enter if is_unknown && subdirs.may_remain(fd) => {
+                if self.descend(fd, name, depth, true, through) {
+                    subdirs.found();
+                }
+            }
+            _ => {}
         }
         self.path.pop();
     }
 
     /// Walks `name` of `parent` (its path is `self.path`); `maybe` when its type is unknown.
+    /// Returns whether it was a directory (or could not be told from one).
     fn descend(
         &mut self,
         parent: BorrowedFd<'_>,
@@ -240,23 +294,25 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
         depth: usize,
         maybe: bool,
         on_path: bool,
-    ) {
+    ) -> bool {
         if depth + 1 > MAX_DEPTH {
             let e = io::Error::other(format!(
                 "deeper than {MAX_DEPTH} levels below the walk's root: not walked"
             ));
-            return self.report(parent, e);
+            self.report(parent, e);
+            return true;
         }
         let outcome = match rustix::fs::openat(parent, name, SUBDIR_FLAGS, Mode::empty()) {
             Ok(fd) => self.walk_dir(fd.as_fd(), depth + 1, on_path),
             // Not a directory after all, or gone since it was listed.
-            Err(Errno::NOTDIR | Errno::LOOP) if maybe || on_path => Ok(()),
-            Err(Errno::NOENT) => Ok(()),
+            Err(Errno::NOTDIR | Errno::LOOP) if maybe || on_path => return false,
+            Err(Errno::NOENT) => return false,
             Err(e) => Err(describe(e)),
         };
         if let Err(e) = outcome {
             self.report(parent, e);
         }
+        true
     }
 
     fn report(&mut self, parent: BorrowedFd<'_>, e: io::Error) {

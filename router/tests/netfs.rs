@@ -558,3 +558,54 @@ fn a_delete_looks_everywhere_three_times_and_unlinks_what_it_finds() {
     assert_eq!(c.round_trips(), at_home - 2, "{c:?}");
     assert_only(&c, &["LOOKUP", "GETATTR"]);
 }
+
+#[test]
+fn the_sorted_walk_looks_up_an_untyped_entry_only_while_a_subdirectory_may_remain() {
+    use efs_router::dir::{Flow, Kind};
+    use efs_router::sorted_walk::{walk_sorted_at, Walked};
+    let Some(bed) = TestBed::new("sorted-walk") else {
+        return;
+    };
+    let dir = bed.backing.path().join("data/analysis");
+    // One subdirectory, which sorts first; 2,000 files beside it and one in it.
+    fs::create_dir_all(dir.join("a-sub")).unwrap();
+    fs::write(dir.join("a-sub/nested.json"), b"").unwrap();
+    for i in 0..2000 {
+        fs::write(dir.join(format!("device-{i:05}.json")), b"").unwrap();
+    }
+    let through = bed.path().join("data/analysis");
+    let fd = efs_router::dir::open_beneath(&through, "", false).unwrap();
+
+    // Every entry comes without a type and the caller asks to enter each (as the rebalance
+    // does): once the link counts say no subdirectory is left, none is looked up.
+    bed.fs.reset();
+    let mut files = Vec::new();
+    let walked = walk_sorted_at(&fd, Path::new(""), |e| {
+        assert!(matches!(e.kind, Kind::Unknown), "{e:?}");
+        files.push(e.path.to_path_buf());
+        Flow::Enter
+    })
+    .unwrap();
+    assert_eq!(walked, Walked::Ended);
+    assert_eq!(
+        files.len(),
+        2002,
+        "a-sub, what it holds, and the 2,000 files"
+    );
+    assert_eq!(files[1], PathBuf::from("a-sub/nested.json"));
+    let c = bed.fs.counts();
+    println!("sorted walk of 2,002 untyped entries: {}", c.summary());
+    // a-sub (a directory) and nested.json (before a-sub's link count was looked at).
+    assert!(c.get("LOOKUP") <= 3, "{c:?}");
+    assert!(c.get("GETATTR") <= 3, "{c:?}");
+    let floor = 2003u64.div_ceil(NAMES_PER_READDIR);
+    assert!(c.get("READDIR") <= 2 * (floor + 1), "{c:?}");
+    assert_only(&c, &["READDIR", "LOOKUP", "GETATTR", "OPEN"]);
+
+    // The unsorted walk opens every untyped entry it is asked to enter: the figure it saves.
+    bed.fs.reset();
+    efs_router::dir::walk_at(&fd, |_| Flow::Enter).unwrap();
+    let c = bed.fs.counts();
+    println!("unsorted walk, entering each: {}", c.summary());
+    assert!(c.get("LOOKUP") >= 2000, "{c:?}");
+}
