@@ -8,7 +8,7 @@ export PATH := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path(
 # Steps of the soak on the NFS tier in `make test` (400 run on the host, in `unit`).
 TIER_SOAK_STEPS ?= 400
 
-.PHONY: test lint unit python-lint python-test template-test nfs-test demo build bench bench-count bench-routing bench-rebalance-memory tools
+.PHONY: test lint unit python-lint python-test template-test nfs-test demo build bench bench-count bench-routing bench-rebalance-memory bench-rebalance tools
 
 ## Run every test: format, clippy, Rust unit + end-to-end tests (moto_server), Python client tests, template
 ## lint, and the data plane on a real NFSv4.1 client (the NFS tier, a small VM).
@@ -126,6 +126,11 @@ bench-rebalance-memory:
 	scripts/ensure-tools.sh moto
 	$(CARGO) build --bin efs-mount-autoscaler --example rebalance_memory
 	"$$($(CARGO) metadata --format-version 1 --no-deps | $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples/rebalance_memory" $(or $(N),500000)
+
+## A rebalance's walk after one shard was added to SHARDS (default 40) over N files (default
+## 2,000,000, made once on local disk): CPU per file, full against added-shard comparison.
+bench-rebalance:
+	$(CARGO) run --release --example rebalance_bench -- $(or $(N),2000000) $(or $(SHARDS),40)
 
 bench-routing:
 	$(CARGO) run --release -p efs-router --example routing_bench

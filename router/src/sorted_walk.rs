@@ -43,7 +43,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// The names of one chunk of the walk's root directory, in bytes (each name counts its
 /// length and [`NAME_OVERHEAD`]).
-pub const CHUNK_BYTES: usize = 4 << 20;
+pub const CHUNK_BYTES: usize = 16 << 20;
 /// The smallest chunk, however deep.
 pub const MIN_CHUNK_BYTES: usize = 64 << 10;
 /// What a kept name costs beside its bytes (its vector and type).
