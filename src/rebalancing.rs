@@ -208,7 +208,7 @@ mod tests {
                 .map(|(i, (root, az, n))| Target {
                     az_id: Some((*az).to_owned()),
                     shards: *n,
-                    ..Target::new(&format!("fsmt-{i}"), "10.0.0.1", *root)
+                    ..Target::new(format!("fsmt-{i}"), "10.0.0.1", *root)
                 })
                 .collect(),
             strategy: Strategy::Rendezvous,

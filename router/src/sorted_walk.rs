@@ -43,11 +43,11 @@ use std::path::{Component, Path, PathBuf};
 
 /// The names of one chunk of the walk's root directory, in bytes (each name counts its
 /// length and [`NAME_OVERHEAD`]).
-pub const CHUNK_BYTES: usize = 16 << 20;
+pub const CHUNK_BYTES: usize = 8 << 20;
 /// The smallest chunk, however deep.
 pub const MIN_CHUNK_BYTES: usize = 64 << 10;
-/// What a kept name costs beside its bytes (its vector and type).
-const NAME_OVERHEAD: usize = 32;
+/// What a kept name costs beside its bytes (its vector and type, the allocator's rounding).
+const NAME_OVERHEAD: usize = 56;
 
 /// How a walk ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +144,7 @@ impl Subdirs {
         let left = *self.left.get_or_insert_with(|| {
             rustix::fs::fstat(fd)
                 .ok()
-                .map(|st| st.st_nlink as u64)
+                .map(|st| links(st.st_nlink))
                 .filter(|links| *links >= 2)
                 .map(|links| links - 2)
         });
@@ -153,11 +153,16 @@ impl Subdirs {
 
     /// One of them found (entries before the start are never seen, so the count only
     /// overstates what is left: an entry is opened when in doubt, never skipped).
-    fn found(&mut self) {
-        if let Some(Some(n)) = self.left.as_mut() {
+    fn found(&mut self, was_dir: bool) {
+        if let (true, Some(Some(n))) = (was_dir, self.left.as_mut()) {
             *n = n.saturating_sub(1);
         }
     }
+}
+
+/// A link count as a number (`st_nlink` is 64 bits on x86-64, 32 on arm64).
+fn links(n: impl Into<u64>) -> u64 {
+    n.into()
 }
 
 /// Where a chunk starts in its directory: at a name, or just after one.
@@ -273,12 +278,11 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
             Flow::Stop => self.stopped = Some(self.path.clone()),
             Flow::Continue | Flow::Enter if is_dir => {
                 self.descend(fd, name, depth, false, through);
-                subdirs.found();
+                subdirs.found(true);
             }
             Flow::Enter if is_unknown && subdirs.may_remain(fd) => {
-                if self.descend(fd, name, depth, true, through) {
-                    subdirs.found();
-                }
+                let was_dir = self.descend(fd, name, depth, true, through);
+                subdirs.found(was_dir);
             }
             _ => {}
         }
@@ -374,10 +378,10 @@ mod tests {
         assert_eq!(walked, Walked::Ended);
         // Stopped after each number of entries, then started again from there: every entry
         // once, in order.
-        for n in 0..10 {
+        for (n, at) in ORDER.iter().enumerate().take(10) {
             let (first, walked) = visited(d.path(), "", Some(n));
-            assert_eq!(walked, Walked::StoppedAt(PathBuf::from(ORDER[n])));
-            let (rest, walked) = visited(d.path(), ORDER[n], None);
+            assert_eq!(walked, Walked::StoppedAt(PathBuf::from(at)));
+            let (rest, walked) = visited(d.path(), at, None);
             assert_eq!(walked, Walked::Ended);
             let both: Vec<_> = first.iter().chain(&rest).cloned().collect();
             assert_eq!(both, ORDER[..10], "stopped at {n}");
