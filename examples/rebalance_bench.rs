@@ -104,7 +104,10 @@ fn main() {
         .next()
         .map_or(2_000_000, |a| a.parse().expect("N files"));
     let shards: u32 = args.next().map_or(40, |a| a.parse().expect("SHARDS"));
-    assert!(shards.is_multiple_of(5), "SHARDS: a multiple of the 5 mount targets");
+    assert!(
+        shards.is_multiple_of(5),
+        "SHARDS: a multiple of the 5 mount targets"
+    );
     let (old, new) = (list(5, shards / 5, 0), list(5, shards / 5, 1));
     let mount = std::env::temp_dir().join(format!("efs-rebalance-bench-{n}-{shards}"));
     tree(&mount, &old, n);
