@@ -770,7 +770,7 @@ fn play(
         }
         "UpdateService" => {
             on_update_service(state, request);
-            tasks::on_update_service(state, request);
+            tasks::on_update_service(state, request, &answer);
             answer
         }
         "RunTask" => tasks::on_run_task(state, &answer),

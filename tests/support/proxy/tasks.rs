@@ -175,8 +175,10 @@ pub(super) fn on_services(state: &Mutex<State>, answer: &[u8]) {
     }
 }
 
-/// A forced deployment: new tasks start, the old ones are stopped.
-pub(super) fn on_update_service(state: &Mutex<State>, request: &[u8]) {
+/// A forced deployment: new tasks start, the old ones are stopped. The new tasks are created
+/// when moto created the new PRIMARY deployment, by moto's clock: the one the list's publish
+/// time is read by (this process may run in a VM whose clock is behind the host's).
+pub(super) fn on_update_service(state: &Mutex<State>, request: &[u8], answer: &[u8]) {
     let Ok(v) = serde_json::from_slice::<Value>(request) else {
         return;
     };
@@ -191,8 +193,18 @@ pub(super) fn on_update_service(state: &Mutex<State>, request: &[u8]) {
     let old: Vec<usize> = (0..s.tasks.all.len())
         .filter(|i| s.tasks.all[*i].group == group && s.tasks.all[*i].desired == "RUNNING")
         .collect();
+    let created = serde_json::from_slice::<Value>(answer)
+        .ok()
+        .and_then(|a| {
+            let deployments = a["service"]["deployments"].as_array()?.clone();
+            deployments
+                .iter()
+                .filter(|d| d["status"] == json!("PRIMARY"))
+                .find_map(|d| d["createdAt"].as_f64())
+        })
+        .map_or_else(now_ms, |secs| (secs * 1000.0) as u64);
     for _ in 0..old.len().max(1) {
-        s.tasks.add(group.clone(), "ingest", now_ms());
+        s.tasks.add(group.clone(), "ingest", created);
     }
     for i in old {
         s.tasks.stop(i);
