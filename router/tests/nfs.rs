@@ -397,3 +397,78 @@ fn a_mover_killed_among_its_moves_loses_nothing_and_hides_nothing() {
     assert!(seen.recovered >= 1, "seed {seed}: {seen:?}");
     assert!(seen.writes > 0, "seed {seed}: {seen:?}");
 }
+
+/// This process's count of each NFS operation sent so far through `mount`
+/// (`/proc/self/mountstats`, per-op statistics: the first number is the operations sent).
+fn ops(mount: &Path) -> std::collections::BTreeMap<String, u64> {
+    let stats = fs::read_to_string("/proc/self/mountstats").expect("/proc/self/mountstats");
+    let marker = format!(" mounted on {} ", mount.display());
+    let (mut mine, mut per_op) = (false, false);
+    let mut out = std::collections::BTreeMap::new();
+    for line in stats.lines() {
+        if line.starts_with("device ") {
+            (mine, per_op) = (line.contains(&marker), false);
+        } else if mine && line.trim() == "per-op statistics" {
+            per_op = true;
+        } else if let Some((name, rest)) = line.trim().split_once(':').filter(|_| mine && per_op) {
+            if let Some(n) = rest.split_whitespace().next().and_then(|n| n.parse().ok()) {
+                out.insert(name.to_owned(), n);
+            }
+        }
+    }
+    assert!(!out.is_empty(), "{}: no per-op statistics", mount.display());
+    out
+}
+
+/// The rebalance's walk over a real NFSv4.1 client: READDIR gives every entry's type, so the
+/// walk sends no LOOKUP or GETATTR per entry (docs/benchmarks.md, "The rebalance's walk").
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn the_sorted_walk_sends_no_lookup_per_entry() {
+    use efs_router::dir::{Flow, Kind};
+    use efs_router::sorted_walk::{walk_sorted_at, Walked};
+    const FILES: usize = 2000;
+    let test = "sorted-walk";
+    let m = setup(test);
+    // Written on the server: no client has looked any of them up.
+    let dir = backing().join(test).join("data/analysis");
+    fs::create_dir_all(dir.join("a-sub")).unwrap();
+    fs::write(dir.join("a-sub/nested.json"), b"").unwrap();
+    for i in 0..FILES {
+        fs::write(dir.join(format!("device-{i:05}.json")), b"").unwrap();
+    }
+    let mount = &m[0];
+    let root = fs::File::open(mount.join(test).join("data/analysis")).unwrap();
+    let before = ops(mount);
+    let (mut files, mut unknown) = (0usize, 0usize);
+    let walked = walk_sorted_at(&root, Path::new(""), |e| {
+        match e.kind {
+            Kind::File => files += 1,
+            Kind::Unknown => unknown += 1,
+            _ => {}
+        }
+        Flow::Continue
+    })
+    .unwrap();
+    let after = ops(mount);
+    let sent =
+        |op: &str| after.get(op).copied().unwrap_or(0) - before.get(op).copied().unwrap_or(0);
+    println!(
+        "sorted walk of {} entries: READDIR {}, LOOKUP {}, GETATTR {}, ACCESS {}",
+        FILES + 2,
+        sent("READDIR"),
+        sent("LOOKUP"),
+        sent("GETATTR"),
+        sent("ACCESS")
+    );
+    assert_eq!(walked, Walked::Ended);
+    assert_eq!(
+        (files, unknown),
+        (FILES + 1, 0),
+        "NFSv4.1 READDIR gives every type"
+    );
+    // The subdirectory is entered (a LOOKUP, its attributes); nothing is sent per file.
+    assert!(sent("LOOKUP") <= 4, "LOOKUP {}", sent("LOOKUP"));
+    assert!(sent("GETATTR") <= 8, "GETATTR {}", sent("GETATTR"));
+    assert!(sent("READDIR") >= 1);
+}
