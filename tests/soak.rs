@@ -39,6 +39,17 @@
 //! takes the list of the last forced deployment. So several lists are in use at once, exactly
 //! while the function can see (DescribeServices) that the fleet has not converged.
 //!
+//! **What ECS hides** (issue 20), drawn before each step from a generator of its own: a
+//! replaced client that goes on as a **stopping task** (DEACTIVATING, STOPPING), reporting and
+//! writing on its old list for some steps; a client whose **refresh fails**, keeping its old
+//! list for some steps after its rollout completed; a **silent** client, dead without a word,
+//! whose report (on the list before the current one, written beside the routers' own) stays
+//! until it is aged past its lifetime (the soak runs faster than real time); and an **old
+//! router** that reads version 1 only, reporting the published list. ECS shows none of them:
+//! only their reports can hold the function. So after every run: no file moved and no target
+//! deleted while a live report named an older list than the published one at the run's start,
+//! and no version 2 list published while a version 1 router was live.
+//!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
 //! 1. no logical path written and not deleted is lost: its latest version is a regular file at
@@ -98,9 +109,10 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efs_router::names::private_kind;
+use efs_router::report::{list_sha256, ListSeen, Report, EVERY_SECS, FORMAT, LIFETIME_SECS};
 use efs_router::reporter::Reporting;
 use efs_router::{Deleted, Layout, MountTargetList, Place, Router};
 use serde_json::{json, Value};
@@ -127,6 +139,26 @@ const CLIENTS: usize = 4;
 const TICK: Duration = Duration::from_millis(20);
 /// Reconcile runs the end may take to settle once the faults stop.
 const HEAL_RUNS: usize = 20;
+
+// What ECS hides (issue 20). Each holds the moves while it lives, so the rates are low enough
+// that the default seed still drains and deletes targets within its 400 steps (higher ones
+// delay the drains past the end).
+/// A client a rollout replaces goes on as a stopping task this often, for 1..=N steps.
+const STOPPING_PER_MILLE: u64 = 120;
+const STOPPING_STEPS: u64 = 8;
+/// A client a completed rollout would replace keeps its list (its refresh fails) this often,
+/// for 1..=N steps.
+const LAGGING_PER_MILLE: u64 = 150;
+const LAGGING_STEPS: u64 = 6;
+/// A client goes silent this often before a rebalance that would move files while nothing
+/// else holds it (one at a time), its report, on the list before the current one, live for
+/// 1..=N steps: where only its report can hold the moves.
+const SILENT_PER_MILLE: u64 = 250;
+const SILENT_STEPS: u64 = 3;
+/// A router reading version 1 only starts this often a step (one at a time, on a version 1
+/// list), for 5..5+N steps.
+const OLD_ROUTER_PER_MILLE: u64 = 30;
+const OLD_ROUTER_STEPS: u64 = 20;
 
 /// Operations whose requests a fault may hit (the proxy's names).
 const OPERATIONS: &[&str] = &[
@@ -297,6 +329,14 @@ impl Published {
         self.list.shards().into_iter().map(|t| t.root).collect()
     }
 
+    /// The list's own `version` field (1 when absent): the form a router must read.
+    fn form(&self) -> u64 {
+        serde_json::from_str::<Value>(&self.text)
+            .ok()
+            .and_then(|v| v["version"].as_u64())
+            .unwrap_or(1)
+    }
+
     /// `v3[/, /shards/use1-az4 (draining)]`, for the log.
     fn label(&self) -> String {
         let roots: Vec<String> = self
@@ -354,6 +394,113 @@ impl Client {
             Ok(r) => self.router.shards()[r.index].root.clone(),
             Err(e) => format!("(unroutable: {e})"),
         }
+    }
+}
+
+/// A client the function can know of only by its report: what ECS hides (issue 20).
+enum Actor {
+    /// A replaced task still running (DEACTIVATING, STOPPING; no longer in any deployment's
+    /// `runningCount`): its router lives, reporting and writing on its old list, until step
+    /// `until`, when it stops (dropping the router removes its report).
+    Stopping { client: Client, until: u64 },
+    /// A client that died without a word: its report, on the list it had, stays as it was
+    /// last written; at step `until` it is aged past its lifetime (the soak runs faster than
+    /// real time), and the function must count it no longer.
+    Silent {
+        list: Published,
+        file: PathBuf,
+        until: u64,
+    },
+    /// A router older than list version 2 (`reads: [1]`), refreshing: its report names the
+    /// published list each step, until step `until`, when it stops and removes it.
+    OldRouter {
+        client: String,
+        file: PathBuf,
+        until: u64,
+    },
+}
+
+impl Actor {
+    fn until(&self) -> u64 {
+        match self {
+            Actor::Stopping { until, .. }
+            | Actor::Silent { until, .. }
+            | Actor::OldRouter { until, .. } => *until,
+        }
+    }
+
+    /// The list its live report names, when that is not the published one (an old router
+    /// names the published list: it is rewritten before every step).
+    fn behind(&self, published: &Published) -> Option<String> {
+        let (what, list) = match self {
+            Actor::Stopping { client, .. } => ("a stopping task", &client.list),
+            Actor::Silent { list, .. } => ("a silent client", list),
+            Actor::OldRouter { .. } => return None,
+        };
+        (list.text != published.text).then(|| format!("{what} on {}", list.label()))
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A report as a router would write it, for a client that has no router here.
+fn report_of(client: &str, list: &Published, reads: Vec<u32>, label: &str) -> Report {
+    let now = unix_now();
+    Report {
+        format: FORMAT,
+        client: client.into(),
+        router: "efs-router-rust/0.0.0 (soak)".into(),
+        reads,
+        list: ListSeen {
+            sha256: list_sha256(&list.text),
+            version: u32::try_from(list.form()).unwrap_or(u32::MAX),
+            parameter_version: Some(list.version),
+        },
+        loaded_at: now,
+        refreshed_at: None,
+        refresh_failed_at: None,
+        written_at: now,
+        every: EVERY_SECS,
+        task: None,
+        label: Some(label.into()),
+    }
+}
+
+/// Where client `client`'s report is on `mount`.
+fn report_file(mount: &Path, client: &str) -> PathBuf {
+    mount
+        .join(efs_router::report::DIR)
+        .join(format!("{client}.json"))
+}
+
+/// (Re)writes `report` at `file`, written at `at` (Unix seconds), its mtime `at` too.
+fn rewrite_report(file: &Path, report: &Report, at: u64) {
+    let mut report = report.clone();
+    report.written_at = at;
+    if let Some(dir) = file.parent() {
+        fs::create_dir_all(dir).expect("the reports' directory");
+    }
+    fs::write(file, report.to_json()).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+    let f = fs::File::options()
+        .write(true)
+        .open(file)
+        .expect("open the report");
+    f.set_modified(UNIX_EPOCH + Duration::from_secs(at))
+        .expect("set the report's mtime");
+}
+
+/// Ages the report at `file` past its lifetime, as if its client had been silent that long.
+fn age_report(file: &Path) {
+    let Ok(bytes) = fs::read(file) else {
+        return;
+    };
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+    if let Ok(report) = Report::parse(name.as_deref().unwrap_or_default(), &bytes) {
+        rewrite_report(file, &report, unix_now().saturating_sub(2 * LIFETIME_SECS));
     }
 }
 
@@ -707,6 +854,20 @@ struct Stats {
     deletes_beside_runs: usize,
     /// Deletes that removed copies in more than one shard.
     deletes_of_several_copies: usize,
+    /// Clients ECS does not show, by kind: stopping tasks, clients whose refresh failed,
+    /// silent ones, routers that read version 1 only.
+    actors: BTreeMap<&'static str, usize>,
+    /// Writes by stopping tasks on their old lists.
+    stopping_writes: usize,
+    /// Runs begun while ECS showed no rollout held but a live report named an older list:
+    /// only the reports could hold them.
+    held_by_reports: usize,
+    /// Runs whose answer named clients behind (`clients_behind`).
+    runs_naming_clients: usize,
+    /// Runs begun on a version 1 list while a router that reads version 1 only was live.
+    runs_beside_old_routers: usize,
+    /// Lists of version 2 published.
+    v2_published: usize,
 }
 
 /// A client operation beside a function run.
@@ -747,6 +908,12 @@ struct Soak {
     last_run: String,
     stats: Stats,
     started: Instant,
+    /// What ECS hides, live now.
+    actors: Vec<Actor>,
+    /// Clients whose refresh fails: they keep their old list until the step named.
+    lagging: BTreeMap<usize, u64>,
+    /// The list published before the current one.
+    previous: Option<Published>,
 }
 
 /// One step's outcome: a line for the log, or what broke.
@@ -799,6 +966,9 @@ impl Soak {
             last_run: String::new(),
             stats: Stats::default(),
             started: Instant::now(),
+            actors: Vec::new(),
+            lagging: BTreeMap::new(),
+            previous: None,
         };
         soak.remember_roots();
         soak.stats.max_targets = soak.targets.len();
@@ -820,13 +990,228 @@ impl Soak {
         }
     }
 
-    /// Every client on the published list, and no rollout held.
+    /// Every client on the published list, no rollout held, and no live report of a client
+    /// ECS does not show naming an older list.
     fn converged(&self) -> bool {
         self.tb.proxy.rolling_services().is_empty()
             && self
                 .clients
                 .iter()
                 .all(|c| c.list.version == self.published.version)
+            && self.behind().is_empty()
+    }
+
+    /// The live clients whose reports name a list other than the published one, for a
+    /// message: those of the fleet and those ECS does not show.
+    fn behind(&self) -> Vec<String> {
+        let fleet = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.list.text != self.published.text)
+            .map(|(i, c)| {
+                let lag = if self.lagging.contains_key(&i) {
+                    ", its refresh failing"
+                } else {
+                    ""
+                };
+                format!("client {i} on {}{lag}", c.list.label())
+            });
+        let hidden = self.actors.iter().filter_map(|a| a.behind(&self.published));
+        fleet.chain(hidden).collect()
+    }
+
+    /// Whether a router that reads version 1 only is live.
+    fn old_router_live(&self) -> bool {
+        self.actors
+            .iter()
+            .any(|a| matches!(a, Actor::OldRouter { .. }))
+    }
+
+    // ------------------------------------------------------------------------- what ECS hides
+
+    /// Before each step: clients ECS does not show end, are aged, report, write and start,
+    /// drawn from a generator of their own (so the step's own draws stay as they were).
+    fn actors_step(&mut self) -> Result<Option<String>, String> {
+        let mut rng = Rng::for_step(self.seed ^ 0xAC7025, self.step);
+        let mut said = Vec::new();
+        let step = self.step;
+        let (ended, live): (Vec<Actor>, Vec<Actor>) = std::mem::take(&mut self.actors)
+            .into_iter()
+            .partition(|a| a.until() <= step);
+        self.actors = live;
+        for a in ended {
+            said.push(self.end(a));
+        }
+        let lag_over: Vec<usize> = self
+            .lagging
+            .iter()
+            .filter(|(_, until)| **until <= step)
+            .map(|(i, _)| *i)
+            .collect();
+        for i in lag_over {
+            self.lagging.remove(&i);
+            if self.clients[i].list.version != self.deployed.version {
+                self.clients[i] = Client::reporting(&self.deployed, self.views.client(i), i);
+                said.push(format!(
+                    "client {i}'s refresh works again: on {}",
+                    self.deployed.label()
+                ));
+            }
+        }
+        let published = self.published.clone();
+        for a in &self.actors {
+            if let Actor::OldRouter { client, file, .. } = a {
+                let report = report_of(client, &published, vec![1], "soak: a version 1 router");
+                rewrite_report(file, &report, unix_now());
+            }
+        }
+        // A stopping task writes on its old list: a new path, or a rewrite of a live one.
+        for k in 0..self.actors.len() {
+            if !matches!(self.actors[k], Actor::Stopping { .. }) || !rng.chance(400) {
+                continue;
+            }
+            let live: Vec<String> = self.model.live.keys().cloned().collect();
+            let path = if live.is_empty() || rng.chance(500) {
+                self.model.fresh_path(&mut rng)
+            } else {
+                rng.pick(&live).clone()
+            };
+            let Actor::Stopping { client, .. } = &self.actors[k] else {
+                continue;
+            };
+            let client = client.clone();
+            self.model.wait_tick(&path);
+            let bytes = self.model.next_bytes(&path, 100 + k, client.list.version);
+            client.router.write(&path, &bytes).map_err(|e| {
+                format!(
+                    "a stopping task on {} could not write {path}: {e}",
+                    client.list.label()
+                )
+            })?;
+            let at = Instant::now();
+            self.stats.stopping_writes += 1;
+            said.push(format!(
+                "a stopping task on {} wrote {path} (write {}) -> {}",
+                client.list.label(),
+                self.model.writes,
+                client.home_root(&path)
+            ));
+            self.model.record(&path, bytes, at);
+        }
+        if !self
+            .actors
+            .iter()
+            .any(|a| matches!(a, Actor::Silent { .. }))
+            && self.tb.proxy.rolling_services().is_empty()
+            && self.behind().is_empty()
+            && self.previous.is_some()
+            && self.rebalance_next()
+            && rng.chance(SILENT_PER_MILLE)
+            && !self.misplaced().is_empty()
+        {
+            // It died on the list before the current one, just when nothing else holds the
+            // function: only its report can.
+            let list = self
+                .previous
+                .clone()
+                .unwrap_or_else(|| self.published.clone());
+            let client = format!("{:016x}", rng.next());
+            // Through the function's own mount: on the NFS tier a client's mount would let its
+            // directory cache hide a new report from the function for a while, and the checks
+            // would blame the function for a report it could not see yet.
+            let file = report_file(&self.views.function, &client);
+            rewrite_report(
+                &file,
+                &report_of(&client, &list, vec![1, 2], "soak: silent"),
+                unix_now(),
+            );
+            let until = step + 1 + rng.below(SILENT_STEPS);
+            said.push(format!(
+                "a client on {} goes silent until #{until}",
+                list.label()
+            ));
+            *self.stats.actors.entry("silent").or_default() += 1;
+            self.actors.push(Actor::Silent { list, file, until });
+        }
+        if !self.old_router_live() && self.published.form() == 1 && rng.chance(OLD_ROUTER_PER_MILLE)
+        {
+            let client = format!("{:016x}", rng.next());
+            let file = report_file(&self.views.function, &client);
+            let report = report_of(
+                &client,
+                &self.published,
+                vec![1],
+                "soak: a version 1 router",
+            );
+            rewrite_report(&file, &report, unix_now());
+            let until = step + 5 + rng.below(OLD_ROUTER_STEPS);
+            said.push(format!(
+                "a router reading version 1 only starts, until #{until}"
+            ));
+            *self.stats.actors.entry("old router").or_default() += 1;
+            self.actors.push(Actor::OldRouter {
+                client,
+                file,
+                until,
+            });
+        }
+        Ok((!said.is_empty()).then(|| said.join("; ")))
+    }
+
+    /// Whether this step is a rebalance, as `one_step` and `function_step` will draw it (from
+    /// a generator of their own: nothing is taken from theirs).
+    fn rebalance_next(&self) -> bool {
+        let mut rng = Rng::for_step(self.seed, self.step);
+        rng.below(1000) < 120 && rng.chance(300)
+    }
+
+    /// An actor's end: a stopping task stops, a silent client's report outlives its lifetime,
+    /// an old router stops (removing its report, as a router does).
+    fn end(&mut self, actor: Actor) -> String {
+        match actor {
+            Actor::Stopping { client, .. } => {
+                let line = format!("a stopping task on {} is STOPPED", client.list.label());
+                drop(client);
+                line
+            }
+            Actor::Silent { list, file, .. } => {
+                age_report(&file);
+                format!(
+                    "the silent client on {}: its report is past its lifetime",
+                    list.label()
+                )
+            }
+            Actor::OldRouter { file, .. } => {
+                let _ = fs::remove_file(&file);
+                "the version 1 router stops".to_string()
+            }
+        }
+    }
+
+    /// When a rollout replaces client `i` by `new`: the old one goes on as a stopping task
+    /// sometimes (drawn apart, so the step's own draws stay as they were).
+    fn replace_client(&mut self, i: usize, new: Client, rng: &mut Rng) {
+        let old = std::mem::replace(&mut self.clients[i], new);
+        self.lagging.remove(&i);
+        if self.step <= self.steps && rng.chance(STOPPING_PER_MILLE) {
+            let until = self.step + 1 + rng.below(STOPPING_STEPS);
+            *self.stats.actors.entry("stopping").or_default() += 1;
+            self.log.push(format!(
+                "   client {i}'s old task on {} stops until #{until}",
+                old.list.label()
+            ));
+            self.actors.push(Actor::Stopping { client: old, until });
+        }
+    }
+
+    /// Ends every actor: the end of the soak, which must settle.
+    fn end_actors(&mut self) {
+        for a in std::mem::take(&mut self.actors) {
+            let line = self.end(a);
+            self.log.push(format!("   {line}"));
+        }
+        self.lagging.clear();
     }
 
     fn lists_in_use(&self) -> String {
@@ -884,6 +1269,14 @@ impl Soak {
         );
         for step in 1..=self.steps {
             self.step = step;
+            match self.actors_step() {
+                Ok(Some(line)) => self.log.push(format!("#{step} (not in ECS) {line}")),
+                Ok(None) => {}
+                Err(e) => {
+                    self.log.push(format!("#{step} FAILED"));
+                    self.fail(&e);
+                }
+            }
             let mut rng = Rng::for_step(self.seed, step);
             let outcome = self.one_step(&mut rng).await;
             match outcome {
@@ -956,7 +1349,27 @@ impl Soak {
                 },
             ),
         ];
-        for (what, n) in counts {
+        // What ECS hides comes of the course (rollouts, a version 1 list, files to move), and
+        // of its timing, which the NFS tier changes: held to it on one directory. (Seeds other
+        // than the default may miss some in 400 steps: seed 1 then has no silent client.)
+        let actor = |kind: &str| s.actors.get(kind).copied().unwrap_or(0);
+        let local = |n: usize| if self.views.tier { 1 } else { n };
+        let hidden = [
+            ("silent clients", local(actor("silent"))),
+            ("stopping tasks", local(actor("stopping"))),
+            (
+                "clients whose refresh failed",
+                local(actor("refresh failing")),
+            ),
+            ("routers reading version 1 only", local(actor("old router"))),
+            ("writes by stopping tasks", local(s.stopping_writes)),
+            ("runs held by reports alone", local(s.held_by_reports)),
+            (
+                "runs beside a version 1 router",
+                local(s.runs_beside_old_routers),
+            ),
+        ];
+        for (what, n) in counts.into_iter().chain(hidden) {
             assert!(
                 n > 0,
                 "soak: seed {}, {} steps: no {what}; the soak did not test what it is for",
@@ -981,18 +1394,34 @@ impl Soak {
         let held = self.tb.proxy.rolling_services();
         self.tb.proxy.complete_rollouts();
         let mut moved = 0;
-        for (i, c) in self.clients.iter_mut().enumerate() {
-            if c.list.version != self.deployed.version {
-                *c = Client::reporting(&self.deployed, self.views.client(i), i);
-                moved += 1;
+        let mut lag = Vec::new();
+        // Drawn apart, so that the step's own draws stay as they were.
+        let mut rng = Rng::for_step(self.seed ^ 0x1A66, self.step);
+        for i in 0..self.clients.len() {
+            if self.clients[i].list.version == self.deployed.version
+                || self.lagging.contains_key(&i)
+            {
+                continue;
             }
+            if self.step <= self.steps && rng.chance(LAGGING_PER_MILLE) {
+                // Its refresh fails: it keeps its old list, and its report says so.
+                let until = self.step + 1 + rng.below(LAGGING_STEPS);
+                self.clients[i].router.note_refresh(false);
+                self.lagging.insert(i, until);
+                *self.stats.actors.entry("refresh failing").or_default() += 1;
+                lag.push(i);
+                continue;
+            }
+            let new = Client::reporting(&self.deployed, self.views.client(i), i);
+            self.replace_client(i, new, &mut rng);
+            moved += 1;
         }
-        if held.is_empty() && moved == 0 {
+        if held.is_empty() && moved == 0 && lag.is_empty() {
             return "rollouts: none held".to_string();
         }
         self.stats.rollouts_completed += 1;
         format!(
-            "rollouts of {held:?} complete: {moved} old client(s) replaced, all on {}",
+            "rollouts of {held:?} complete: {moved} old client(s) replaced, on {}; clients {lag:?} keep theirs (refresh failing)",
             self.deployed.label()
         )
     }
@@ -1222,6 +1651,14 @@ impl Soak {
         *self.stats.drawn.entry(fault.name()).or_default() += 1;
         let converged_before = self.converged();
         let lists_before = self.lists_in_use();
+        // What the live reports say at the run's start (rewritten before the step).
+        let behind_before = self.behind();
+        let ecs_done = self.tb.proxy.rolling_services().is_empty();
+        if ecs_done && !behind_before.is_empty() {
+            self.stats.held_by_reports += 1;
+        }
+        let old_router = self.old_router_live() && self.published.form() == 1;
+        self.stats.runs_beside_old_routers += usize::from(old_router);
         let before_targets = self.targets.clone();
         let before_version = self.published.version;
         let proxy = &self.tb.proxy;
@@ -1418,6 +1855,18 @@ impl Soak {
                 // list (publish → converge → move → publish → converge → delete).
                 let moved =
                     m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
+                if r["clients_behind"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+                {
+                    self.stats.runs_naming_clients += 1;
+                }
+                if (moved > 0 || !strings(r, "deleted").is_empty()) && !behind_before.is_empty() {
+                    return Err(format!(
+                        "{line}: files moved or a target deleted while live clients reported older lists than {}: {behind_before:?}",
+                        self.published.label()
+                    ));
+                }
                 if (moved > 0 || !strings(r, "deleted").is_empty()) && !converged_before {
                     return Err(format!(
                         "{line}: files moved or a target deleted while clients ran lists {} and {} was published",
@@ -1483,9 +1932,22 @@ impl Soak {
         self.stats.max_targets = self.stats.max_targets.max(self.targets.len());
         self.stats.max_shards = self.stats.max_shards.max(self.published.list.shard_count());
 
+        // No list of version 2 while a router that reads version 1 only reports.
+        if old_router && self.published.form() >= 2 {
+            return Err(format!(
+                "{line}: published {} of version {} while a router reading version 1 only was live",
+                self.published.label(),
+                self.published.form()
+            ));
+        }
+
         // The list and the fleet.
         if self.published.version != before_version {
             self.stats.publishes += 1;
+            if self.published.form() >= 2 && old.form() < 2 {
+                self.stats.v2_published += 1;
+            }
+            self.previous = Some(old.clone());
             self.clean = false;
             let old_shards = old.list.shards();
             let drains = self
@@ -1504,9 +1966,11 @@ impl Soak {
             self.deployed = self.published.clone();
             let mut replaced = Vec::new();
             let mut rng = Rng::for_step(self.seed ^ 0x5EED, self.step);
-            for (i, c) in self.clients.iter_mut().enumerate() {
+            let mut stopping = Rng::for_step(self.seed ^ 0x5709, self.step);
+            for i in 0..self.clients.len() {
                 if rng.chance(500) {
-                    *c = Client::reporting(&self.deployed, self.views.client(i), i);
+                    let new = Client::reporting(&self.deployed, self.views.client(i), i);
+                    self.replace_client(i, new, &mut stopping);
                     replaced.push(i);
                 }
             }
@@ -1731,6 +2195,7 @@ impl Soak {
     async fn heal(&mut self) -> Result<(), String> {
         self.log
             .push("heal: no more faults or client traffic".into());
+        self.end_actors();
         let mut settled = false;
         for _ in 0..HEAL_RUNS {
             self.step += 1;
@@ -1822,6 +2287,15 @@ impl Soak {
             s.deletes_beside_runs,
             s.resurrected.len(),
             s.missed_by_old_list.len()
+        );
+        println!(
+            "  not in ECS: actors {:?}, writes by stopping tasks {}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}",
+            s.actors,
+            s.stopping_writes,
+            s.held_by_reports,
+            s.runs_naming_clients,
+            s.runs_beside_old_routers,
+            s.v2_published
         );
     }
 }
