@@ -472,3 +472,27 @@ fn the_sorted_walk_sends_no_lookup_per_entry() {
     assert!(sent("GETATTR") <= 8, "GETATTR {}", sent("GETATTR"));
     assert!(sent("READDIR") >= 1);
 }
+
+/// A delete through a mount whose name cache still says "missing" for copies another client
+/// wrote since, at home and in another shard: both go, as the server sees it (fact 13).
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_delete_removes_copies_another_client_wrote_after_this_mount_missed_them() {
+    let t = "delete_stale_miss";
+    let m = setup(t);
+    let task1 = router(&m[1], t);
+    let (path, home1, other1) = misplaced(&task1, 1, 0, "d");
+    // Task 1 looks, and caches both misses.
+    assert!(missing(&home1) && missing(&other1));
+    // Task 2 writes a copy at home and a stale one in shard 0.
+    write_atomically(&through(&home1, &m[1], &m[2]), b"home");
+    write_atomically(&through(&other1, &m[1], &m[2]), b"stale");
+    assert!(
+        missing(&home1) && missing(&other1),
+        "{ON_THE_TIER}: the tier must show stale negative lookups, or this test proves nothing"
+    );
+    let done = task1.delete(&path).unwrap();
+    assert_eq!(done.removed, [0, 1], "{done:?}");
+    assert!(missing(&on_server(t, &m[1], &home1)));
+    assert!(missing(&on_server(t, &m[1], &other1)));
+}
