@@ -79,8 +79,8 @@ pub fn shards_sha256<'a>(roots: impl IntoIterator<Item = &'a str>) -> String {
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The digest of every shard of `list`.
-pub fn list_sha256(list: &MountTargetList) -> String {
+/// The digest of every shard of `list` (its roots; not the list's text, as a report's is).
+pub fn list_shards_sha256(list: &MountTargetList) -> String {
     let shards = list.shards();
     shards_sha256(shards.iter().map(|t| t.root.as_str()))
 }
@@ -154,7 +154,7 @@ impl Rebalancing {
         stopped: Option<Cursor>,
         clean: bool,
     ) -> Rebalancing {
-        let shards = list_sha256(list);
+        let shards = list_shards_sha256(list);
         // A run from the start begins a pass; a record from before passes were kept is not
         // known to be clean.
         let pass = match (&self.next, &self.pass) {
@@ -196,11 +196,13 @@ impl Rebalancing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use efs_router::list::Target;
 
-    fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
+    /// A rendezvous list of `(root, az id, shards)` targets: for this module's and the
+    /// comparison's tests.
+    pub(crate) fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
         MountTargetList {
             mount_targets: shards
                 .iter()

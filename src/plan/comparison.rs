@@ -128,22 +128,8 @@ pub fn comparison(list: &MountTargetList, balanced: Option<&ShardSet>) -> Compar
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalancing::tests::list;
     use crate::rebalancing::ShardSet;
-
-    fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
-        MountTargetList {
-            mount_targets: shards
-                .iter()
-                .enumerate()
-                .map(|(i, (root, az, n))| Target {
-                    az_id: Some((*az).to_owned()),
-                    shards: *n,
-                    ..Target::new(format!("fsmt-{i}"), "10.0.0.1", *root)
-                })
-                .collect(),
-            strategy: Strategy::Rendezvous,
-        }
-    }
 
     fn base() -> MountTargetList {
         list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 1)])
