@@ -112,7 +112,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efs_router::names::private_kind;
-use efs_router::report::{list_sha256, ListSeen, Report, EVERY_SECS, FORMAT, LIFETIME_SECS};
+use efs_router::report::{ListSeen, Report, EVERY_SECS, FORMAT, LIFETIME_SECS};
 use efs_router::reporter::Reporting;
 use efs_router::{Deleted, Layout, MountTargetList, Place, Router};
 use serde_json::{json, Value};
@@ -333,10 +333,7 @@ impl Published {
 
     /// The list's own `version` field (1 when absent): the form a router must read.
     fn form(&self) -> u64 {
-        serde_json::from_str::<Value>(&self.text)
-            .ok()
-            .and_then(|v| v["version"].as_u64())
-            .unwrap_or(1)
+        u64::from(ListSeen::of(&self.text, None).version)
     }
 
     /// `v3[/, /shards/use1-az4 (draining)]`, for the log.
@@ -457,11 +454,7 @@ fn report_of(client: &str, list: &Published, reads: Vec<u32>, label: &str) -> Re
         client: client.into(),
         router: "efs-router-rust/0.0.0 (soak)".into(),
         reads,
-        list: ListSeen {
-            sha256: list_sha256(&list.text),
-            version: u32::try_from(list.form()).unwrap_or(u32::MAX),
-            parameter_version: Some(list.version),
-        },
+        list: ListSeen::of(&list.text, Some(list.version)),
         loaded_at: now,
         refreshed_at: None,
         refresh_failed_at: None,

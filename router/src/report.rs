@@ -42,6 +42,27 @@ pub struct ListSeen {
     pub parameter_version: Option<i64>,
 }
 
+impl ListSeen {
+    /// The list `text` (the parameter's value exactly as read) as a report names it: its
+    /// digest and its own `version` (1 when absent or null), read at `parameter_version`.
+    pub fn of(text: &str, parameter_version: Option<i64>) -> ListSeen {
+        #[derive(Deserialize)]
+        struct Version {
+            #[serde(default)]
+            version: Option<u32>,
+        }
+        let version = serde_json::from_str::<Version>(text)
+            .ok()
+            .and_then(|v| v.version)
+            .unwrap_or(1);
+        ListSeen {
+            sha256: list_sha256(text),
+            version,
+            parameter_version,
+        }
+    }
+}
+
 /// One router's report, as written in its file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
@@ -195,6 +216,17 @@ mod tests {
         );
         let err = Report::parse("0123456789abcdef.json", b"{\"format\":1}");
         assert_eq!(err.map_err(|e| e.kind()), Err("malformed"));
+    }
+
+    #[test]
+    fn a_list_is_named_by_its_exact_text_and_its_own_version() {
+        let v1 = r#"{"mount_targets":[],"strategy":"rendezvous"}"#;
+        let v2 = r#"{"mount_targets":[],"strategy":"rendezvous","version":2}"#;
+        let seen = ListSeen::of(v1, Some(7));
+        assert_eq!((seen.version, seen.parameter_version), (1, Some(7)));
+        assert_eq!(seen.sha256, list_sha256(v1));
+        assert_eq!(ListSeen::of(v2, None).version, 2);
+        assert_eq!(ListSeen::of(r#"{"version":null}"#, None).version, 1);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::fs::{Error, Router};
 use crate::layout::Layout;
 use crate::list::MountTargetList;
 use crate::names::{new_private_name, random_hex16, Private};
-use crate::report::{list_sha256, ListSeen, Report, DIR, EVERY_SECS, FORMAT, LIFETIME_SECS};
+use crate::report::{ListSeen, Report, DIR, EVERY_SECS, FORMAT, LIFETIME_SECS};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fmt;
 use std::io::{self, Write};
@@ -273,11 +273,7 @@ impl Router {
                 .map(|i| mounts[i].clone())
                 .ok_or(ReportFault::NoRoot)?,
         };
-        let seen = ListSeen {
-            sha256: list_sha256(text),
-            version: list_version(text),
-            parameter_version: options.parameter_version,
-        };
+        let seen = ListSeen::of(text, options.parameter_version);
         router.reporter = Some(Reporter::start(root, seen, options));
         Ok(router)
     }
@@ -316,19 +312,6 @@ impl Router {
             None => Ok(()),
         }
     }
-}
-
-/// The list's own `version` (1 when absent or null); the text is a list already parsed.
-fn list_version(text: &str) -> u32 {
-    #[derive(serde::Deserialize)]
-    struct Version {
-        #[serde(default)]
-        version: Option<u32>,
-    }
-    serde_json::from_str::<Version>(text)
-        .ok()
-        .and_then(|v| v.version)
-        .unwrap_or(1)
 }
 
 /// Writes `bytes` as `name` in `<root>/.efs-router-clients` (made when missing, opened without

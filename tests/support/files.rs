@@ -69,28 +69,17 @@ impl Mount {
     /// Writes, as a router does, the report of client `id` (16 hex digits) that routes by the
     /// list `text` (the parameter's value as read) and reads the list versions `reads`.
     pub fn report(&self, id: &str, text: &str, reads: &[u32]) -> PathBuf {
-        use efs_router::report::{list_sha256, ListSeen, Report, EVERY_SECS, FORMAT};
+        use efs_router::report::{ListSeen, Report, EVERY_SECS, FORMAT};
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        let version = efs_router::MountTargetList::from_json(text).map_or(1, |l| {
-            if l.needs_version_2() {
-                2
-            } else {
-                1
-            }
-        });
         let report = Report {
             format: FORMAT,
             client: id.into(),
             router: "efs-router-rust/test".into(),
             reads: reads.to_vec(),
-            list: ListSeen {
-                sha256: list_sha256(text),
-                version,
-                parameter_version: None,
-            },
+            list: ListSeen::of(text, None),
             loaded_at: now,
             refreshed_at: None,
             refresh_failed_at: None,
