@@ -5,6 +5,8 @@
 //! a reader on another list) in which no deleted path comes back but through the one window
 //! docs/routing.md documents. `DELETE_RACE_SEED` reproduces a failure's draws.
 
+#[path = "support/tree.rs"]
+mod tree;
 use efs_router::relocation::relocate_many;
 use efs_router::{
     relocate, Deleted, Error, Layout, Left, MountTargetList, Place, Relocation, Router, Strategy,
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use std::{fs, thread};
+use tree::{files_under, put};
 
 fn list(roots: &[&str]) -> MountTargetList {
     MountTargetList {
@@ -56,30 +59,6 @@ fn real(router: &Router, index: usize, path: &str) -> PathBuf {
         .real_path(router.shards(), index, &r.logical)
 }
 
-fn put(path: &Path, data: &[u8]) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, data).unwrap();
-}
-
-/// Every entry that is not a directory under `dir`, as relative paths.
-fn entries_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                let rel = e.path().strip_prefix(dir).unwrap().to_owned();
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn a_path_with_copies_at_home_and_in_two_other_shards_is_gone_from_all() {
     let d = tempfile::tempdir().unwrap();
@@ -101,8 +80,8 @@ fn a_path_with_copies_at_home_and_in_two_other_shards_is_gone_from_all() {
         }
     );
     assert_eq!(
-        entries_under(d.path()),
-        ["shards/use1-az1/".to_owned() + &keep]
+        files_under(d.path()),
+        [PathBuf::from("shards/use1-az1").join(&keep)]
     );
     // Again: nothing there, not an error.
     let again = router.delete(&path).unwrap();
@@ -123,7 +102,7 @@ fn nested_paths_go_from_every_shard_even_one_without_the_directory() {
     let done = router.delete(&path).unwrap();
     assert_eq!((done.removed, done.unlinked), (vec![0, 2], 2));
     assert!(done.left.is_empty());
-    assert!(entries_under(d.path()).is_empty());
+    assert!(files_under(d.path()).is_empty());
     // The directories stay: other files may be written there at any moment.
     assert!(real(&router, 2, &path).parent().unwrap().is_dir());
 }
@@ -237,7 +216,7 @@ fn one_shard_directory_takes_one_round_and_per_target_mounts_are_each_cleared() 
     }
     let done = router.delete("data/analysis/y.json").unwrap();
     assert_eq!((done.removed, done.rounds), (vec![0, 1, 2], 3));
-    assert!(entries_under(d.path()).is_empty());
+    assert!(files_under(d.path()).is_empty());
 }
 
 // ----------------------------------------------------------------------------- the race
@@ -438,9 +417,9 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
             races.both_names += 1;
         }
         // Nothing private is left behind by either actor.
-        let private: Vec<String> = entries_under(d.path())
+        let private: Vec<PathBuf> = files_under(d.path())
             .into_iter()
-            .filter(|e| e.contains(".efs-router-"))
+            .filter(|e| e.to_string_lossy().contains(".efs-router-"))
             .collect();
         assert!(private.is_empty(), "seed {seed} trial {trial}: {private:?}");
         for (s, t) in &batch[..3] {

@@ -2,6 +2,8 @@
 //! real paths in both layouts, atomic writes, fallback reads that move files home, and two or
 //! more readers racing for the same misplaced file.
 
+#[path = "support/tree.rs"]
+mod tree;
 use efs_router::{
     Error, Found, Layout, MountTargetList, Place, RouteError, Router, Strategy, Target,
 };
@@ -9,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::{fs, thread};
+use tree::{files_under, put};
 
 fn target(i: usize, root: &str) -> Target {
     Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
@@ -52,29 +55,6 @@ fn misplaced(router: &Router, home: usize, other: usize, tag: &str) -> (String, 
         }
     }
     unreachable!()
-}
-
-fn put(path: &Path, data: &[u8]) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, data).unwrap();
-}
-
-/// Every regular file under `dir`, relative paths.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push(e.path().strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
