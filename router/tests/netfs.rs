@@ -248,17 +248,19 @@ fn moves_at_once_share_their_private_directories() {
     assert_eq!(c.get("LINK"), n as u64, "{c:?}");
     assert_eq!(c.get("RENAME"), n as u64, "{c:?}");
     assert_eq!(c.get("UNLINK"), n as u64, "{c:?}");
-    // One private directory per worker for the one source directory, made, listed once (each
-    // holds at most 64 sources, and a worker takes about 19 here) and removed.
+    // One private directory per worker for the one source directory, made, listed once per
+    // 64 sources it took and removed. Workers take about 19 each, but the pool hands out work
+    // as they ask, so on a loaded machine one may take 64 or more and list twice.
     let (mkdir, readdir, rmdir) = (c.get("MKDIR"), c.get("READDIR"), c.get("RMDIR"));
     assert!((1..=16).contains(&mkdir), "{c:?}");
-    assert_eq!((readdir, rmdir), (mkdir, mkdir), "{c:?}");
+    assert_eq!(rmdir, mkdir, "{c:?}");
+    assert!((mkdir..=mkdir + n as u64 / 64).contains(&readdir), "{c:?}");
     // Under the source directory's lock: each move's RENAME, and the shared MKDIRs and RMDIRs.
     assert!(c.get("RENAME") + mkdir + rmdir <= n as u64 + 32, "{c:?}");
     // Besides the test bed's LOOKUPs (it caches no name): LINK, RENAME, UNLINK, and the
-    // directories' share.
+    // directories' share: MKDIR, RMDIR, and a GETATTR and a READDIR per listing.
     assert!(
-        c.round_trips() - c.get("LOOKUP") <= 3 * n as u64 + 4 * 16,
+        c.round_trips() - c.get("LOOKUP") <= 3 * n as u64 + 2 * mkdir + 2 * readdir,
         "{c:?}"
     );
     assert_only(&c, &allowed(&["LINK"]));
