@@ -44,11 +44,13 @@
 //! writing on its old list for some steps; a client whose **refresh fails**, keeping its old
 //! list for some steps after its rollout completed; a **silent** client, dead without a word,
 //! whose report (on the list before the current one, written beside the routers' own) stays
-//! until it is aged past its lifetime (the soak runs faster than real time); and an **old
-//! router** that reads version 1 only, reporting the published list. ECS shows none of them:
-//! only their reports can hold the function. So after every run: no file moved and no target
-//! deleted while a live report named an older list than the published one at the run's start,
-//! and no version 2 list published while a version 1 router was live.
+//! until it is aged past its lifetime (the soak runs faster than real time); an **old
+//! router** that reads version 1 only, reporting the published list; and a **standalone
+//! task**, started with RunTask (in no service), whose router reports and writes on the list
+//! published when it started. ECS shows the standalone task only by its family
+//! (`ECS_CLIENT_FAMILIES`), and the others not at all: only their reports can hold the
+//! function. So after every run: no file moved and no target deleted while a live report
+//! named an older list than the published one at the run's start.
 //!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
@@ -78,6 +80,16 @@
 //!    name (a shard added since it started, where a newer client wrote or moved the path) stays,
 //!    the one cause docs/routing.md leaves open, and is remembered; after every step, a deleted
 //!    path on disk is one of those, or the soak fails.
+//!
+//! 6. no client is handed a list it cannot read: every client's and task's router holds a list
+//!    of a version it reads, and a router that reads version 1 only, handed the published list
+//!    at each refresh, is never handed a version 2 one.
+//!
+//! **The wind-down.** After the main steps the clients delete down to a few paths, while
+//! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
+//! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`).
+//! Whatever a seed's course, it then drains shards and deletes every target the function
+//! created, checked as every other step is; the summary counts those deletions apart.
 //!
 //! AWS changes only during function runs, so checks 3-4 use what was described after the last
 //! run. Reads are checked too: the bytes are a version of that path; "not found" for a live
@@ -123,13 +135,10 @@ use support::{event, strings, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
-/// A seed whose 400 steps create, drain and delete targets, kill runs, among moves too, and
-/// delete paths beside runs and with copies in several shards: `assert_statistics` holds the
-/// default run to that. Of seeds 1 to 30, 26 and 29 do all of it once deletes go beside runs
-/// (13, the default before, then deletes no target; 101, before kills among moves were drawn,
-/// no longer did either). With the clients ECS does not show, which delay the drains, 26 still
-/// does, with each kind of them; 29 then has no client whose refresh fails, and 1 and 7 delete
-/// no target in 400 steps.
+/// A seed whose 400 steps create, drain and delete targets, kill runs, among moves too, delete
+/// paths beside runs and with copies in several shards, and meet each kind of client ECS does
+/// not show: `assert_statistics` holds the default run to that. (With the wind-down, every
+/// seed drains and deletes targets.)
 const DEFAULT_SEED: u64 = 26;
 const DEFAULT_STEPS: u64 = 400;
 
@@ -161,6 +170,21 @@ const SILENT_STEPS: u64 = 3;
 /// list), for 5..5+N steps.
 const OLD_ROUTER_PER_MILLE: u64 = 30;
 const OLD_ROUTER_STEPS: u64 = 20;
+/// A task started with RunTask (in no service) starts this often a step (one at a time), on
+/// the list published then, for 5..5+N steps: once a newer list is out it is an old client
+/// that ECS shows only by its family.
+const STANDALONE_PER_MILLE: u64 = 15;
+const STANDALONE_STEPS: u64 = 30;
+/// The task definition family of the standalone tasks, named to the function in
+/// `ECS_CLIENT_FAMILIES` (the service's own: the world registers no other).
+const STANDALONE_FAMILY: &str = "ingest";
+/// Steps the wind-down may take: after the main steps, the clients delete down to a few files
+/// (faults, kills and the clients ECS does not show go on), until AWS is back to the one mount
+/// target and the list to one shard. Every seed then drains and deletes targets, whatever
+/// its course before.
+const WIND_DOWN_STEPS: u64 = 1500;
+/// Live paths the wind-down's clients keep: the end still reads some back.
+const WIND_DOWN_KEEPS: usize = 3;
 
 /// Operations whose requests a fault may hit (the proxy's names).
 const OPERATIONS: &[&str] = &[
@@ -417,6 +441,14 @@ enum Actor {
         file: PathBuf,
         until: u64,
     },
+    /// A task started with RunTask, in no service: its router reports and writes on the list
+    /// published when it started, and ECS lists it by its family (`task` is its id) until step
+    /// `until`, when it stops.
+    Standalone {
+        client: Client,
+        task: String,
+        until: u64,
+    },
 }
 
 impl Actor {
@@ -424,7 +456,8 @@ impl Actor {
         match self {
             Actor::Stopping { until, .. }
             | Actor::Silent { until, .. }
-            | Actor::OldRouter { until, .. } => *until,
+            | Actor::OldRouter { until, .. }
+            | Actor::Standalone { until, .. } => *until,
         }
     }
 
@@ -433,10 +466,33 @@ impl Actor {
     fn behind(&self, published: &Published) -> Option<String> {
         let (what, list) = match self {
             Actor::Stopping { client, .. } => ("a stopping task", &client.list),
+            Actor::Standalone { client, .. } => ("a standalone task", &client.list),
             Actor::Silent { list, .. } => ("a silent client", list),
             Actor::OldRouter { .. } => return None,
         };
         (list.text != published.text).then(|| format!("{what} on {}", list.label()))
+    }
+
+    /// A client with a router of its own that writes on its list: what it is, and it.
+    fn writer(&self) -> Option<(&'static str, &Client)> {
+        match self {
+            Actor::Stopping { client, .. } => Some(("a stopping task", client)),
+            Actor::Standalone { client, .. } => Some(("a standalone task", client)),
+            Actor::Silent { .. } | Actor::OldRouter { .. } => None,
+        }
+    }
+}
+
+/// A client is handed only a list it reads: `reads` are the list versions its router reads.
+fn hand(who: &str, reads: &[u32], list: &Published) -> Result<(), String> {
+    let form = list.form();
+    if reads.iter().any(|r| u64::from(*r) == form) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{who}, which reads list versions {reads:?}, was handed {} of version {form}",
+            list.label()
+        ))
     }
 }
 
@@ -852,8 +908,15 @@ struct Stats {
     /// Clients ECS does not show, by kind: stopping tasks, clients whose refresh failed,
     /// silent ones, routers that read version 1 only.
     actors: BTreeMap<&'static str, usize>,
-    /// Writes by stopping tasks on their old lists.
-    stopping_writes: usize,
+    /// Writes on lists older than the published one by the clients ECS does not show that
+    /// write: stopping and standalone tasks.
+    hidden_writes: BTreeMap<&'static str, usize>,
+    /// Lists handed to routers that read version 1 only (each refresh).
+    handed_to_old_routers: usize,
+    /// Targets deleted in the wind-down (counted in `deleted` too).
+    deleted_winding_down: usize,
+    /// Steps the wind-down took.
+    wind_down_steps: u64,
     /// Runs begun while ECS showed no rollout held but a live report named an older list:
     /// only the reports could hold them.
     held_by_reports: usize,
@@ -909,10 +972,24 @@ struct Soak {
     lagging: BTreeMap<usize, u64>,
     /// The list published before the current one.
     previous: Option<Published>,
+    phase: Phase,
+    /// ECS through the proxy, for RunTask.
+    ecs: aws_sdk_ecs::Client,
 }
 
 /// One step's outcome: a line for the log, or what broke.
 type Step = Result<String, String>;
+
+/// Where the soak is: its main steps, the wind-down, or the end, which must settle.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Main,
+    /// The clients delete down to a few files, and nothing else changes: faults, kills and
+    /// the clients ECS does not show go on.
+    WindingDown,
+    /// No more faults, traffic or clients ECS does not show.
+    Healing,
+}
 
 impl Soak {
     async fn new(seed: u64, steps: u64) -> Soak {
@@ -929,8 +1006,10 @@ impl Soak {
                 "API_CALL_TIMEOUT_SECONDS",
                 if views.tier { "20" } else { "2" },
             )
-            .env("MOVE_CONCURRENCY", "4");
+            .env("MOVE_CONCURRENCY", "4")
+            .env("ECS_CLIENT_FAMILIES", STANDALONE_FAMILY);
         tb.proxy.hold_rollouts();
+        let ecs = support::Aws::at(&tb.proxy.endpoint()).await.ecs;
         fs::create_dir_all(views.function.join(WATCH_DIR))
             .expect("create the first shard's directory");
         let published = read_published(&tb.world).await;
@@ -964,6 +1043,8 @@ impl Soak {
             actors: Vec::new(),
             lagging: BTreeMap::new(),
             previous: None,
+            phase: Phase::Main,
+            ecs,
         };
         soak.remember_roots();
         soak.stats.max_targets = soak.targets.len();
@@ -1027,7 +1108,7 @@ impl Soak {
 
     /// Before each step: clients ECS does not show end, are aged, report, write and start,
     /// drawn from a generator of their own (so the step's own draws stay as they were).
-    fn actors_step(&mut self) -> Result<Option<String>, String> {
+    async fn actors_step(&mut self) -> Result<Option<String>, String> {
         let mut rng = Rng::for_step(self.seed ^ 0xAC7025, self.step);
         let mut said = Vec::new();
         let step = self.step;
@@ -1057,13 +1138,16 @@ impl Soak {
         let published = self.published.clone();
         for a in &self.actors {
             if let Actor::OldRouter { client, file, .. } = a {
+                // It refreshes: handed the published list (check 6: one it reads).
+                self.stats.handed_to_old_routers += 1;
                 let report = report_of(client, &published, vec![1], "soak: a version 1 router");
                 rewrite_report(file, &report, unix_now());
             }
         }
-        // A stopping task writes on its old list: a new path, or a rewrite of a live one.
+        // A stopping or standalone task writes on its old list: a new path, or a rewrite of a
+        // live one.
         for k in 0..self.actors.len() {
-            if !matches!(self.actors[k], Actor::Stopping { .. }) || !rng.chance(400) {
+            if self.actors[k].writer().is_none() || !rng.chance(400) {
                 continue;
             }
             let live: Vec<String> = self.model.live.keys().cloned().collect();
@@ -1072,7 +1156,7 @@ impl Soak {
             } else {
                 rng.pick(&live).clone()
             };
-            let Actor::Stopping { client, .. } = &self.actors[k] else {
+            let Some((what, client)) = self.actors[k].writer() else {
                 continue;
             };
             let client = client.clone();
@@ -1080,14 +1164,16 @@ impl Soak {
             let bytes = self.model.next_bytes(&path, 100 + k, client.list.version);
             client.router.write(&path, &bytes).map_err(|e| {
                 format!(
-                    "a stopping task on {} could not write {path}: {e}",
+                    "{what} on {} could not write {path}: {e}",
                     client.list.label()
                 )
             })?;
             let at = Instant::now();
-            self.stats.stopping_writes += 1;
+            if client.list.text != self.published.text {
+                *self.stats.hidden_writes.entry(what).or_default() += 1;
+            }
             said.push(format!(
-                "a stopping task on {} wrote {path} (write {}) -> {}",
+                "{what} on {} wrote {path} (write {}) -> {}",
                 client.list.label(),
                 self.model.writes,
                 client.home_root(&path)
@@ -1151,7 +1237,67 @@ impl Soak {
                 until,
             });
         }
+        if !self
+            .actors
+            .iter()
+            .any(|a| matches!(a, Actor::Standalone { .. }))
+            && rng.chance(STANDALONE_PER_MILLE)
+        {
+            said.push(self.start_standalone(&mut rng).await?);
+        }
         Ok((!said.is_empty()).then(|| said.join("; ")))
+    }
+
+    /// A task started with RunTask: ECS lists it in its family, and its router reports the
+    /// list published now.
+    async fn start_standalone(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let out = self
+            .ecs
+            .run_task()
+            .cluster(&self.tb.world.cluster)
+            .task_definition(STANDALONE_FAMILY)
+            .launch_type(aws_sdk_ecs::types::LaunchType::Fargate)
+            .send()
+            .await
+            .map_err(|e| format!("RunTask: {e:?}"))?;
+        let task = out
+            .tasks()
+            .first()
+            .and_then(|t| t.task_arn())
+            .and_then(|arn| arn.rsplit('/').next())
+            .ok_or("RunTask answered no task")?
+            .to_string();
+        let published = self.published.clone();
+        hand(
+            "a standalone task",
+            &efs_router::reporter::READS,
+            &published,
+        )?;
+        let options = Reporting {
+            parameter_version: Some(published.version),
+            label: Some(format!("soak standalone task {task}")),
+            ..Reporting::default()
+        };
+        let router = Router::reporting(
+            &published.text,
+            Layout::single_mount(self.views.client(CLIENTS)),
+            options,
+        )
+        .map_err(|e| format!("a standalone task's router on {}: {e}", published.label()))?;
+        let until = self.step + 5 + rng.below(STANDALONE_STEPS);
+        *self.stats.actors.entry("standalone").or_default() += 1;
+        self.actors.push(Actor::Standalone {
+            client: Client {
+                list: published.clone(),
+                router,
+            },
+            task: task.clone(),
+            until,
+        });
+        Ok(format!(
+            "RunTask: a standalone task {task} starts on {}, until #{until}",
+            published.label()
+        ))
     }
 
     /// Whether this step is a rebalance, as `one_step` and `function_step` will draw it (from
@@ -1181,6 +1327,15 @@ impl Soak {
                 let _ = fs::remove_file(&file);
                 "the version 1 router stops".to_string()
             }
+            Actor::Standalone { client, task, .. } => {
+                self.tb.proxy.stop_task(&task);
+                let line = format!(
+                    "the standalone task {task} on {} is STOPPED",
+                    client.list.label()
+                );
+                drop(client);
+                line
+            }
         }
     }
 
@@ -1189,7 +1344,7 @@ impl Soak {
     fn replace_client(&mut self, i: usize, new: Client, rng: &mut Rng) {
         let old = std::mem::replace(&mut self.clients[i], new);
         self.lagging.remove(&i);
-        if self.step <= self.steps && rng.chance(STOPPING_PER_MILLE) {
+        if self.phase != Phase::Healing && rng.chance(STOPPING_PER_MILLE) {
             let until = self.step + 1 + rng.below(STOPPING_STEPS);
             *self.stats.actors.entry("stopping").or_default() += 1;
             self.log.push(format!(
@@ -1263,29 +1418,10 @@ impl Soak {
             self.steps
         );
         for step in 1..=self.steps {
-            self.step = step;
-            match self.actors_step() {
-                Ok(Some(line)) => self.log.push(format!("#{step} (not in ECS) {line}")),
-                Ok(None) => {}
-                Err(e) => {
-                    self.log.push(format!("#{step} FAILED"));
-                    self.fail(&e);
-                }
-            }
-            let mut rng = Rng::for_step(self.seed, step);
-            let outcome = self.one_step(&mut rng).await;
-            match outcome {
-                Ok(line) => self.log.push(format!("#{step} {line}")),
-                Err(e) => {
-                    self.log.push(format!("#{step} FAILED"));
-                    self.fail(&e);
-                }
-            }
-            if let Err(e) = self.check().await {
-                self.fail(&e);
-            }
+            self.step_once(step).await;
         }
-        self.step = self.steps + 1;
+        self.wind_down().await;
+        self.phase = Phase::Healing;
         if let Err(e) = self.heal().await {
             self.fail(&e);
         }
@@ -1296,6 +1432,56 @@ impl Soak {
         }
         self.summary();
         self.assert_statistics();
+    }
+
+    /// Step `step`: the clients ECS does not show, then one step, then the checks.
+    async fn step_once(&mut self, step: u64) {
+        self.step = step;
+        match self.actors_step().await {
+            Ok(Some(line)) => self.log.push(format!("#{step} (not in ECS) {line}")),
+            Ok(None) => {}
+            Err(e) => {
+                self.log.push(format!("#{step} FAILED"));
+                self.fail(&e);
+            }
+        }
+        let mut rng = Rng::for_step(self.seed, step);
+        let outcome = self.one_step(&mut rng).await;
+        match outcome {
+            Ok(line) => self.log.push(format!("#{step} {line}")),
+            Err(e) => {
+                self.log.push(format!("#{step} FAILED"));
+                self.fail(&e);
+            }
+        }
+        if let Err(e) = self.check().await {
+            self.fail(&e);
+        }
+    }
+
+    /// After the main steps: the clients delete down to a few files, with faults, kills and
+    /// the clients ECS does not show going on as before, until AWS has the one mount target it
+    /// started with and the list one shard. That the function gets there is checked (within
+    /// `WIND_DOWN_STEPS`), and so is everything it does on the way.
+    async fn wind_down(&mut self) {
+        self.phase = Phase::WindingDown;
+        self.log
+            .push("wind-down: the clients delete down to a few files".into());
+        let first = self.steps + 1;
+        let mut step = first;
+        while self.targets.len() > 1 || self.published.list.shard_count() > 1 {
+            if step - first >= WIND_DOWN_STEPS {
+                self.fail(&format!(
+                    "the wind-down did not end in {WIND_DOWN_STEPS} steps: {} counted files, AWS has {} mount targets, and the list is {}",
+                    self.model.flat(),
+                    self.targets.len(),
+                    self.published.label()
+                ));
+            }
+            self.step_once(step).await;
+            step += 1;
+        }
+        self.stats.wind_down_steps = step - first;
     }
 
     /// A soak of the default length or longer must have exercised what it is for: both kinds
@@ -1320,13 +1506,8 @@ impl Soak {
             ("kills among moves", s.kills_among_moves),
             ("targets created", s.created),
             ("drains", s.drains),
-            // On the NFS tier a run's timing differs (its kills land elsewhere), and most seeds
-            // delete no target in 400 steps: the drain-to-delete path is AWS's side, held to it
-            // on one directory, where a seed's course barely depends on timing.
-            (
-                "targets deleted",
-                if self.views.tier { 1 } else { s.deleted },
-            ),
+            // The wind-down deletes every target the function created, on the tier too.
+            ("targets deleted", s.deleted),
             ("checkpoints", s.checkpoints),
             (
                 "paths deleted",
@@ -1348,6 +1529,7 @@ impl Soak {
         // of its timing, which the NFS tier changes: held to it on one directory. (Seeds other
         // than the default may miss some in 400 steps: seed 1 then has no silent client.)
         let actor = |kind: &str| s.actors.get(kind).copied().unwrap_or(0);
+        let hidden = |kind: &str| s.hidden_writes.get(kind).copied().unwrap_or(0);
         let local = |n: usize| if self.views.tier { 1 } else { n };
         let hidden = [
             ("silent clients", local(actor("silent"))),
@@ -1357,7 +1539,19 @@ impl Soak {
                 local(actor("refresh failing")),
             ),
             ("routers reading version 1 only", local(actor("old router"))),
-            ("writes by stopping tasks", local(s.stopping_writes)),
+            (
+                "old-list writes by stopping tasks",
+                local(hidden("a stopping task")),
+            ),
+            (
+                "old-list writes by standalone tasks",
+                local(hidden("a standalone task")),
+            ),
+            ("standalone tasks", local(actor("standalone"))),
+            (
+                "lists handed to version 1 routers",
+                local(s.handed_to_old_routers),
+            ),
             ("runs held by reports alone", local(s.held_by_reports)),
             (
                 "runs beside a version 1 router",
@@ -1398,7 +1592,7 @@ impl Soak {
             {
                 continue;
             }
-            if self.step <= self.steps && rng.chance(LAGGING_PER_MILLE) {
+            if self.phase != Phase::Healing && rng.chance(LAGGING_PER_MILLE) {
                 // Its refresh fails: it keeps its old list, and its report says so.
                 let until = self.step + 1 + rng.below(LAGGING_STEPS);
                 self.clients[i].router.note_refresh(false);
@@ -1425,7 +1619,10 @@ impl Soak {
 
     fn client_step(&mut self, rng: &mut Rng) -> Step {
         let flat = self.model.flat();
-        if !self.model.shrinking && flat >= self.model.high {
+        if self.phase == Phase::WindingDown {
+            // Deletes dominate to the end.
+            self.model.shrinking = true;
+        } else if !self.model.shrinking && flat >= self.model.high {
             self.model.shrinking = true;
             self.model.low = 2 + rng.index(7);
         } else if self.model.shrinking && flat <= self.model.low {
@@ -1452,7 +1649,7 @@ impl Soak {
         if r < rewrite {
             *self.stats.client_ops.entry("rewrite").or_default() += 1;
             self.write(c, &path, "rewrite")
-        } else if r < read {
+        } else if r < read || (self.phase == Phase::WindingDown && live.len() <= WIND_DOWN_KEEPS) {
             *self.stats.client_ops.entry("read").or_default() += 1;
             self.read(c, &path)
         } else {
@@ -1892,6 +2089,9 @@ impl Soak {
             .filter(|t| !now.contains(t.id.as_str()))
         {
             self.stats.deleted += 1;
+            if self.phase == Phase::WindingDown {
+                self.stats.deleted_winding_down += 1;
+            }
             let root = self
                 .roots_by_id
                 .get(&gone.id)
@@ -1926,15 +2126,6 @@ impl Soak {
         }
         self.stats.max_targets = self.stats.max_targets.max(self.targets.len());
         self.stats.max_shards = self.stats.max_shards.max(self.published.list.shard_count());
-
-        // No list of version 2 while a router that reads version 1 only reports.
-        if old_router && self.published.form() >= 2 {
-            return Err(format!(
-                "{line}: published {} of version {} while a router reading version 1 only was live",
-                self.published.label(),
-                self.published.form()
-            ));
-        }
 
         // The list and the fleet.
         if self.published.version != before_version {
@@ -2160,6 +2351,22 @@ impl Soak {
             }
         }
 
+        // 6: no client is handed a list it cannot read: the fleet's and the tasks' routers read
+        // versions 1 and 2, and a router reading version 1 only is handed the published list
+        // at each refresh.
+        let reads = efs_router::reporter::READS;
+        for (i, c) in self.clients.iter().enumerate() {
+            hand(&format!("client {i}"), &reads, &c.list)?;
+        }
+        for a in &self.actors {
+            if let Some((what, c)) = a.writer() {
+                hand(what, &reads, &c.list)?;
+            }
+        }
+        if self.old_router_live() {
+            hand("a router reading version 1 only", &[1], &self.published)?;
+        }
+
         // 1, at a checkpoint: every live path reads back its latest version on the list.
         self.clean &= self.converged();
         if self.clean {
@@ -2260,8 +2467,8 @@ impl Soak {
             s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn
         );
         println!(
-            "  targets created {}, drains {}, deleted {}, most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",
-            s.created, s.drains, s.deleted, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed
+            "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",
+            s.created, s.drains, s.deleted, s.deleted_winding_down, s.wind_down_steps, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed
         );
         println!(
             "  client ops {:?}, beside runs {}; reads {:?}, stale {}; writes {} ({} on an older list); live paths {} ({} counted); checkpoints {}",
@@ -2284,9 +2491,9 @@ impl Soak {
             s.missed_by_old_list.len()
         );
         println!(
-            "  not in ECS: actors {:?}, writes by stopping tasks {}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}",
+            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}",
             s.actors,
-            s.stopping_writes,
+            s.hidden_writes,
             s.held_by_reports,
             s.runs_naming_clients,
             s.runs_beside_old_routers,
