@@ -945,6 +945,47 @@ enum Answer {
     Deleted(Deleted, Vec<String>),
 }
 
+/// A client operation planned beside a run: the client, its pause before it, the path.
+type Planned = (usize, Duration, String, Beside);
+
+/// An operation beside a run as it went: the client, its list's version, the path, the
+/// operation, when it answered, and what.
+type Done = (
+    usize,
+    i64,
+    String,
+    Beside,
+    Instant,
+    Result<Answer, efs_router::Error>,
+);
+
+/// What the soak saw at a run's start: what the run is judged against afterwards.
+struct BeforeRun {
+    converged: bool,
+    /// The list versions the fleet ran.
+    lists: String,
+    /// The live clients whose reports named another list than the published one.
+    behind: Vec<String>,
+    targets: Vec<MountTarget>,
+    /// The published list's version.
+    version: i64,
+    /// For a kill among moves: the misplaced files it watches, and the private names on disk
+    /// it is counted against (walked only then).
+    sources: Vec<PathBuf>,
+    privates: BTreeSet<String>,
+}
+
+/// How a run went: its answer (`None`: killed), how long it took, its deadline.
+struct Ran {
+    outcome: Option<Result<Value, Value>>,
+    took: Duration,
+    deadline: Duration,
+    killed_among_moves: bool,
+}
+
+/// Every copy under a listed root, by logical path: its root and its bytes.
+type Copies = BTreeMap<String, Vec<(String, Vec<u8>)>>;
+
 struct Soak {
     seed: u64,
     steps: u64,
@@ -1111,6 +1152,25 @@ impl Soak {
     async fn actors_step(&mut self) -> Result<Option<String>, String> {
         let mut rng = Rng::for_step(self.seed ^ 0xAC7025, self.step);
         let mut said = Vec::new();
+        self.end_due_actors(&mut said);
+        self.refresh_old_routers();
+        self.hidden_writes(&mut rng, &mut said)?;
+        self.maybe_go_silent(&mut rng, &mut said);
+        self.maybe_start_old_router(&mut rng, &mut said);
+        if !self
+            .actors
+            .iter()
+            .any(|a| matches!(a, Actor::Standalone { .. }))
+            && rng.chance(STANDALONE_PER_MILLE)
+        {
+            said.push(self.start_standalone(&mut rng).await?);
+        }
+        Ok((!said.is_empty()).then(|| said.join("; ")))
+    }
+
+    /// The actors whose time is up end, and clients whose refresh failed until now take the
+    /// list of the last forced deployment.
+    fn end_due_actors(&mut self, said: &mut Vec<String>) {
         let step = self.step;
         let (ended, live): (Vec<Actor>, Vec<Actor>) = std::mem::take(&mut self.actors)
             .into_iter()
@@ -1135,24 +1195,31 @@ impl Soak {
                 ));
             }
         }
+    }
+
+    /// Every live router that reads version 1 only refreshes: handed the published list
+    /// (check 6: one it reads), it reports it.
+    fn refresh_old_routers(&mut self) {
         let published = self.published.clone();
         for a in &self.actors {
             if let Actor::OldRouter { client, file, .. } = a {
-                // It refreshes: handed the published list (check 6: one it reads).
                 self.stats.handed_to_old_routers += 1;
                 let report = report_of(client, &published, vec![1], "soak: a version 1 router");
                 rewrite_report(file, &report, unix_now());
             }
         }
-        // A stopping or standalone task writes on its old list: a new path, or a rewrite of a
-        // live one.
+    }
+
+    /// A stopping or standalone task writes on its old list: a new path, or a rewrite of a
+    /// live one.
+    fn hidden_writes(&mut self, rng: &mut Rng, said: &mut Vec<String>) -> Result<(), String> {
         for k in 0..self.actors.len() {
             if self.actors[k].writer().is_none() || !rng.chance(400) {
                 continue;
             }
             let live: Vec<String> = self.model.live.keys().cloned().collect();
             let path = if live.is_empty() || rng.chance(500) {
-                self.model.fresh_path(&mut rng)
+                self.model.fresh_path(rng)
             } else {
                 rng.pick(&live).clone()
             };
@@ -1180,6 +1247,13 @@ impl Soak {
             ));
             self.model.record(&path, bytes, at);
         }
+        Ok(())
+    }
+
+    /// Sometimes a client dies without a word, on the list before the current one, just when
+    /// nothing else holds the function (no rollout held, nobody behind, a rebalance next with
+    /// files to move): only its report can.
+    fn maybe_go_silent(&mut self, rng: &mut Rng, said: &mut Vec<String>) {
         if !self
             .actors
             .iter()
@@ -1191,8 +1265,6 @@ impl Soak {
             && rng.chance(SILENT_PER_MILLE)
             && !self.misplaced().is_empty()
         {
-            // It died on the list before the current one, just when nothing else holds the
-            // function: only its report can.
             let list = self
                 .previous
                 .clone()
@@ -1207,7 +1279,7 @@ impl Soak {
                 &report_of(&client, &list, vec![1, 2], "soak: silent"),
                 unix_now(),
             );
-            let until = step + 1 + rng.below(SILENT_STEPS);
+            let until = self.step + 1 + rng.below(SILENT_STEPS);
             said.push(format!(
                 "a client on {} goes silent until #{until}",
                 list.label()
@@ -1215,6 +1287,11 @@ impl Soak {
             *self.stats.actors.entry("silent").or_default() += 1;
             self.actors.push(Actor::Silent { list, file, until });
         }
+    }
+
+    /// Sometimes, on a version 1 list, a router that reads version 1 only starts, reporting
+    /// the published list.
+    fn maybe_start_old_router(&mut self, rng: &mut Rng, said: &mut Vec<String>) {
         if !self.old_router_live() && self.published.form() == 1 && rng.chance(OLD_ROUTER_PER_MILLE)
         {
             let client = format!("{:016x}", rng.next());
@@ -1226,7 +1303,7 @@ impl Soak {
                 "soak: a version 1 router",
             );
             rewrite_report(&file, &report, unix_now());
-            let until = step + 5 + rng.below(OLD_ROUTER_STEPS);
+            let until = self.step + 5 + rng.below(OLD_ROUTER_STEPS);
             said.push(format!(
                 "a router reading version 1 only starts, until #{until}"
             ));
@@ -1237,15 +1314,6 @@ impl Soak {
                 until,
             });
         }
-        if !self
-            .actors
-            .iter()
-            .any(|a| matches!(a, Actor::Standalone { .. }))
-            && rng.chance(STANDALONE_PER_MILLE)
-        {
-            said.push(self.start_standalone(&mut rng).await?);
-        }
-        Ok((!said.is_empty()).then(|| said.join("; ")))
     }
 
     /// A task started with RunTask: ECS lists it in its family, and its router reports the
@@ -1824,13 +1892,39 @@ impl Soak {
 
     /// Runs the function once (with `fault`, and `planned` client operations beside it) and
     /// checks what it did.
-    async fn run_function(
-        &mut self,
-        event: &Value,
-        fault: Fault,
-        planned: Vec<(usize, Duration, String, Beside)>,
-    ) -> Step {
+    async fn run_function(&mut self, event: &Value, fault: Fault, planned: Vec<Planned>) -> Step {
         let action = event["action"].as_str().unwrap_or("reconcile").to_string();
+        let mut before = self.before_run(&action, &fault);
+        self.inject(&fault);
+        // What a kill among moves watches, and what it is counted against: walked only then.
+        if matches!(fault, Fault::KillAmongMoves(_)) {
+            before.sources = self.misplaced();
+            before.privates = privates_under(&self.views.truth);
+        }
+        let traffic = self.traffic_beside(planned);
+        let ran = self.invoke(event, &fault, &before.sources).await;
+        let traffic = traffic.await.expect("client traffic");
+        let (old, forced) = self.read_aws().await?;
+
+        // The answer.
+        let mut line = format!("run {action} ({:.1} s)", ran.took.as_secs_f64());
+        if action == "rebalance" {
+            let _ = write!(line, " (max_moves {})", event["max_moves"]);
+        }
+        if fault != Fault::None {
+            let _ = write!(line, " with {fault:?}");
+        }
+        let rebalanced_all = self.check_answer(&mut line, &action, &fault, &ran, &before)?;
+        self.check_deleted_targets(&mut line, &before.targets)?;
+        self.count_created(&mut line, &before.targets);
+        self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
+        self.traffic_results(&mut line, traffic)?;
+        Ok(line)
+    }
+
+    /// Counts the run and its fault, and captures what the run is judged against afterwards:
+    /// the fleet, the reports and AWS as they were at its start.
+    fn before_run(&mut self, action: &str, fault: &Fault) -> BeforeRun {
         *self
             .stats
             .runs
@@ -1841,20 +1935,32 @@ impl Soak {
             })
             .or_default() += 1;
         *self.stats.drawn.entry(fault.name()).or_default() += 1;
-        let converged_before = self.converged();
-        let lists_before = self.lists_in_use();
+        let converged = self.converged();
+        let lists = self.lists_in_use();
         // What the live reports say at the run's start (rewritten before the step).
-        let behind_before = self.behind();
+        let behind = self.behind();
         let ecs_done = self.tb.proxy.rolling_services().is_empty();
-        if ecs_done && !behind_before.is_empty() {
+        if ecs_done && !behind.is_empty() {
             self.stats.held_by_reports += 1;
         }
         let old_router = self.old_router_live() && self.published.form() == 1;
         self.stats.runs_beside_old_routers += usize::from(old_router);
-        let before_targets = self.targets.clone();
-        let before_version = self.published.version;
+        BeforeRun {
+            converged,
+            lists,
+            behind,
+            targets: self.targets.clone(),
+            version: self.published.version,
+            sources: Vec::new(),
+            privates: BTreeSet::new(),
+        }
+    }
+
+    /// Sets the proxy's part of `fault` (a kill among moves and a short deadline are the
+    /// harness's own).
+    fn inject(&self, fault: &Fault) {
         let proxy = &self.tb.proxy;
-        match &fault {
+        match fault {
             Fault::None | Fault::ShortDeadline => {}
             Fault::Throttle(op, k) => proxy.throttle(op, *k),
             Fault::ServerError(op, status, k) => proxy.server_error(op, *status, *k),
@@ -1864,14 +1970,11 @@ impl Soak {
             Fault::SlowCreate(k) => proxy.hold_creating(*k),
             Fault::KillAmongMoves(_) => {}
         }
-        // What a kill among moves watches, and what it is counted against: walked only then.
-        let (sources, privates_before) = if matches!(fault, Fault::KillAmongMoves(_)) {
-            (self.misplaced(), privates_under(&self.views.truth))
-        } else {
-            (Vec::new(), BTreeSet::new())
-        };
+    }
 
-        // The client traffic, on threads of its own.
+    /// The client traffic beside the run, on threads of its own, each operation after its
+    /// pause.
+    fn traffic_beside(&self, planned: Vec<Planned>) -> tokio::task::JoinHandle<Vec<Done>> {
         let routers: Vec<(usize, Router, i64)> = planned
             .iter()
             .map(|(c, ..)| {
@@ -1882,12 +1985,9 @@ impl Soak {
                 )
             })
             .collect();
-        let traffic_plan = planned.clone();
-        let traffic = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let mut out = Vec::new();
-            for ((_, pause, path, op), (c, router, version)) in
-                traffic_plan.into_iter().zip(routers)
-            {
+            for ((_, pause, path, op), (c, router, version)) in planned.into_iter().zip(routers) {
                 std::thread::sleep(pause);
                 let result = match &op {
                     Beside::Write(b) => router.write(&path, b).map(|_| Answer::Wrote),
@@ -1900,9 +2000,13 @@ impl Soak {
                 out.push((c, version, path, op, at, result));
             }
             out
-        });
+        })
+    }
 
-        // The run.
+    /// The run: invoked, and killed as `fault` says (by the proxy's stall or among its moves);
+    /// then whether the fault fired, and the faults cleared.
+    async fn invoke(&mut self, event: &Value, fault: &Fault, sources: &[PathBuf]) -> Ran {
+        let proxy = &self.tb.proxy;
         let deadline = if matches!(fault, Fault::ShortDeadline | Fault::SlowCreate(_)) {
             Duration::from_secs(20)
         } else {
@@ -1917,7 +2021,7 @@ impl Soak {
         let outcome = if let Fault::KillAmongMoves(delay) = fault {
             let done = Arc::new(AtomicBool::new(false));
             let pid = instance.pid().expect("the function is running");
-            let watcher = kill_among_moves(pid, sources.clone(), delay, done.clone());
+            let watcher = kill_among_moves(pid, sources.to_vec(), *delay, done.clone());
             let result = instance.invoke(event, deadline).await.result;
             done.store(true, Ordering::Release);
             let killed = watcher.join().expect("the kill's watcher");
@@ -1939,7 +2043,7 @@ impl Soak {
         };
         let took = started.elapsed();
         let logs = instance.stop().await;
-        let fired = match &fault {
+        let fired = match fault {
             Fault::None => false,
             Fault::Throttle(..)
             | Fault::ServerError(..)
@@ -1958,9 +2062,8 @@ impl Soak {
         proxy.clear_faults();
         if let Fault::SlowCreate(k) = fault {
             // New targets are no longer held; those held count down their describes.
-            proxy.release_creating_after(k);
+            proxy.release_creating_after(*k);
         }
-        let killed = outcome.is_none();
         self.last_run = format!(
             "{event} with fault {fault:?}: {}\n--- function logs ---\n{logs}--- end of logs ---",
             match &outcome {
@@ -1969,9 +2072,17 @@ impl Soak {
                 Some(Err(e)) => format!("error {e}"),
             }
         );
-        let traffic = traffic.await.expect("client traffic");
+        Ran {
+            outcome,
+            took,
+            deadline,
+            killed_among_moves,
+        }
+    }
 
-        // What AWS and SSM show now.
+    /// What AWS and SSM show after a run: the targets and the published list are taken in;
+    /// answers the list published before, and whether a deployment was forced.
+    async fn read_aws(&mut self) -> Result<(Published, bool), String> {
         self.targets = self.tb.world.mount_targets().await;
         let published = self.tb.world.published().await;
         let list = MountTargetList::from_json(&published.value).map_err(|e| {
@@ -1992,81 +2103,37 @@ impl Soak {
         let ids = self.tb.world.deployment_ids().await;
         let forced = ids != self.deployment_ids;
         self.deployment_ids = ids;
+        Ok((old, forced))
+    }
 
-        // The answer.
-        let mut line = format!("run {action} ({:.1} s)", took.as_secs_f64());
-        if action == "rebalance" {
-            let _ = write!(line, " (max_moves {})", event["max_moves"]);
-        }
-        if fault != Fault::None {
-            let _ = write!(line, " with {fault:?}");
-        }
+    /// The run's answer, against its deadline and its fault: answers whether it was a
+    /// rebalance that moved every misplaced file.
+    fn check_answer(
+        &mut self,
+        line: &mut String,
+        action: &str,
+        fault: &Fault,
+        ran: &Ran,
+        before: &BeforeRun,
+    ) -> Result<bool, String> {
         let mut rebalanced_all = false;
         // Lambda stops a run at its deadline: one that was not killed answered before it.
-        if outcome.is_some() && took >= deadline {
+        if ran.outcome.is_some() && ran.took >= ran.deadline {
             return Err(format!(
-                "{line}: the run took {took:?}, past its deadline of {deadline:?}"
+                "{line}: the run took {:?}, past its deadline of {:?}",
+                ran.took, ran.deadline
             ));
         }
-        match &outcome {
+        match &ran.outcome {
             None => {
                 self.stats.kills += 1;
                 line.push_str(": killed");
-                if killed_among_moves {
-                    let _ = write!(
-                        line,
-                        "{}",
-                        self.count_kill_among_moves(&sources, &privates_before)
-                    );
+                if ran.killed_among_moves {
+                    let said = self.count_kill_among_moves(&before.sources, &before.privates);
+                    let _ = write!(line, "{said}");
                 }
             }
-            Some(Ok(r)) => {
-                if r["statusCode"] != json!(200) {
-                    return Err(format!("{line}: a response without statusCode 200: {r}"));
-                }
-                let actions = strings(r, "actions");
-                let _ = write!(line, ": {actions:?}");
-                if r["moves"].is_object() {
-                    let _ = write!(line, " moves {}", r["moves"]);
-                }
-                if action == "reconcile" {
-                    let _ = write!(line, " ({})", r["reason"].as_str().unwrap_or_default());
-                }
-                let waiting = strings(r, "waiting_for");
-                if !waiting.is_empty() {
-                    let _ = write!(line, " waiting for {waiting:?}");
-                }
-                let m = &r["moves"];
-                rebalanced_all = action == "rebalance"
-                    && actions.iter().any(|a| a == "move_files")
-                    && m["remaining"] == json!(0)
-                    && m["incomplete"] != json!(true)
-                    && m["failed"] == json!(0)
-                    && m["skipped"] == json!(0);
-                // Files move, and targets go, only while every client runs the published
-                // list (publish → converge → move → publish → converge → delete).
-                let moved =
-                    m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
-                if r["clients_behind"]
-                    .as_array()
-                    .is_some_and(|a| !a.is_empty())
-                {
-                    self.stats.runs_naming_clients += 1;
-                }
-                if (moved > 0 || !strings(r, "deleted").is_empty()) && !behind_before.is_empty() {
-                    return Err(format!(
-                        "{line}: files moved or a target deleted while live clients reported older lists than {}: {behind_before:?}",
-                        self.published.label()
-                    ));
-                }
-                if (moved > 0 || !strings(r, "deleted").is_empty()) && !converged_before {
-                    return Err(format!(
-                        "{line}: files moved or a target deleted while clients ran lists {} and {} was published",
-                        lists_before,
-                        self.published.label()
-                    ));
-                }
-            }
+            Some(Ok(r)) => rebalanced_all = self.check_response(line, action, r, before)?,
             Some(Err(e)) => {
                 self.stats.failed_runs += 1;
                 let kind = e["errorType"].as_str().unwrap_or_default();
@@ -2078,11 +2145,75 @@ impl Soak {
                 }
             }
         }
-        if killed && !fault.kills() {
+        if ran.outcome.is_none() && !fault.kills() {
             return Err(format!("{line}: killed without a kill injected"));
         }
+        Ok(rebalanced_all)
+    }
 
-        // 3: a target deleted only with its tree empty (and never the first shard).
+    /// A run's response: 200, and nothing moved or deleted unless the fleet had converged at
+    /// its start; answers whether it rebalanced every misplaced file.
+    fn check_response(
+        &mut self,
+        line: &mut String,
+        action: &str,
+        r: &Value,
+        before: &BeforeRun,
+    ) -> Result<bool, String> {
+        if r["statusCode"] != json!(200) {
+            return Err(format!("{line}: a response without statusCode 200: {r}"));
+        }
+        let actions = strings(r, "actions");
+        let _ = write!(line, ": {actions:?}");
+        if r["moves"].is_object() {
+            let _ = write!(line, " moves {}", r["moves"]);
+        }
+        if action == "reconcile" {
+            let _ = write!(line, " ({})", r["reason"].as_str().unwrap_or_default());
+        }
+        let waiting = strings(r, "waiting_for");
+        if !waiting.is_empty() {
+            let _ = write!(line, " waiting for {waiting:?}");
+        }
+        let m = &r["moves"];
+        let rebalanced_all = action == "rebalance"
+            && actions.iter().any(|a| a == "move_files")
+            && m["remaining"] == json!(0)
+            && m["incomplete"] != json!(true)
+            && m["failed"] == json!(0)
+            && m["skipped"] == json!(0);
+        // Files move, and targets go, only while every client runs the published
+        // list (publish → converge → move → publish → converge → delete).
+        let moved = m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
+        if r["clients_behind"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            self.stats.runs_naming_clients += 1;
+        }
+        let behind_before = &before.behind;
+        if (moved > 0 || !strings(r, "deleted").is_empty()) && !behind_before.is_empty() {
+            return Err(format!(
+                "{line}: files moved or a target deleted while live clients reported older lists than {}: {behind_before:?}",
+                self.published.label()
+            ));
+        }
+        if (moved > 0 || !strings(r, "deleted").is_empty()) && !before.converged {
+            return Err(format!(
+                "{line}: files moved or a target deleted while clients ran lists {} and {} was published",
+                before.lists,
+                self.published.label()
+            ));
+        }
+        Ok(rebalanced_all)
+    }
+
+    /// 3: a target deleted only with its tree empty (and never the first shard).
+    fn check_deleted_targets(
+        &mut self,
+        line: &mut String,
+        before_targets: &[MountTarget],
+    ) -> Result<(), String> {
         let now: BTreeSet<&str> = self.targets.iter().map(|t| t.id.as_str()).collect();
         for gone in before_targets
             .iter()
@@ -2114,6 +2245,11 @@ impl Soak {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The targets the run created, and the most targets and shards seen, for the summary.
+    fn count_created(&mut self, line: &mut String, before_targets: &[MountTarget]) {
         let before_ids: BTreeSet<&str> = before_targets.iter().map(|t| t.id.as_str()).collect();
         let created = self
             .targets
@@ -2126,9 +2262,19 @@ impl Soak {
         }
         self.stats.max_targets = self.stats.max_targets.max(self.targets.len());
         self.stats.max_shards = self.stats.max_shards.max(self.published.list.shard_count());
+    }
 
-        // The list and the fleet.
-        if self.published.version != before_version {
+    /// The list and the fleet after a run: a new list published, a deployment forced (each
+    /// client replaced or not, drawn apart), a checkpoint reached.
+    fn lists_and_fleet(
+        &mut self,
+        line: &mut String,
+        old: &Published,
+        forced: bool,
+        before: &BeforeRun,
+        rebalanced_all: bool,
+    ) {
+        if self.published.version != before.version {
             self.stats.publishes += 1;
             if self.published.form() >= 2 && old.form() < 2 {
                 self.stats.v2_published += 1;
@@ -2166,12 +2312,15 @@ impl Soak {
                 self.deployed.label()
             );
         }
-        if rebalanced_all && converged_before && self.published.version == before_version {
+        if rebalanced_all && before.converged && self.published.version == before.version {
             self.clean = true;
             let _ = write!(line, "; checkpoint");
         }
+    }
 
-        // The traffic beside the run.
+    /// The traffic beside the run: writes recorded, deletes checked (5) and reads checked
+    /// against the model.
+    fn traffic_results(&mut self, line: &mut String, traffic: Vec<Done>) -> Result<(), String> {
         for (c, version, path, op, at, result) in traffic {
             self.stats.concurrent_ops += 1;
             match (op, result) {
@@ -2212,7 +2361,7 @@ impl Soak {
                 (op, Ok(answer)) => unreachable!("{op:?} answered {answer:?}"),
             }
         }
-        Ok(line)
+        Ok(())
     }
 
     /// The files under the published list's roots that are not at their home there: what a
@@ -2262,15 +2411,26 @@ impl Soak {
 
     // ------------------------------------------------------------------------- the checks
 
+    /// The checks after every step, in their order: 2 (which gathers every copy on disk), 5
+    /// and 1 on those copies, 4, 6, and 1 again at a checkpoint.
     async fn check(&mut self) -> Result<(), String> {
-        let listed = self.published.roots();
+        let copies = self.check_listed_roots()?;
+        self.check_deleted_stay_deleted(&copies)?;
+        self.check_none_lost(&copies)?;
+        self.check_listed_targets()?;
+        self.check_lists_handed()?;
+        self.check_checkpoint()
+    }
 
-        // 2: no state directory on the file system; nothing under a root that is not listed.
+    /// 2: no state directory on the file system; nothing under a root that is not listed.
+    /// Answers every copy under a listed root, by logical path: each some client's write of it.
+    fn check_listed_roots(&self) -> Result<Copies, String> {
+        let listed = self.published.roots();
         if self.views.truth.join(".efs-mount-autoscaler").exists() {
             return Err("the old state directory .efs-mount-autoscaler exists".into());
         }
         let (files, odd) = files_under(&self.views.truth);
-        let mut copies: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+        let mut copies = Copies::new();
         for (rel, path) in &files {
             let Some((root, logical)) = placed(rel) else {
                 continue;
@@ -2297,9 +2457,12 @@ impl Soak {
         if let Some(rel) = odd.iter().find(|rel| placed(rel).is_some()) {
             return Err(format!("{rel} is not a regular file or directory"));
         }
+        Ok(copies)
+    }
 
-        // 5: a deleted path on disk again is a copy its deleting client's list did not name.
-        for (path, found) in &copies {
+    /// 5: a deleted path on disk again is a copy its deleting client's list did not name.
+    fn check_deleted_stay_deleted(&mut self, copies: &Copies) -> Result<(), String> {
+        for (path, found) in copies {
             if self.model.live.contains_key(path) {
                 continue;
             }
@@ -2315,8 +2478,11 @@ impl Soak {
                 ));
             }
         }
+        Ok(())
+    }
 
-        // 1: the latest version of every live path is under a listed root.
+    /// 1: the latest version of every live path is under a listed root.
+    fn check_none_lost(&self, copies: &Copies) -> Result<(), String> {
         for (path, latest) in &self.model.live {
             let found = copies.get(path).map(Vec::as_slice).unwrap_or(&[]);
             if !found.iter().any(|(_, b)| b == latest) {
@@ -2330,9 +2496,12 @@ impl Soak {
                 ));
             }
         }
+        Ok(())
+    }
 
-        // 4: the list names only targets AWS has, and none AWS still shows `creating` (moto
-        // makes every target available at once; the proxy plays AWS's `creating`).
+    /// 4: the list names only targets AWS has, and none AWS still shows `creating` (moto
+    /// makes every target available at once; the proxy plays AWS's `creating`).
+    fn check_listed_targets(&self) -> Result<(), String> {
         let creating = self.tb.proxy.shown_creating();
         for t in &self.published.list.mount_targets {
             if !self.targets.iter().any(|d| d.id == t.id) {
@@ -2350,10 +2519,13 @@ impl Soak {
                 ));
             }
         }
+        Ok(())
+    }
 
-        // 6: no client is handed a list it cannot read: the fleet's and the tasks' routers read
-        // versions 1 and 2, and a router reading version 1 only is handed the published list
-        // at each refresh.
+    /// 6: no client is handed a list it cannot read: the fleet's and the tasks' routers read
+    /// versions 1 and 2, and a router reading version 1 only is handed the published list
+    /// at each refresh.
+    fn check_lists_handed(&self) -> Result<(), String> {
         let reads = efs_router::reporter::READS;
         for (i, c) in self.clients.iter().enumerate() {
             hand(&format!("client {i}"), &reads, &c.list)?;
@@ -2366,8 +2538,11 @@ impl Soak {
         if self.old_router_live() {
             hand("a router reading version 1 only", &[1], &self.published)?;
         }
+        Ok(())
+    }
 
-        // 1, at a checkpoint: every live path reads back its latest version on the list.
+    /// 1, at a checkpoint: every live path reads back its latest version on the list.
+    fn check_checkpoint(&mut self) -> Result<(), String> {
         self.clean &= self.converged();
         if self.clean {
             self.stats.checkpoints += 1;
