@@ -44,7 +44,7 @@ pub const MAX_DEPTH: usize = 64;
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
-pub(crate) const SUBDIR_FLAGS: OFlags = DIR_FLAGS.union(OFlags::NOFOLLOW);
+const SUBDIR_FLAGS: OFlags = DIR_FLAGS.union(OFlags::NOFOLLOW);
 
 /// The number of entries directly in `dir` that are not directories (an entry of unknown type
 /// counts as a file) and not the router's own names, or `None` if `dir` does not exist. Reads
@@ -159,7 +159,7 @@ impl Other {
 }
 
 /// What a walk reports for the entry `name` whose `d_type` is `file_type`.
-pub(crate) fn kind_of(name: &[u8], file_type: FileType) -> Kind {
+fn kind_of(name: &[u8], file_type: FileType) -> Kind {
     match private_kind(name) {
         Some(p) => Kind::Private(p),
         None => match file_type {
@@ -233,78 +233,207 @@ pub fn walk_at(root: impl AsFd, visit: impl FnMut(Entry<'_>) -> Flow) -> io::Res
     walk_fd(fd, visit)
 }
 
-fn walk_fd(fd: BorrowedFd<'_>, mut visit: impl FnMut(Entry<'_>) -> Flow) -> io::Result<()> {
-    let mut walker = Walker {
-        visit: &mut visit,
-        path: PathBuf::new(),
-        stopped: false,
-    };
-    walker.walk_dir(fd, 0)
+fn walk_fd(fd: BorrowedFd<'_>, visit: impl FnMut(Entry<'_>) -> Flow) -> io::Result<()> {
+    Walker::new(visit, Streaming).run(fd).map(drop)
 }
 
-struct Walker<'v, V> {
-    visit: &'v mut V,
-    path: PathBuf,
-    stopped: bool,
+/// How a walk lists a directory's names: the one thing [`walk`] ([`Streaming`]) and
+/// [`crate::sorted_walk::walk_sorted_at`] (sorted chunks) do differently. What a name then
+/// leads to (the visit, the descent, the errors reported) is [`Walker`]'s, for both.
+pub(crate) trait Order: Sized {
+    /// Hands each entry of `dir` to [`Walker::entry`] until the walk stops. An error reading
+    /// it is returned.
+    fn walk_dir<V: FnMut(Entry<'_>) -> Flow>(
+        walker: &mut Walker<V, Self>,
+        dir: Dir<'_>,
+    ) -> io::Result<()>;
 }
 
-impl<V: FnMut(Entry<'_>) -> Flow> Walker<'_, V> {
-    /// The entries of the directory open as `fd`, `depth` levels below the root. An error
-    /// reading it is returned; errors below it are reported.
-    fn walk_dir(&mut self, fd: BorrowedFd<'_>, depth: usize) -> io::Result<()> {
+/// A directory open in a walk, `depth` levels below the root; `on_path` when it lies on the
+/// way to the walk's start (the root always does).
+#[derive(Clone, Copy)]
+pub(crate) struct Dir<'f> {
+    pub(crate) fd: BorrowedFd<'f>,
+    pub(crate) depth: usize,
+    pub(crate) on_path: bool,
+}
+
+/// The file system's order, streamed: each name goes from the buffer to the visitor, none is
+/// kept, and the walk always starts at the beginning.
+struct Streaming;
+
+impl Order for Streaming {
+    fn walk_dir<V: FnMut(Entry<'_>) -> Flow>(
+        walker: &mut Walker<V, Self>,
+        dir: Dir<'_>,
+    ) -> io::Result<()> {
         let mut buf: Vec<MaybeUninit<u8>> = vec![MaybeUninit::uninit(); WALK_BUFFER_BYTES];
-        let mut entries = RawDir::new(fd, &mut buf);
+        let mut entries = RawDir::new(dir.fd, &mut buf);
+        // No link count (its `fstat` would be a round trip more): every untyped entry the
+        // visitor asks to enter is opened.
+        let mut subdirs = Subdirs::uncounted();
         while let Some(entry) = entries.next() {
             let entry = entry?;
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
                 continue;
             }
-            let name = OsStr::from_bytes(name);
-            let kind = kind_of(name.as_bytes(), entry.file_type());
-            let (is_dir, is_unknown) = (
-                matches!(kind, Kind::Directory),
-                matches!(kind, Kind::Unknown),
-            );
-            self.path.push(name);
-            let flow = (self.visit)(Entry {
-                path: &self.path,
-                dir: fd,
-                kind,
-            });
-            match flow {
-                Flow::Stop => self.stopped = true,
-                Flow::Continue | Flow::Enter if is_dir => self.descend(fd, name, depth, false),
-                Flow::Enter if is_unknown => self.descend(fd, name, depth, true),
-                _ => {}
-            }
-            self.path.pop();
-            if self.stopped {
+            walker.entry(dir, name, entry.file_type(), false, &mut subdirs);
+            if walker.stopped() {
                 break;
             }
         }
         Ok(())
     }
+}
 
-    /// Walks `name` of `parent`, whose path is `self.path`; `maybe` when its type is unknown
-    /// (then "not a directory" is no error).
-    fn descend(&mut self, parent: BorrowedFd<'_>, name: &OsStr, depth: usize, maybe: bool) {
-        if depth + 1 > MAX_DEPTH {
+/// The subdirectories a directory may still hold, from its link count (see
+/// [`crate::sorted_walk`]'s note): `None` until looked at, then `Some(None)` when the count
+/// says nothing.
+#[derive(Default)]
+pub(crate) struct Subdirs {
+    left: Option<Option<u64>>,
+}
+
+impl Subdirs {
+    /// A directory whose link count is never looked at: any untyped entry may be a directory.
+    fn uncounted() -> Self {
+        Subdirs { left: Some(None) }
+    }
+
+    /// Whether an entry of unknown type in the directory open as `fd` may be a directory.
+    fn may_remain(&mut self, fd: BorrowedFd<'_>) -> bool {
+        let left = *self.left.get_or_insert_with(|| {
+            rustix::fs::fstat(fd)
+                .ok()
+                .map(|st| links(st.st_nlink))
+                .filter(|links| *links >= 2)
+                .map(|links| links - 2)
+        });
+        left != Some(0)
+    }
+
+    /// One of them found (entries before the start are never seen, so the count only
+    /// overstates what is left: an entry is opened when in doubt, never skipped).
+    fn found(&mut self, was_dir: bool) {
+        if let (true, Some(Some(n))) = (was_dir, self.left.as_mut()) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// A link count as a number (`st_nlink` is 64 bits on x86-64, 32 on arm64).
+fn links(n: impl Into<u64>) -> u64 {
+    n.into()
+}
+
+/// A walk in progress, each directory's names listed as `O` lists them.
+pub(crate) struct Walker<V, O> {
+    visit: V,
+    /// The current entry's path, relative to the root.
+    path: PathBuf,
+    pub(crate) order: O,
+    /// Where the visitor answered [`Flow::Stop`].
+    stopped: Option<PathBuf>,
+}
+
+impl<V: FnMut(Entry<'_>) -> Flow, O: Order> Walker<V, O> {
+    pub(crate) fn new(visit: V, order: O) -> Self {
+        Walker {
+            visit,
+            path: PathBuf::new(),
+            order,
+            stopped: None,
+        }
+    }
+
+    /// Walks the tree under the directory open as `root`. An error reading `root` is
+    /// returned; errors below it are reported. Returns where the visitor stopped, if it did.
+    pub(crate) fn run(mut self, root: BorrowedFd<'_>) -> io::Result<Option<PathBuf>> {
+        let dir = Dir {
+            fd: root,
+            depth: 0,
+            on_path: true,
+        };
+        O::walk_dir(&mut self, dir)?;
+        Ok(self.stopped)
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.is_some()
+    }
+
+    /// The entry `name` of `dir`, whose `d_type` is `file_type`: visited (unless `through`, a
+    /// directory on the way to the start), then walked if the flow says so. An untyped entry
+    /// is opened only while `subdirs` says `dir` may still hold a subdirectory.
+    pub(crate) fn entry(
+        &mut self,
+        dir: Dir<'_>,
+        name: &[u8],
+        file_type: FileType,
+        through: bool,
+        subdirs: &mut Subdirs,
+    ) {
+        let kind = kind_of(name, file_type);
+        let (is_dir, is_unknown) = (
+            matches!(kind, Kind::Directory),
+            matches!(kind, Kind::Unknown),
+        );
+        let name = OsStr::from_bytes(name);
+        self.path.push(name);
+        let flow = match through {
+            true if is_dir => Flow::Continue,
+            true => Flow::Enter,
+            false => (self.visit)(Entry {
+                path: &self.path,
+                dir: dir.fd,
+                kind,
+            }),
+        };
+        match flow {
+            Flow::Stop => self.stopped = Some(self.path.clone()),
+            Flow::Continue | Flow::Enter if is_dir => {
+                self.descend(dir, name, false, through);
+                subdirs.found(true);
+            }
+            Flow::Enter if is_unknown && subdirs.may_remain(dir.fd) => {
+                let was_dir = self.descend(dir, name, true, through);
+                subdirs.found(was_dir);
+            }
+            _ => {}
+        }
+        self.path.pop();
+    }
+
+    /// Walks `name` of `parent` (its path is `self.path`); `maybe` when its type is unknown
+    /// (then "not a directory" is no error, nor when `on_path`, on the way to the start).
+    /// Returns whether it was a directory (or could not be told from one).
+    fn descend(&mut self, parent: Dir<'_>, name: &OsStr, maybe: bool, on_path: bool) -> bool {
+        if parent.depth + 1 > MAX_DEPTH {
             let e = io::Error::other(format!(
                 "deeper than {MAX_DEPTH} levels below the walk's root: not walked"
             ));
-            return self.report(parent, e);
+            self.report(parent.fd, e);
+            return true;
         }
-        let outcome = match rustix::fs::openat(parent, name, SUBDIR_FLAGS, Mode::empty()) {
-            Ok(fd) => self.walk_dir(fd.as_fd(), depth + 1),
-            // Not a directory after all (its type was unknown), or gone since it was listed.
-            Err(Errno::NOTDIR | Errno::LOOP) if maybe => Ok(()),
-            Err(Errno::NOENT) => Ok(()),
+        let outcome = match rustix::fs::openat(parent.fd, name, SUBDIR_FLAGS, Mode::empty()) {
+            Ok(fd) => {
+                let dir = Dir {
+                    fd: fd.as_fd(),
+                    depth: parent.depth + 1,
+                    on_path,
+                };
+                O::walk_dir(self, dir)
+            }
+            // Not a directory after all, or gone since it was listed.
+            Err(Errno::NOTDIR | Errno::LOOP) if maybe || on_path => return false,
+            Err(Errno::NOENT) => return false,
             Err(e) => Err(describe(e)),
         };
         if let Err(e) = outcome {
-            self.report(parent, e);
+            self.report(parent.fd, e);
         }
+        true
     }
 
     fn report(&mut self, parent: BorrowedFd<'_>, e: io::Error) {
@@ -314,7 +443,7 @@ impl<V: FnMut(Entry<'_>) -> Flow> Walker<'_, V> {
             kind: Kind::Failed(e),
         });
         if flow == Flow::Stop {
-            self.stopped = true;
+            self.stopped = Some(self.path.clone());
         }
     }
 }
@@ -485,7 +614,7 @@ fn beneath_parts(rel: &str) -> io::Result<Vec<&str>> {
 
 /// An error of a directory operation, with the errno's meaning made plain for the two that
 /// matter here (a link met with `O_NOFOLLOW`, a component that is not a directory).
-pub(crate) fn describe(e: Errno) -> io::Error {
+fn describe(e: Errno) -> io::Error {
     let plain = io::Error::from(e);
     match e {
         Errno::LOOP => io::Error::new(plain.kind(), "a symbolic link: not followed"),

@@ -27,14 +27,10 @@
 //! entry. A count below 2 (btrfs, some FUSE file systems) says nothing: every such entry is
 //! opened. EFS gives types, so a walk over EFS looks up nothing.
 
-use crate::dir::{
-    describe, kind_of, Entry, Flow, Kind, MAX_DEPTH, SUBDIR_FLAGS, WALK_BUFFER_BYTES,
-};
-use rustix::fs::{FileType, Mode, RawDir, SeekFrom};
-use rustix::io::Errno;
+use crate::dir::{Dir, Entry, Flow, Order, Subdirs, Walker, WALK_BUFFER_BYTES};
+use rustix::fs::{FileType, RawDir, SeekFrom};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::ffi::OsStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -65,11 +61,11 @@ pub enum Walked {
 /// visited again; `from` itself is visited (it is the first entry not visited before), and
 /// so is whatever it holds. `from` need not exist. Flows and kinds are those of
 /// [`crate::dir::walk_at`]: an error reading `root` is returned, one below it is reported as
-/// [`Kind::Failed`].
+/// [`crate::dir::Kind::Failed`].
 pub fn walk_sorted_at(
     root: impl AsFd,
     from: &Path,
-    mut visit: impl FnMut(Entry<'_>) -> Flow,
+    visit: impl FnMut(Entry<'_>) -> Flow,
 ) -> io::Result<Walked> {
     let from: Vec<Vec<u8>> = from
         .components()
@@ -78,25 +74,17 @@ pub fn walk_sorted_at(
             _ => None,
         })
         .collect();
-    let mut walker = Sorted {
-        visit: &mut visit,
-        path: PathBuf::new(),
-        from,
-        stopped: None,
-    };
-    walker.walk_dir(root.as_fd(), 0, true)?;
-    Ok(match walker.stopped {
+    let stopped = Walker::new(visit, Sorted { from }).run(root.as_fd())?;
+    Ok(match stopped {
         Some(at) => Walked::StoppedAt(at),
         None => Walked::Ended,
     })
 }
 
-struct Sorted<'v, V> {
-    visit: &'v mut V,
-    path: PathBuf,
+/// Each directory's names sorted bytewise, in chunks, from the start's position.
+struct Sorted {
     /// The start's components.
     from: Vec<Vec<u8>>,
-    stopped: Option<PathBuf>,
 }
 
 /// A name kept for a chunk, ordered by its bytes (names in one directory are unique).
@@ -120,49 +108,6 @@ impl Ord for Named {
     fn cmp(&self, other: &Self) -> Ordering {
         self.name.cmp(&other.name)
     }
-}
-
-/// The directory an entry is in, and whether the entry is a directory on the way to the
-/// start.
-#[derive(Clone, Copy)]
-struct Here<'f> {
-    fd: BorrowedFd<'f>,
-    depth: usize,
-    through: bool,
-}
-
-/// The subdirectories a directory may still hold, from its link count (see the module's
-/// note): `None` until looked at, then `Some(None)` when the count says nothing.
-#[derive(Default)]
-struct Subdirs {
-    left: Option<Option<u64>>,
-}
-
-impl Subdirs {
-    /// Whether an entry of unknown type in the directory open as `fd` may be a directory.
-    fn may_remain(&mut self, fd: BorrowedFd<'_>) -> bool {
-        let left = *self.left.get_or_insert_with(|| {
-            rustix::fs::fstat(fd)
-                .ok()
-                .map(|st| links(st.st_nlink))
-                .filter(|links| *links >= 2)
-                .map(|links| links - 2)
-        });
-        left != Some(0)
-    }
-
-    /// One of them found (entries before the start are never seen, so the count only
-    /// overstates what is left: an entry is opened when in doubt, never skipped).
-    fn found(&mut self, was_dir: bool) {
-        if let (true, Some(Some(n))) = (was_dir, self.left.as_mut()) {
-            *n = n.saturating_sub(1);
-        }
-    }
-}
-
-/// A link count as a number (`st_nlink` is 64 bits on x86-64, 32 on arm64).
-fn links(n: impl Into<u64>) -> u64 {
-    n.into()
 }
 
 /// Where a chunk starts in its directory: at a name, or just after one.
@@ -218,12 +163,18 @@ fn read_chunk(
     Ok((kept.into_sorted_vec(), more))
 }
 
-impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
-    /// The directory open as `fd`, `depth` levels below the root; `on_path` when it lies on
-    /// the way to the start (its path is the start's first `depth` components).
-    fn walk_dir(&mut self, fd: BorrowedFd<'_>, depth: usize, on_path: bool) -> io::Result<()> {
+impl Order for Sorted {
+    /// A directory on the way to the start is listed from the start's name there (its path
+    /// is the start's first `depth` components).
+    fn walk_dir<V: FnMut(Entry<'_>) -> Flow>(
+        walker: &mut Walker<V, Self>,
+        dir: Dir<'_>,
+    ) -> io::Result<()> {
+        let Dir { fd, depth, on_path } = dir;
         let budget = (CHUNK_BYTES >> depth.min(16)).max(MIN_CHUNK_BYTES);
-        let start = self.from.get(depth).filter(|_| on_path).cloned();
+        let from = &walker.order.from;
+        let start = from.get(depth).filter(|_| on_path).cloned();
+        let start_below = depth + 1 < from.len();
         let mut bound = start.clone().map(|name| Bound {
             name,
             inclusive: true,
@@ -234,11 +185,9 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
             for named in &chunk {
                 // The start's own name here: a directory on the way to it is walked on
                 // without being visited again; the start itself is visited.
-                let through =
-                    start.as_deref() == Some(&named.name[..]) && depth + 1 < self.from.len();
-                let at = Here { fd, depth, through };
-                self.entry(at, named, &mut subdirs);
-                if self.stopped.is_some() {
+                let through = start.as_deref() == Some(&named.name[..]) && start_below;
+                walker.entry(dir, &named.name, named.file_type, through, &mut subdirs);
+                if walker.stopped() {
                     return Ok(());
                 }
             }
@@ -251,82 +200,6 @@ impl<V: FnMut(Entry<'_>) -> Flow> Sorted<'_, V> {
                 }
                 _ => return Ok(()),
             }
-        }
-    }
-
-    /// One name of the directory `at`: visited (unless it is a directory on the way to the
-    /// start), then walked if the flow says so.
-    fn entry(&mut self, at: Here<'_>, named: &Named, subdirs: &mut Subdirs) {
-        let name = OsStr::from_bytes(&named.name);
-        let kind = kind_of(&named.name, named.file_type);
-        let (is_dir, is_unknown) = (
-            matches!(kind, Kind::Directory),
-            matches!(kind, Kind::Unknown),
-        );
-        self.path.push(name);
-        let (fd, depth, through) = (at.fd, at.depth, at.through);
-        let flow = match through {
-            true if is_dir => Flow::Continue,
-            true => Flow::Enter,
-            false => (self.visit)(Entry {
-                path: &self.path,
-                dir: fd,
-                kind,
-            }),
-        };
-        match flow {
-            Flow::Stop => self.stopped = Some(self.path.clone()),
-            Flow::Continue | Flow::Enter if is_dir => {
-                self.descend(fd, name, depth, false, through);
-                subdirs.found(true);
-            }
-            Flow::Enter if is_unknown && subdirs.may_remain(fd) => {
-                let was_dir = self.descend(fd, name, depth, true, through);
-                subdirs.found(was_dir);
-            }
-            _ => {}
-        }
-        self.path.pop();
-    }
-
-    /// Walks `name` of `parent` (its path is `self.path`); `maybe` when its type is unknown.
-    /// Returns whether it was a directory (or could not be told from one).
-    fn descend(
-        &mut self,
-        parent: BorrowedFd<'_>,
-        name: &OsStr,
-        depth: usize,
-        maybe: bool,
-        on_path: bool,
-    ) -> bool {
-        if depth + 1 > MAX_DEPTH {
-            let e = io::Error::other(format!(
-                "deeper than {MAX_DEPTH} levels below the walk's root: not walked"
-            ));
-            self.report(parent, e);
-            return true;
-        }
-        let outcome = match rustix::fs::openat(parent, name, SUBDIR_FLAGS, Mode::empty()) {
-            Ok(fd) => self.walk_dir(fd.as_fd(), depth + 1, on_path),
-            // Not a directory after all, or gone since it was listed.
-            Err(Errno::NOTDIR | Errno::LOOP) if maybe || on_path => return false,
-            Err(Errno::NOENT) => return false,
-            Err(e) => Err(describe(e)),
-        };
-        if let Err(e) = outcome {
-            self.report(parent, e);
-        }
-        true
-    }
-
-    fn report(&mut self, parent: BorrowedFd<'_>, e: io::Error) {
-        let flow = (self.visit)(Entry {
-            path: &self.path,
-            dir: parent,
-            kind: Kind::Failed(e),
-        });
-        if flow == Flow::Stop {
-            self.stopped = Some(self.path.clone());
         }
     }
 }
