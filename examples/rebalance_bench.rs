@@ -12,7 +12,9 @@
 //! the files a run visits before the default deadline (900 s less the 20 s margin) on one
 //! core and at the template's 256 MB, and the peak resident memory of the walks.
 
-use efs_mount_autoscaler::bench::{comparison, rebalance, Budget, Comparison, ShardSet, Walk};
+use efs_mount_autoscaler::bench::{
+    comparison, rebalance, Budget, Comparison, ShardSet, Walk, ABANDONED_AFTER,
+};
 use efs_mount_autoscaler::config::Config;
 use efs_router::{shard_index, MountTargetList};
 use std::path::{Path, PathBuf};
@@ -146,9 +148,10 @@ fn main() {
             from: None,
             max_visits: u64::MAX,
             comparison: c,
+            abandoned_after: ABANDONED_AFTER,
         };
         let (cpu0, t0) = (cpu(), Instant::now());
-        let moves = rebalance(&config, &new, &roots, budget, walk).unwrap();
+        let moves = rebalance(&config, &new, &roots, budget, walk, &mut Vec::new()).unwrap();
         let (cpu1, wall) = (cpu(), t0.elapsed());
         let files = moves.visited.max(1) as f64;
         let (user, sys) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);

@@ -3,9 +3,11 @@
 //!
 //! A file's logical path is `<WATCH_DIR>/<its path below the watched directory>`, nested ones
 //! included; its home is the shard `shard_index` gives that path under the list (draining shards
-//! get nothing), at the same relative path. Each shard's tree is walked as a stream
-//! (`efs_router::dir::walk_at`, from a directory opened beneath the mount without following
-//! links): memory stays bounded whatever the number of misplaced files. Moves go in batches
+//! get nothing), at the same relative path. Each shard's tree is walked in name order
+//! (`efs_router::sorted_walk`, from a directory opened beneath the mount without following
+//! links): memory stays bounded whatever the number of misplaced files, and a rebalance goes on
+//! where its last run stopped. The router's names abandoned by writers and moves that died are
+//! cleaned up as the rebalance's walk meets them. Moves go in batches
 //! through `efs_router::relocation::relocate_many`, several at a time, each deciding as
 //! `efs_router::relocate` does (their retires share private directories): the latest write
 //! wins (an older copy at home is replaced, an older copy at the source is dropped), and what a
@@ -26,7 +28,7 @@ use efs_router::{NotARegularFile, Relocation};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
 /// Misplaced files are moved this many at a time (the paths of one batch are what is held).
@@ -47,7 +49,8 @@ pub struct Moves {
     pub skipped: u64,
     /// Names that are not a routable path, or moves the file system refused.
     pub failed: u64,
-    /// Abandoned temporary files of writers that died (older than an hour), removed.
+    /// Abandoned names of writers and moves that died (unchanged for an hour), removed or
+    /// given back (a rebalance's, in the part of the tree it walked).
     #[serde(skip_serializing_if = "is_zero")]
     pub abandoned_removed: u64,
     /// The walk stopped (at the deadline, or after `REBALANCE_MAX_VISITS` files) before the
@@ -122,19 +125,25 @@ pub struct Walk<'a> {
     pub from: Option<&'a Cursor>,
     pub max_visits: u64,
     pub comparison: &'a Comparison,
+    /// The router's names unchanged this long are abandoned ([`ABANDONED_AFTER`]).
+    pub abandoned_after: Duration,
 }
 
 /// One rebalance run: [`move_home`] over the shards rooted at `roots` in the order of their
 /// roots, from `walk.from` on, until the end of the last shard (the pass ends: `resume_at` is
-/// `None`), the deadline, or `walk.max_visits` files.
+/// `None`), the deadline, or `walk.max_visits` files. On the way it cleans up the router's
+/// abandoned names it meets (see [`Mover::abandoned`]): the walk that finds misplaced files
+/// finds them too, so a run reads no directory twice and its work stays within its visits.
 pub fn rebalance(
     config: &Config,
     list: &MountTargetList,
     roots: &[String],
     budget: Budget,
     walk: Walk<'_>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Moves, Error> {
     let mut mover = Mover::new(config, list, budget, Some(walk.comparison), walk.max_visits);
+    mover.abandoned_after = Some(walk.abandoned_after);
     mover.moves.comparison = Some(walk.comparison.name());
     for root in roots.iter().collect::<BTreeSet<_>>() {
         let from = match walk.from {
@@ -153,6 +162,7 @@ pub fn rebalance(
             break;
         }
     }
+    warnings.append(&mut mover.warnings);
     let mut moves = mover.moves;
     moves.resume_at = mover.stopped;
     log_moves(&moves);
@@ -186,6 +196,12 @@ struct Mover<'a> {
     max_visits: u64,
     /// Where the walk stopped before its end.
     stopped: Option<Cursor>,
+    /// A rebalance's: the router's names unchanged this long are abandoned, cleaned up as the
+    /// walk meets them. `None` for a drain.
+    abandoned_after: Option<Duration>,
+    /// Cut-short moves the walk met in the current shard, given back once it has passed.
+    cut_short: Vec<PathBuf>,
+    warnings: Vec<Warning>,
 }
 
 impl<'a> Mover<'a> {
@@ -207,6 +223,9 @@ impl<'a> Mover<'a> {
             comparison,
             max_visits,
             stopped: None,
+            abandoned_after: None,
+            cut_short: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -242,6 +261,7 @@ impl<'a> Mover<'a> {
             return Err(e);
         }
         flush(self.config, &mut self.batch, self.budget, &mut self.moves)?;
+        self.give_back();
         if drain {
             match dir::remove_empty_dirs_at(&fd) {
                 Ok(removed) => info!(root = %root, removed = ?removed, "empty directories removed"),
@@ -273,7 +293,13 @@ impl<'a> Mover<'a> {
             // Maybe a directory: opened as one (without following a link) and walked if it
             // is; a misplaced one that is not a regular file is refused by the move.
             Kind::Unknown => Flow::Enter,
-            Kind::Directory | Kind::Private(_) => return Ok(Flow::Continue),
+            Kind::Directory => return Ok(Flow::Continue),
+            Kind::Private(_) => {
+                if let Some(after) = self.abandoned_after {
+                    self.abandoned(&entry, dir, after);
+                }
+                return Ok(Flow::Continue);
+            }
             Kind::Other(other) => {
                 moves.skipped += 1;
                 warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
@@ -319,6 +345,51 @@ impl<'a> Mover<'a> {
             }
         }
         Ok(flow)
+    }
+
+    /// One of the router's names the walk met in the shard's watched directory `dir`, when it
+    /// is abandoned (unchanged for `after`; [`dir::abandoned`]): a write's temporary file, or
+    /// a second name of a file a move linked, is removed at once relative to the directory the
+    /// walk opened, so no link planted in the tree is followed; a cut-short move's private
+    /// directory is given back once the walk has passed ([`Mover::give_back`]); a private
+    /// file with one name may be the only copy of a version whose name is not known: it is
+    /// never removed, and reported for a person to look at.
+    fn abandoned(&mut self, entry: &dir::Entry<'_>, dir: &Path, after: Duration) {
+        let Some(a) = dir::abandoned(entry, SystemTime::now(), after) else {
+            return;
+        };
+        let path = dir.join(entry.path);
+        if a.kind == Private::Moving && a.directory {
+            self.cut_short.push(path);
+        } else if !a.safe_to_remove() {
+            self.warnings.push(Warning::CutShortMove {
+                path: path.display().to_string(),
+            });
+        } else {
+            match rustix::fs::unlinkat(entry.dir, entry.name(), rustix::fs::AtFlags::empty()) {
+                Ok(()) => self.moves.abandoned_removed += 1,
+                Err(e) => {
+                    warn!(path = %path.display(), error = %e, "abandoned file not removed")
+                }
+            }
+        }
+    }
+
+    /// Gives back what the cut-short moves the walk met left in their private directories
+    /// ([`relocation::recover`]: the newer copy stays, an older one is dropped). After the
+    /// shard's walk: each is a move of its own, by path, not a step of the walk.
+    fn give_back(&mut self) {
+        for path in std::mem::take(&mut self.cut_short) {
+            match relocation::recover(&path) {
+                Ok(n) => self.moves.abandoned_removed += n,
+                Err(e) => {
+                    warn!(path = %path.display(), error = %e, "cut-short move not given back");
+                    self.warnings.push(Warning::CutShortMove {
+                        path: path.display().to_string(),
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -375,71 +446,6 @@ fn flush(
         }
     }
     Ok(())
-}
-
-/// Removes the router's temporary files abandoned (unchanged for an hour) under the shards
-/// rooted at `roots`: writes that died before their rename; and gives back what a move left in
-/// a private directory ([`relocation::recover`]: a retire's source beside where it was, a
-/// replace's new version under the name it was to replace; the newer copy stays, an older one
-/// is dropped). A private file with one link (left by a replace before they went through a
-/// directory) may be the only copy of a version whose name is not known: it is never removed,
-/// and is reported for a person to look at.
-pub fn remove_abandoned(config: &Config, roots: &[String], warnings: &mut Vec<Warning>) -> u64 {
-    remove_abandoned_older_than(config, roots, ABANDONED_AFTER, warnings)
-}
-
-/// [`remove_abandoned`], for what is unchanged for `older_than`.
-fn remove_abandoned_older_than(
-    config: &Config,
-    roots: &[String],
-    older_than: Duration,
-    warnings: &mut Vec<Warning>,
-) -> u64 {
-    let mut removed = 0;
-    for root in roots.iter().collect::<BTreeSet<_>>() {
-        let dir = config.watch_path(root);
-        let found = match dir::find_abandoned(&dir, older_than) {
-            Ok(found) => found,
-            Err(e) => {
-                warn!(root = %root, error = %e, "abandoned files not looked for");
-                continue;
-            }
-        };
-        for a in found {
-            let path = dir.join(&a.path);
-            if is_cut_short_retire(&a, &path) {
-                // Its file kept its name inside: give it back, the newer copy staying.
-                match relocation::recover(&path) {
-                    Ok(n) => removed += n,
-                    Err(e) => {
-                        warn!(path = %path.display(), error = %e, "cut-short move not given back");
-                        warnings.push(Warning::CutShortMove {
-                            path: path.display().to_string(),
-                        });
-                    }
-                }
-                continue;
-            }
-            if !a.safe_to_remove() {
-                warnings.push(Warning::CutShortMove {
-                    path: path.display().to_string(),
-                });
-                continue;
-            }
-            match std::fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) => warn!(path = %path.display(), error = %e, "abandoned file not removed"),
-            }
-        }
-    }
-    removed
-}
-
-/// A move's private directory (a retire takes a source into one under its own name, a replace
-/// links its new version into one under the name it replaces), not a link to one.
-fn is_cut_short_retire(a: &dir::Abandoned, path: &Path) -> bool {
-    a.kind == Private::Moving
-        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
 }
 
 /// Whether the tree under `dir` (opened beneath the mount, links not followed) holds a file
@@ -508,19 +514,48 @@ mod tests {
         v
     }
 
-    #[test]
-    fn a_cut_short_replace_is_given_back_and_only_a_nameless_private_file_is_reported() {
-        let mount = tempfile::tempdir().unwrap();
-        let base = mount.path().to_str().unwrap().to_owned();
-        let config = Config::from_lookup(|k| match k {
+    fn config(mount: &Path) -> Config {
+        let base = mount.to_str().unwrap().to_owned();
+        Config::from_lookup(|k| match k {
             "EFS_FILE_SYSTEM_ID" => Some("fs-1".into()),
             "ECS_CLUSTER_NAME" => Some("c".into()),
             "ECS_SERVICE_NAME" => Some("s".into()),
             "EFS_MOUNT_PATH" => Some(base.clone()),
             _ => None,
         })
-        .unwrap();
-        let roots = vec!["/".to_owned()];
+        .unwrap()
+    }
+
+    /// A rebalance over every shard of `list`, whose walk counts the router's names unchanged
+    /// for `abandoned_after` as abandoned (the age is the ctime's, which cannot be set back:
+    /// the tests' hour is zero).
+    fn rebalance_all(
+        config: &Config,
+        list: &MountTargetList,
+        abandoned_after: Duration,
+        warnings: &mut Vec<Warning>,
+    ) -> Moves {
+        let roots: Vec<String> = list.shards().into_iter().map(|t| t.root).collect();
+        let budget = Budget {
+            max_moves: 1000,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 2,
+        };
+        let comparison = crate::plan::comparison(list, None);
+        let walk = Walk {
+            from: None,
+            max_visits: u64::MAX,
+            comparison: &comparison,
+            abandoned_after,
+        };
+        rebalance(config, list, &roots, budget, walk, warnings).unwrap()
+    }
+
+    #[test]
+    fn a_cut_short_replace_is_given_back_and_only_a_nameless_private_file_is_reported() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         // Newer than home: replaces it. Older than home: dropped.
@@ -531,17 +566,22 @@ mod tests {
         // A replace's private file from before: one link, its name unknown.
         let legacy = watch.join(new_private_name(Private::Moving));
         put(&legacy, b"nameless", 20);
+        // A write that died before its rename.
+        put(
+            &watch.join(new_private_name(Private::Temporary)),
+            b"half",
+            20,
+        );
 
         // Not an hour old yet (a move may be using them): left alone.
         let mut warnings = Vec::new();
-        assert_eq!(remove_abandoned(&config, &roots, &mut warnings), 0);
-        assert_eq!((warnings.len(), names(&watch).len()), (0, 5));
+        let moves = rebalance_all(&config, &list, ABANDONED_AFTER, &mut warnings);
+        assert_eq!(moves.abandoned_removed, 0);
+        assert_eq!((warnings.len(), names(&watch).len()), (0, 6));
 
-        // An hour later (the age is the ctime's, which cannot be set back: the hour is zero).
-        assert_eq!(
-            remove_abandoned_older_than(&config, &roots, Duration::ZERO, &mut warnings),
-            2
-        );
+        // An hour later.
+        let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+        assert_eq!(moves.abandoned_removed, 3, "{moves:?}");
         assert_eq!(fs::read(watch.join("a")).unwrap(), b"replacement");
         assert_eq!(fs::read(watch.join("b")).unwrap(), b"home, newer");
         let legacy_name = legacy.file_name().unwrap().to_str().unwrap();
@@ -554,10 +594,40 @@ mod tests {
 
         // The next run: the directories are gone, so only the nameless file is reported again.
         warnings.clear();
-        assert_eq!(
-            remove_abandoned_older_than(&config, &roots, Duration::ZERO, &mut warnings),
-            0
-        );
+        let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+        assert_eq!(moves.abandoned_removed, 0);
         assert_eq!(warnings.len(), 1);
+    }
+
+    #[test]
+    fn abandoned_names_behind_a_planted_link_are_never_removed() {
+        let mount = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list =
+            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        fs::create_dir_all(config.watch_path("/")).unwrap();
+        // The second shard's watched directory is a link someone planted, to a directory
+        // holding what looks like a router's abandoned write and a cut-short move.
+        let planted = config.watch_path("/shards/x");
+        fs::create_dir_all(planted.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &planted).unwrap();
+        let tmp = outside.path().join(new_private_name(Private::Temporary));
+        put(&tmp, b"not the router's", 20);
+        let pd = cut_short_replace(outside.path(), "c", b"not the router's either", 20);
+        // And a nested one: a link to the outside inside the first shard.
+        let nested = config.watch_path("/").join("batch");
+        std::os::unix::fs::symlink(outside.path(), &nested).unwrap();
+
+        let mut warnings = Vec::new();
+        let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+        assert_eq!(moves.abandoned_removed, 0, "{moves:?}");
+        // The planted shard is not walked (it fails), the nested link is skipped.
+        assert_eq!((moves.failed, moves.skipped), (1, 1), "{moves:?}");
+        assert!(tmp.exists());
+        assert!(pd.join("c").exists());
+        assert!(!outside.path().join("c").exists());
+        let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+        assert!(kinds.is_empty(), "{kinds:?}");
     }
 }

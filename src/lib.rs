@@ -24,7 +24,7 @@ mod state;
 /// The rebalance's walk as a run makes it, for `examples/rebalance_bench.rs`: not an API.
 #[doc(hidden)]
 pub mod bench {
-    pub use crate::homing::{rebalance, Budget, Moves, Walk};
+    pub use crate::homing::{rebalance, Budget, Moves, Walk, ABANDONED_AFTER};
     pub use crate::plan::{comparison, Comparison};
     pub use crate::rebalancing::ShardSet;
 }

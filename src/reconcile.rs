@@ -155,15 +155,16 @@ fn rebalance(
         from: record.next.as_ref(),
         max_visits: config.rebalance_max_visits.unwrap_or(u64::MAX),
         comparison: &comparison,
+        abandoned_after: homing::ABANDONED_AFTER,
     };
-    let mut moves = homing::rebalance(config, &parameter.list, &roots, budget, walk)?;
-    // The shards this run walked: the rest wait for the runs that walk them.
-    let walked: Vec<String> = roots
-        .into_iter()
-        .filter(|r| record.next.as_ref().is_none_or(|c| *r >= c.root))
-        .filter(|r| moves.resume_at.as_ref().is_none_or(|c| *r <= c.root))
-        .collect();
-    moves.abandoned_removed = homing::remove_abandoned(config, &walked, &mut applied.warnings);
+    let moves = homing::rebalance(
+        config,
+        &parameter.list,
+        &roots,
+        budget,
+        walk,
+        &mut applied.warnings,
+    )?;
     let clean = moves.remaining == 0 && moves.failed == 0;
     let state = State {
         rebalancing: record.after_run(&parameter.list, moves.resume_at.clone(), clean),

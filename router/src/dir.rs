@@ -653,18 +653,21 @@ impl std::error::Error for PathError {
 }
 
 /// One of the router's own files that has not changed for a while: a write or a move that
-/// died part way (see [`find_abandoned`]).
+/// died part way (see [`abandoned`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Abandoned {
-    /// Relative to the root given to [`find_abandoned`].
+    /// Relative to the walk's root.
     pub path: PathBuf,
     pub kind: Private,
     /// Since its last change (`ctime`: a write, a rename, a link), by this host's clock.
     pub age: Duration,
     /// Its number of names (`st_nlink`).
     pub links: u64,
-    /// Whether it is a regular file (anything else under such a name is not the router's).
+    /// Whether it is a regular file (anything else under such a name is not the router's but
+    /// a move's private directory).
     pub regular: bool,
+    /// Whether it is a directory (not a link to one): a move's private directory.
+    pub directory: bool,
 }
 
 impl Abandoned {
@@ -679,39 +682,48 @@ impl Abandoned {
     }
 }
 
-/// The router's own files under `root` (walked as [`walk`] does) whose last change is at
-/// least `older_than` ago: writes and moves that died part way. One `lstat` per private name
-/// found, none for anything else. `ctime` changes with every write, rename and link, so a
-/// write or a move in progress looks young; the age is by this host's clock against the file
-/// system's, so choose `older_than` far above any clock difference (an hour, not seconds).
+/// What `entry` of a walk is when it is one of the router's own names (a write's temporary
+/// file, a move's private name) last changed at least `older_than` before `now`: a write or a
+/// move that died part way. One `lstat`, relative to the directory the walk opened (no path is
+/// resolved again, no link followed); nothing for any other entry. `ctime` changes with every
+/// write, rename and link, so a write or a move in progress looks young; the age is by this
+/// host's clock against the file system's, so choose `older_than` far above any clock
+/// difference (an hour, not seconds).
+pub fn abandoned(entry: &Entry<'_>, now: SystemTime, older_than: Duration) -> Option<Abandoned> {
+    let Kind::Private(kind @ (Private::Temporary | Private::Moving)) = entry.kind else {
+        // The reports' directory is the function's to clean (stale reports and their writes).
+        return None;
+    };
+    let st = rustix::fs::statat(entry.dir, entry.name(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let changed = UNIX_EPOCH
+        + Duration::new(
+            u64::try_from(st.st_ctime).unwrap_or(0),
+            u32::try_from(st.st_ctime_nsec).unwrap_or(0),
+        );
+    let age = now.duration_since(changed).unwrap_or_default();
+    // `st_nlink` is u64 on x86_64 Linux and u32 on aarch64 (the Lambda's): widen it, whatever
+    // the host's width.
+    #[allow(clippy::useless_conversion)]
+    let links = u64::from(st.st_nlink);
+    let file_type = FileType::from_raw_mode(st.st_mode);
+    (age >= older_than).then(|| Abandoned {
+        path: entry.path.to_path_buf(),
+        kind,
+        age,
+        links,
+        regular: file_type == FileType::RegularFile,
+        directory: file_type == FileType::Directory,
+    })
+}
+
+/// The router's own files under `root` (walked as [`walk`] does: `root` itself is opened as
+/// given) whose last change is at least `older_than` ago ([`abandoned`]): one `lstat` per
+/// private name found, none for anything else.
 pub fn find_abandoned(root: &Path, older_than: Duration) -> io::Result<Vec<Abandoned>> {
     let now = SystemTime::now();
     let mut found = Vec::new();
     walk(root, |entry| {
-        // The reports' directory is the function's to clean (stale reports and their writes).
-        if let Kind::Private(kind @ (Private::Temporary | Private::Moving)) = entry.kind {
-            if let Ok(st) = rustix::fs::statat(entry.dir, entry.name(), AtFlags::SYMLINK_NOFOLLOW) {
-                let changed = UNIX_EPOCH
-                    + Duration::new(
-                        u64::try_from(st.st_ctime).unwrap_or(0),
-                        u32::try_from(st.st_ctime_nsec).unwrap_or(0),
-                    );
-                let age = now.duration_since(changed).unwrap_or_default();
-                // `st_nlink` is u64 on x86_64 Linux and u32 on aarch64 (the Lambda's):
-                // widen it, whatever the host's width.
-                #[allow(clippy::useless_conversion)]
-                let links = u64::from(st.st_nlink);
-                if age >= older_than {
-                    found.push(Abandoned {
-                        path: entry.path.to_path_buf(),
-                        kind,
-                        age,
-                        links,
-                        regular: FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
-                    });
-                }
-            }
-        }
+        found.extend(abandoned(&entry, now, older_than));
         Flow::Continue
     })?;
     Ok(found)

@@ -404,7 +404,7 @@ pub(crate) fn retire(
         Err(e) => Err(e),
     };
     // Empty unless a step failed with the file still in it: then it stays, for the next
-    // move to find (`find_abandoned`), never hidden by a removal here.
+    // rebalance to find (`dir::abandoned`), never hidden by a removal here.
     if let Err(e) = fs::remove_dir(&pd) {
         if result.is_ok() && e.kind() != io::ErrorKind::NotFound {
             return Err(e);
@@ -623,7 +623,7 @@ fn remove_private(p: &Path) -> io::Result<()> {
 /// name inside `pd` for this. Then it is an ordinary file of its shard again, which reads find
 /// and the function's moves take home. Answers how many entries were given back or dropped as
 /// older. Only for a `pd` no move is using: one unchanged for an hour
-/// ([`crate::dir::find_abandoned`]).
+/// ([`crate::dir::abandoned`]).
 pub fn recover(pd: &Path) -> io::Result<u64> {
     let dir = parent(pd);
     let mut settled = 0;
