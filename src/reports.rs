@@ -211,30 +211,18 @@ fn secs(t: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use efs_router::report::{list_sha256, ListSeen, FORMAT};
+    use efs_router::report::{list_sha256, ListSeen};
     use std::os::unix::fs::symlink;
 
     const ID: &str = "0123456789abcdef";
 
     fn report(id: &str, written_at: u64) -> Report {
-        Report {
-            format: FORMAT,
-            client: id.into(),
-            router: "efs-router-rust/0.1.0".into(),
-            reads: vec![1, 2],
-            list: ListSeen {
-                sha256: list_sha256("{}"),
-                version: 1,
-                parameter_version: None,
-            },
-            loaded_at: written_at,
-            refreshed_at: None,
-            refresh_failed_at: None,
-            written_at,
-            every: 60,
-            task: None,
-            label: None,
-        }
+        let list = ListSeen {
+            sha256: list_sha256("{}"),
+            version: 1,
+            parameter_version: None,
+        };
+        Report::loaded(id, "efs-router-rust/0.1.0", vec![1, 2], list, written_at)
     }
 
     fn dir() -> (tempfile::TempDir, OwnedFd) {

@@ -124,7 +124,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efs_router::names::private_kind;
-use efs_router::report::{ListSeen, Report, EVERY_SECS, FORMAT, LIFETIME_SECS};
+use efs_router::report::{ListSeen, Report, LIFETIME_SECS};
 use efs_router::reporter::Reporting;
 use efs_router::{Deleted, Layout, MountTargetList, Place, Router};
 use serde_json::{json, Value};
@@ -504,20 +504,11 @@ fn unix_now() -> u64 {
 
 /// A report as a router would write it, for a client that has no router here.
 fn report_of(client: &str, list: &Published, reads: Vec<u32>, label: &str) -> Report {
-    let now = unix_now();
+    let seen = ListSeen::of(&list.text, Some(list.version));
+    let router = "efs-router-rust/0.0.0 (soak)";
     Report {
-        format: FORMAT,
-        client: client.into(),
-        router: "efs-router-rust/0.0.0 (soak)".into(),
-        reads,
-        list: ListSeen::of(&list.text, Some(list.version)),
-        loaded_at: now,
-        refreshed_at: None,
-        refresh_failed_at: None,
-        written_at: now,
-        every: EVERY_SECS,
-        task: None,
         label: Some(label.into()),
+        ..Report::loaded(client, router, reads, seen, unix_now())
     }
 }
 

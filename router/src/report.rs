@@ -119,6 +119,32 @@ impl ReportError {
 }
 
 impl Report {
+    /// The report of `client`, a router `router` that reads list versions `reads`, which
+    /// loaded `list` at `now` (Unix seconds) and writes it then: nothing refreshed yet, one
+    /// every [`EVERY_SECS`], no task or label (set what differs with `..Report::loaded(…)`).
+    pub fn loaded(
+        client: impl Into<String>,
+        router: impl Into<String>,
+        reads: Vec<u32>,
+        list: ListSeen,
+        now: u64,
+    ) -> Report {
+        Report {
+            format: FORMAT,
+            client: client.into(),
+            router: router.into(),
+            reads,
+            list,
+            loaded_at: now,
+            refreshed_at: None,
+            refresh_failed_at: None,
+            written_at: now,
+            every: EVERY_SECS,
+            task: None,
+            label: None,
+        }
+    }
+
     /// Parses the bytes of the report file named `file_name`.
     pub fn parse(file_name: &str, bytes: &[u8]) -> Result<Report, ReportError> {
         if bytes.len() > MAX_BYTES {
@@ -172,23 +198,20 @@ mod tests {
     use super::*;
 
     fn sample() -> Report {
+        let list = ListSeen {
+            sha256: list_sha256("{}"),
+            version: 1,
+            parameter_version: Some(3),
+        };
         Report {
-            format: FORMAT,
-            client: "0123456789abcdef".into(),
-            router: "efs-router-rust/0.1.0".into(),
-            reads: vec![1, 2],
-            list: ListSeen {
-                sha256: list_sha256("{}"),
-                version: 1,
-                parameter_version: Some(3),
-            },
-            loaded_at: 10,
-            refreshed_at: None,
-            refresh_failed_at: None,
             written_at: 70,
-            every: EVERY_SECS,
-            task: None,
-            label: None,
+            ..Report::loaded(
+                "0123456789abcdef",
+                "efs-router-rust/0.1.0",
+                vec![1, 2],
+                list,
+                10,
+            )
         }
     }
 

@@ -24,7 +24,7 @@ use crate::fs::{Error, Router};
 use crate::layout::Layout;
 use crate::list::MountTargetList;
 use crate::names::{new_private_name, random_hex16, Private};
-use crate::report::{ListSeen, Report, DIR, EVERY_SECS, FORMAT, LIFETIME_SECS};
+use crate::report::{ListSeen, Report, DIR, EVERY_SECS, LIFETIME_SECS};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fmt;
 use std::io::{self, Write};
@@ -202,18 +202,10 @@ impl Reporter {
         };
         let now = clock();
         let report = Report {
-            format: FORMAT,
-            client: client.clone(),
-            router: ROUTER.to_owned(),
-            reads: READS.to_vec(),
-            list,
-            loaded_at: now,
-            refreshed_at: None,
-            refresh_failed_at: None,
-            written_at: now,
             every: every.as_secs(),
             task,
             label: options.label.or_else(hostname).map(|l| cut(&l, MAX_LABEL)),
+            ..Report::loaded(client.clone(), ROUTER, READS.to_vec(), list, now)
         };
         let shared = Arc::new(Shared {
             client,

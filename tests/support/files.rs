@@ -69,24 +69,15 @@ impl Mount {
     /// Writes, as a router does, the report of client `id` (16 hex digits) that routes by the
     /// list `text` (the parameter's value as read) and reads the list versions `reads`.
     pub fn report(&self, id: &str, text: &str, reads: &[u32]) -> PathBuf {
-        use efs_router::report::{ListSeen, Report, EVERY_SECS, FORMAT};
+        use efs_router::report::{ListSeen, Report};
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
+        let list = ListSeen::of(text, None);
         let report = Report {
-            format: FORMAT,
-            client: id.into(),
-            router: "efs-router-rust/test".into(),
-            reads: reads.to_vec(),
-            list: ListSeen::of(text, None),
-            loaded_at: now,
-            refreshed_at: None,
-            refresh_failed_at: None,
-            written_at: now,
-            every: EVERY_SECS,
-            task: None,
             label: Some("test fleet".into()),
+            ..Report::loaded(id, "efs-router-rust/test", reads.to_vec(), list, now)
         };
         let dir = self.reports_dir();
         fs::create_dir_all(&dir).expect("create the reports directory");
