@@ -1,7 +1,7 @@
 //! Observe everything a plan needs. Reads only; any error here means nothing was changed.
 
 use crate::aws::Clients;
-use crate::config::{ClientReports, Config};
+use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
 use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, When};
@@ -68,16 +68,6 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         None => carried_over(config, state::now(), &mut warnings),
     };
 
-    // With CLIENT_REPORTS=require every running task of a named service must report: the
-    // tasks ECS shows already hold them (a stopping one is held by the task rule).
-    let running_tasks = match config.client_reports {
-        ClientReports::Require => tasks
-            .iter()
-            .filter(|t| t.desired_status == "RUNNING" && t.group.starts_with("service:"))
-            .map(|t| t.arn.clone())
-            .collect(),
-        ClientReports::Ecs => Vec::new(),
-    };
     let (roots, draining_roots) = roots_to_count(parameter.as_ref(), &mount_targets, &state);
     let started = Instant::now();
     let counted = count(config, roots, draining_roots).await?;
@@ -93,7 +83,6 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             deployments,
             tasks,
             reports,
-            running_tasks,
             files: counted.files,
             unreadable: counted.unreadable,
             tree_has_files: counted.tree_has_files,

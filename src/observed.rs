@@ -200,9 +200,6 @@ pub struct Observed {
     pub tasks: Vec<EcsTask>,
     /// The clients' reports (`.efs-router-clients`), as read.
     pub reports: Reports,
-    /// ARNs of the RUNNING tasks of the named services; listed only when
-    /// `CLIENT_REPORTS=require` (else empty).
-    pub running_tasks: Vec<String>,
     /// Files per shard root; a root whose watch directory does not exist is absent.
     pub files: BTreeMap<String, u64>,
     /// Shard roots whose directory could not be read, and why: skipped, not failed.

@@ -137,7 +137,13 @@ impl Clients {
         }
         out.unread(obs, warnings);
         if policy.client_reports == ClientReports::Require {
-            for task in &obs.running_tasks {
+            // Every task of a named service that ECS wants running must report (a stopping
+            // one is held by the task rule).
+            let running = obs
+                .tasks
+                .iter()
+                .filter(|t| t.desired_status == "RUNNING" && t.group.starts_with("service:"));
+            for task in running.map(|t| &t.arn) {
                 if !reported_tasks.contains(task) {
                     out.behind.push(Behind {
                         client: task.clone(),

@@ -197,9 +197,14 @@ fn version_2_waits_for_every_live_client() {
 fn reports_required_waits_for_every_running_task_and_ecs_does_not() {
     let mut o = draining_c(100, 10, 5);
     reporting(&mut o, A, true, &[1, 2], 10);
-    let reported = format!("arn:aws:ecs:us-east-1:1:task/prod/{A}");
-    let silent = "arn:aws:ecs:us-east-1:1:task/prod/old-router".to_owned();
-    o.running_tasks = vec![reported, silent.clone()];
+    // Two running tasks of the service, created after the list's publish (so the task rule
+    // holds nothing): one reports, one runs a router older than reports.
+    let service = "service:ingest";
+    o.tasks = vec![
+        task(A, service, "RUNNING", "RUNNING", NOW - 10),
+        task("old-router", service, "RUNNING", "RUNNING", NOW - 10),
+    ];
+    let silent = o.tasks[1].arn.clone();
     // ECS alone (the default): a task without a report is a router older than reports.
     assert_eq!(plan(&o, &policy()).decision.name(), "move_drained");
     let require = Policy {
@@ -209,7 +214,7 @@ fn reports_required_waits_for_every_running_task_and_ecs_does_not() {
     let p = plan(&o, &require);
     assert_eq!(waited_for(&p), [(silent.as_str(), Why::Unreported)]);
     // Every task reports: the drain goes on.
-    o.running_tasks.pop();
+    o.tasks.pop();
     assert_eq!(plan(&o, &require).decision.name(), "move_drained");
 }
 

@@ -2,7 +2,7 @@
 
 use super::decision::{Bound, Hold, MIGRATE_EVENT};
 use super::*;
-use crate::observed::{Deployment, FileSystem, MountTarget, Parameter, When};
+use crate::observed::{Deployment, EcsTask, FileSystem, MountTarget, Parameter, When};
 use crate::observed::{LifeCycle, Observed, Subnet};
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::{az_root, extra_root, Target};
@@ -37,6 +37,18 @@ pub(super) fn target(id: &str, az: char, state: LifeCycle) -> MountTarget {
         az_id: format!("use1-az{}", az as u8 - b'a' + 1),
         ip: Some(format!("10.0.{}.4", az as u8 - b'a' + 1)),
         state,
+    }
+}
+
+/// An ECS task `id` of `group`, created at `created` (Unix seconds).
+pub(super) fn task(id: &str, group: &str, last: &str, desired: &str, created: u64) -> EcsTask {
+    EcsTask {
+        arn: format!("arn:aws:ecs:us-east-1:1:task/prod/{id}"),
+        group: group.into(),
+        last_status: last.into(),
+        desired_status: desired.into(),
+        created_at: at(created),
+        started_at: at(created + 5),
     }
 }
 
@@ -78,7 +90,6 @@ pub(super) fn world(files: u64) -> Observed {
         unreadable: BTreeMap::new(),
         tree_has_files: BTreeMap::new(),
         reports: Default::default(),
-        running_tasks: Vec::new(),
         now: When::from_secs(NOW),
     };
     // Published as it was before the files grew: one shard, built by hand (not by `plan`,

@@ -5,17 +5,6 @@ use super::*;
 use crate::observed::EcsTask;
 
 /// A task of `group`, created at `created` (the list was published at t=100).
-fn task(id: &str, group: &str, last: &str, desired: &str, created: u64) -> EcsTask {
-    EcsTask {
-        arn: format!("arn:aws:ecs:us-east-1:1:task/prod/{id}"),
-        group: group.into(),
-        last_status: last.into(),
-        desired_status: desired.into(),
-        created_at: at(created),
-        started_at: at(created + 5),
-    }
-}
-
 fn with_tasks(mut o: Observed, tasks: Vec<EcsTask>) -> Observed {
     o.tasks = tasks;
     o
