@@ -496,3 +496,83 @@ fn a_delete_removes_copies_another_client_wrote_after_this_mount_missed_them() {
     assert!(missing(&on_server(t, &m[1], &home1)));
     assert!(missing(&on_server(t, &m[1], &other1)));
 }
+
+/// The function's clean-up judges one of the router's names abandoned by its `ctime` as the
+/// function's own mount sees it (`dir::abandoned`, over the walk the rebalance makes), through
+/// that mount's attribute cache (acregmin 3 s, acregmax 60 s). The cache can only make a name
+/// look older than it is, by at most its timeout; so a temporary file another client keeps
+/// writing must never look abandoned here past a threshold above that timeout, and one it
+/// stopped writing must not look abandoned before the threshold has passed. The function's
+/// threshold is an hour, far above the 60 s bound; this test's is 5 s, above the 3 s that
+/// holds for a file that keeps changing.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_name_another_client_keeps_writing_never_looks_abandoned_through_this_mount() {
+    use efs_router::dir::{abandoned, walk_at, Flow};
+    use efs_router::names::{new_private_name, Private};
+    use std::io::Write;
+    use std::time::{Instant, SystemTime};
+    const OLDER_THAN: Duration = Duration::from_secs(5);
+    // The tier's (and EFS's) attribute timeout for a file that keeps changing.
+    const ACREGMIN: Duration = Duration::from_secs(3);
+    let t = "abandoned";
+    let m = setup(t);
+    let name = new_private_name(Private::Temporary);
+    let written = m[1].join(t).join("data/analysis").join(&name);
+    let watched = m[0].join(t).join("data/analysis");
+    // Through the function's mount, as its rebalance walks: is the name there, and abandoned?
+    let judged = || {
+        let root = fs::File::open(&watched).unwrap();
+        let mut found = None;
+        walk_at(&root, |e| {
+            if e.name() == std::ffi::OsStr::new(&name) {
+                found = Some(abandoned(&e, SystemTime::now(), OLDER_THAN).is_some());
+            }
+            Flow::Continue
+        })
+        .unwrap();
+        found
+    };
+    let append = |i: u32| {
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&written)
+            .unwrap();
+        writeln!(f, "{i}").unwrap();
+    };
+    // Another client writes every 500 ms for 12 s, more than twice the threshold.
+    let start = Instant::now();
+    let (mut seen, mut i) = (0, 0);
+    while start.elapsed() < Duration::from_secs(12) {
+        append(i);
+        i += 1;
+        if let Some(old) = judged() {
+            assert!(
+                !old,
+                "judged abandoned {:?} into writes every 500 ms",
+                start.elapsed()
+            );
+            seen += 1;
+        }
+        thread::sleep(Duration::from_millis(500));
+    }
+    assert!(seen > 0, "the function's mount never listed the name");
+    // It stops: abandoned once the threshold has passed since its last write, less what the
+    // cache may still show of a write before it, never sooner.
+    let last = Instant::now();
+    while judged() != Some(true) {
+        assert!(
+            last.elapsed() < Duration::from_secs(120),
+            "never judged abandoned"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let after = last.elapsed();
+    println!(
+        "abandoned: judged young in {seen} walks while written; abandoned {:.1} s after the last write (threshold {} s)",
+        after.as_secs_f64(),
+        OLDER_THAN.as_secs()
+    );
+    assert!(after + ACREGMIN >= OLDER_THAN, "{after:?}");
+}
