@@ -243,17 +243,25 @@ pub(crate) fn check_names(src: &Path, dst: &Path) -> io::Result<()> {
 
 /// `link(src, dst)`, the source looked at as `s`; when `dst` exists, settles which of the two
 /// stays.
-pub(crate) fn link_or_settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
-    s.regular(src)?;
-    match fs::hard_link(src, dst) {
-        Ok(()) => Ok(Next::Retire(s, Relocation::Moved)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => settle(src, dst, s),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
-            Ok(Next::Done(Relocation::SourceGone))
+pub(crate) fn link_or_settle(src: &Path, dst: &Path, mut s: Stamp) -> io::Result<Next> {
+    for _ in 0..ROUNDS {
+        s.regular(src)?;
+        match fs::hard_link(src, dst) {
+            Ok(()) => return Ok(Next::Retire(s, Relocation::Moved)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return settle(src, dst, s),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match fresh_look(src)? {
+                None => return Ok(Next::Done(Relocation::SourceGone)),
+                // The file looked at is gone, yet the name is there: a writer put a new version
+                // under it meanwhile (on NFS the link names the file looked at). Move that one.
+                Some(now) if !now.same_file(&s) => s = now,
+                // The source is as it was: `dst`'s directory is missing.
+                Some(_) => return Err(e),
+            },
+            Err(e) if no_hard_links(&e) => return without_links(src, dst, &s),
+            Err(e) => return Err(e),
         }
-        Err(e) if no_hard_links(&e) => without_links(src, dst, &s),
-        Err(e) => Err(e),
     }
+    Err(changing(src))
 }
 
 /// `dst` exists: the same file (a move cut short), an older one, or a newer one.

@@ -199,6 +199,34 @@ class Relocate(unittest.TestCase):
         self.assertEqual(read(self.dst), b"newest")
         self.assertEqual(names(self.d), ["b"])
 
+    def test_a_source_rewritten_before_its_link_is_moved_as_it_is_now(self) -> None:
+        # The link finds the file looked at gone (over NFS it names that file), and a writer's new version is
+        # under the source's name: the move starts again from it, and the new version ends at home.
+        put_at(self.src, b"old", 10)
+        real_link = os.link
+        calls = []
+
+        def link(a: Any, b: Any, **kw: Any) -> None:
+            calls.append(b)
+            if len(calls) == 1:
+                tmp = os.path.join(self.d, "src.tmp")
+                put_at(tmp, b"newest", 20)
+                os.replace(tmp, self.src)
+                raise FileNotFoundError(errno.ENOENT, "gone", a)
+            real_link(a, b, **kw)
+
+        with mock.patch.object(os, "link", side_effect=link):
+            self.assertEqual(relocate(self.src, self.dst), MOVED)
+        self.assertEqual(len(calls), 2)
+        self.assertEqual(read(self.dst), b"newest")
+        self.assertEqual(names(self.d), ["b"])
+
+    def test_a_missing_destination_directory_is_an_error_and_the_source_stays(self) -> None:
+        put(self.src, b"reading")
+        with self.assertRaises(FileNotFoundError):
+            relocate(self.src, os.path.join(self.d, "no-such-dir", "b"))
+        self.assertEqual(read(self.src), b"reading")
+
     def test_home_rewritten_during_a_replacement_is_looked_at_again(self) -> None:
         # The source is newer than home; while it is linked beside home, home is written again (newer still):
         # the last look before the rename sees it, and the source is dropped as older.

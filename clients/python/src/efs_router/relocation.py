@@ -140,20 +140,32 @@ def _relocate(src: str, dst: str, known: Optional[os.stat_result]) -> str:
     for path in (src, dst):
         if is_private_name(os.path.basename(path)):
             raise OSError(errno.EINVAL, "%s: a name of the router's own, never moved" % path)
-    s = known if known is not None else _fresh_look(src)
-    if s is None:
-        return SOURCE_GONE
-    _regular(s, src)
-    try:
-        if not _link_unless_gone(src, dst):
+    for _ in range(_ROUNDS):
+        s = known if known is not None else _fresh_look(src)
+        known = None
+        if s is None:
             return SOURCE_GONE
-    except FileExistsError:
-        return _settle(src, dst, s)
-    except OSError as e:
-        if e.errno not in _NO_HARD_LINKS:
-            raise
-        return _without_links(src, dst, s)
-    return _retire(src, dst, s, MOVED)
+        _regular(s, src)
+        try:
+            if not _link_unless_gone(src, dst):
+                return SOURCE_GONE
+        except FileExistsError:
+            return _settle(src, dst, s)
+        except FileNotFoundError:
+            # The file looked at is gone, yet the source's name is there: a writer put a new version
+            # under it meanwhile (on NFS the link names the file looked at). Move what is there now.
+            now = _fresh_look(src)
+            if now is None:
+                return SOURCE_GONE
+            if _same_file(now, s):
+                raise  # the source is as it was: dst's directory is missing
+            continue
+        except OSError as e:
+            if e.errno not in _NO_HARD_LINKS:
+                raise
+            return _without_links(src, dst, s)
+        return _retire(src, dst, s, MOVED)
+    raise _changing(src)
 
 
 def _link_unless_gone(src: str, dst: str) -> bool:
