@@ -13,9 +13,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The state's format, written into it: a build that finds a newer one stops, naming the
+/// parameter, and changes nothing (an older build cannot know what the newer fields mean).
+/// A state without the field is format 1, and format 1 is written without it, so that a build
+/// from before the field (which refuses fields it does not know) can still read it: rolling
+/// back stays possible until a format 2 is written.
+pub const STATE_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
+    /// [`STATE_FORMAT`] of the build that wrote it.
+    #[serde(default = "format_1", skip_serializing_if = "is_format_1")]
+    pub format: u32,
     /// Since when (Unix seconds) the files have been within the scale-in band.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_since: Option<u64>,
@@ -44,6 +54,51 @@ pub struct State {
     /// Where the rebalance's walk stands, and what its last clean pass balanced against.
     #[serde(default, skip_serializing_if = "is_default")]
     pub rebalancing: Rebalancing,
+}
+
+/// Why a text is not a state this build reads.
+#[derive(Debug)]
+pub enum NotAState {
+    /// Written by a newer build: its format.
+    Newer(u32),
+    Invalid(serde_json::Error),
+}
+
+impl std::fmt::Display for NotAState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotAState::Newer(found) => write!(
+                f,
+                "format {found} is newer than this build reads ({STATE_FORMAT}): a newer build \
+                 wrote it; deploy that one again, or a build that reads it (CHANGELOG.md)"
+            ),
+            NotAState::Invalid(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn format_1() -> u32 {
+    1
+}
+
+fn is_format_1(format: &u32) -> bool {
+    *format == 1
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            format: STATE_FORMAT,
+            below_since: None,
+            last_scale_out: None,
+            created: BTreeMap::new(),
+            excluded: BTreeMap::new(),
+            draining: BTreeMap::new(),
+            draining_shards: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            rebalancing: Rebalancing::default(),
+        }
+    }
 }
 
 fn is_default(r: &Rebalancing) -> bool {
@@ -131,8 +186,19 @@ impl State {
         serde_json::to_string(self).expect("plain struct")
     }
 
-    pub fn from_json(text: &str) -> Result<State, serde_json::Error> {
-        serde_json::from_str(text)
+    /// The state in `text`; an error that says why when it is not one this build reads (a
+    /// newer format is named as such, before its fields are looked at).
+    pub fn from_json(text: &str) -> Result<State, NotAState> {
+        #[derive(Deserialize)]
+        struct Format {
+            #[serde(default = "format_1")]
+            format: u32,
+        }
+        let found = serde_json::from_str::<Format>(text).map_err(NotAState::Invalid)?;
+        if found.format > STATE_FORMAT {
+            return Err(NotAState::Newer(found.format));
+        }
+        serde_json::from_str(text).map_err(NotAState::Invalid)
     }
 }
 
@@ -222,6 +288,25 @@ mod tests {
         );
         assert_eq!(State::from_json(&s.to_json()).unwrap(), s);
         assert!(State::from_json(r#"{"created_azs": ["use1-az1"]}"#).is_err());
+    }
+
+    #[test]
+    fn the_format_is_written_and_a_newer_one_is_refused() {
+        // Format 1 is written as the builds before the field wrote it, which read it back.
+        assert_eq!(State::default().to_json(), "{}");
+        assert_eq!(State::from_json("{}").unwrap().format, 1);
+        let later = State {
+            format: 2,
+            ..State::default()
+        };
+        let v: serde_json::Value = serde_json::from_str(&later.to_json()).unwrap();
+        assert_eq!(v["format"], 2);
+        let newer = format!(r#"{{"format": {}, "wholly_new": true}}"#, STATE_FORMAT + 1);
+        // The newer format is what is refused, not the field this build does not know.
+        assert!(matches!(
+            State::from_json(&newer),
+            Err(NotAState::Newer(f)) if f == STATE_FORMAT + 1
+        ));
     }
 
     #[test]
