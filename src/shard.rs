@@ -30,11 +30,15 @@ pub fn open_dir(
 /// 2. else the root the list gives a target in the same AZ (a re-created target keeps its shard);
 /// 3. else `/shards/<az-id>` when that directory already exists (a run created it, then died);
 /// 4. else `/` while no target holds `/` (the first shard keeps the files that were there);
-/// 5. else `/shards/<az-id>` (a target that was there before this function; its directory gets made).
+/// 5. else `/shards/<az-id>` while fewer than `wanted` targets serve (its directory gets made);
+/// 6. else none: the target stays idle, in no list, until the files need it. Shards follow the
+///    files, not the targets: a file system with a target in every AZ and few files keeps one
+///    shard, and no file of the app's moves for targets that were merely there.
 pub fn assign(
     targets: &[MountTarget],
     published: Option<&MountTargetList>,
     shard_dir_exists: impl Fn(&str) -> bool,
+    wanted: usize,
 ) -> Vec<FirstRoot> {
     let listed = published.map(|l| l.mount_targets.as_slice()).unwrap_or(&[]);
     let mut ordered: Vec<&MountTarget> = targets.iter().filter(|t| t.occupies_az()).collect();
@@ -86,10 +90,14 @@ pub fn assign(
         }
     }
     for t in rest {
-        let root = if taken(&shards, "/") {
+        let serving = shards.iter().filter(|s| s.target.state.is_active()).count();
+        let root = if !taken(&shards, "/") {
+            // `/` holds the files that were there: it is always served.
+            "/".to_owned()
+        } else if serving < wanted {
             az_root(&t.az_id)
         } else {
-            "/".to_owned()
+            continue;
         };
         shards.push(FirstRoot {
             target: t.clone(),
@@ -127,9 +135,37 @@ mod tests {
             target("fsmt-a", 'a', LifeCycle::Creating),
             target("fsmt-b", 'b', LifeCycle::Available),
         ];
-        let shards = assign(&targets, None, |_| false);
+        let shards = assign(&targets, None, |_| false, usize::MAX);
         assert_eq!(root_of(&shards, "fsmt-b"), "/");
         assert_eq!(root_of(&shards, "fsmt-a"), "/shards/use1-aza");
+    }
+
+    #[test]
+    fn targets_serve_shards_only_as_the_files_need_them() {
+        // A target in every AZ, as EFS's usual setup has, and files for one shard.
+        let targets = [
+            target("fsmt-c", 'c', LifeCycle::Available),
+            target("fsmt-a", 'a', LifeCycle::Available),
+            target("fsmt-b", 'b', LifeCycle::Available),
+        ];
+        let shards = assign(&targets, None, |_| false, 1);
+        let roots: Vec<(&str, &str)> = shards
+            .iter()
+            .map(|s| (s.target.id.as_str(), s.root.as_str()))
+            .collect();
+        assert_eq!(roots, [("fsmt-a", "/")]);
+        // Two needed: the next existing target (by AZ id) takes the next shard.
+        let shards = assign(&targets, None, |_| false, 2);
+        assert_eq!(shards.len(), 2);
+        assert_eq!(root_of(&shards, "fsmt-b"), "/shards/use1-azb");
+        // A listed target keeps its shard whatever is wanted: it leaves only through a drain.
+        let list = MountTargetList::from_json(
+            r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.0.1","az_id":"use1-aza","root":"/"},{"id":"fsmt-c","ip":"10.0.0.1","az_id":"use1-azc","root":"/shards/use1-azc"}],"strategy":"rendezvous"}"#,
+        )
+        .unwrap();
+        let shards = assign(&targets, Some(&list), |_| false, 1);
+        assert_eq!(shards.len(), 2);
+        assert_eq!(root_of(&shards, "fsmt-c"), "/shards/use1-azc");
     }
 
     #[test]
@@ -140,7 +176,7 @@ mod tests {
         )
         .unwrap();
         let targets = [target("fsmt-new", 'b', LifeCycle::Available)];
-        let shards = assign(&targets, Some(&list), |_| false);
+        let shards = assign(&targets, Some(&list), |_| false, usize::MAX);
         assert_eq!(root_of(&shards, "fsmt-new"), "/shards/use1-azb");
     }
 }

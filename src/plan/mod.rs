@@ -224,6 +224,18 @@ fn version_held(seen: &Seen) -> Option<Vec<String>> {
     (!seen.modulo && !v2 && !clients.read_v2).then(|| clients.v1_only.clone())
 }
 
+/// How many mount targets should serve a shard: as many as the files need shards (within
+/// `MAX_MOUNT_TARGETS`), whatever targets exist. A modulo list keeps one entry a target, as
+/// the deployments already on it have.
+fn targets_wanted(obs: &Observed, policy: &Policy, strategy: Strategy) -> usize {
+    if strategy == Strategy::ModuloSha256 {
+        return usize::MAX;
+    }
+    let files = obs.files.values().sum();
+    sizing::shards_needed(files, policy.file_threshold)
+        .min(policy.max_mount_targets.unwrap_or(usize::MAX))
+}
+
 /// What a plan starts from: the observation in the plan's terms, with every warning it gives.
 struct Seen<'a> {
     published: Option<&'a MountTargetList>,
@@ -252,9 +264,13 @@ impl<'a> Seen<'a> {
             .then(|| to_rendezvous(published, obs, &mut warnings))
             .flatten();
         let base = migrated.as_ref().or(published);
-        let shards = shard::assign(&obs.mount_targets, base, |root| {
-            obs.files.contains_key(root)
-        });
+        let strategy = base.map_or(Strategy::Rendezvous, |l| l.strategy);
+        let shards = shard::assign(
+            &obs.mount_targets,
+            base,
+            |root| obs.files.contains_key(root),
+            targets_wanted(obs, policy, strategy),
+        );
         let counts = Counts::of(obs, &shards, base, &mut warnings);
         let room = Room::of(obs, policy, &mut warnings);
         for (root, why) in &obs.unreadable {
@@ -263,7 +279,6 @@ impl<'a> Seen<'a> {
                 why: why.clone(),
             });
         }
-        let strategy = base.map_or(Strategy::Rendezvous, |l| l.strategy);
         let mut state = obs.state.clone();
         track_targets(obs, base, &shards, strategy, &mut state, &mut warnings);
         let fleet = Fleet::of(obs, policy, &mut warnings);

@@ -155,22 +155,23 @@ fn a_run_that_died_after_creating_is_finished_without_a_second_target() {
 
 #[test]
 fn a_pre_existing_second_target_gets_a_shard_directory_before_it_is_published() {
+    // Few files: the second target serves no shard, and nothing is made for it.
     let mut o = world(10);
     o.parameter = None;
     o.mount_targets
         .push(target("fsmt-b", 'b', LifeCycle::Available));
     let p = plan(&o, &policy());
+    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(ids_and_roots(&p.list), [("fsmt-a", "/")]);
+    // Files for two shards: it takes the second, its directory made before any list names it.
+    o.files.insert("/".into(), 60_000);
+    let p = plan(&o, &policy());
     assert_eq!(
         names(&p),
-        [
-            "save_state",
-            "create_shard_directory",
-            "publish",
-            "force_deployment"
-        ]
+        ["create_shard_directory", "publish", "force_deployment"]
     );
     assert_eq!(
-        p.steps[1],
+        p.steps[0],
         Step::CreateShardDir {
             root: "/shards/use1-az2".into()
         }
