@@ -285,15 +285,23 @@ fn api_timeouts<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<ApiTimeou
     Ok(ApiTimeouts { attempt, call })
 }
 
-/// `ecs` (the default: routers older than reports write none, so requiring them would hold
-/// every move for ever) or `require`.
+/// `require` (the default: an app on plain paths writes no report, and a file moved while it
+/// runs is hidden from it) or `ecs-may-hide-files`, which trusts ECS alone. The old name `ecs`
+/// is refused, so that nobody keeps the risk without choosing it by its new name.
 fn client_reports(raw: Option<&str>) -> Result<ClientReports, ConfigError> {
-    match raw.unwrap_or("ecs") {
-        "ecs" => Ok(ClientReports::Ecs),
-        "require" => Ok(ClientReports::Require),
+    match raw.unwrap_or(ClientReports::REQUIRE) {
+        ClientReports::REQUIRE => Ok(ClientReports::Require),
+        ClientReports::ECS_MAY_HIDE_FILES => Ok(ClientReports::EcsMayHideFiles),
+        "ecs" => Err(ConfigError {
+            var: "CLIENT_REPORTS",
+            problem: "\"ecs\" is now named \"ecs-may-hide-files\": it moves files while tasks \
+                      that run no router may still read them by their old paths; set it only \
+                      if every reader and writer routes (docs/operations.md, \"Client reports\")"
+                .into(),
+        }),
         other => Err(ConfigError {
             var: "CLIENT_REPORTS",
-            problem: format!("{other:?} is neither \"ecs\" nor \"require\""),
+            problem: format!("{other:?} is neither \"require\" nor \"ecs-may-hide-files\""),
         }),
     }
 }
@@ -392,7 +400,7 @@ mod tests {
         assert_eq!(c.client_refresh, Duration::ZERO);
         assert_eq!(c.move_concurrency, 16);
         assert!(c.client_families.is_empty());
-        assert_eq!(c.client_reports, ClientReports::Ecs);
+        assert_eq!(c.client_reports, ClientReports::Require);
     }
 
     #[test]
@@ -406,9 +414,13 @@ mod tests {
     }
 
     #[test]
-    fn client_reports_is_ecs_or_require() {
+    fn client_reports_is_require_unless_the_risk_is_chosen_by_name() {
         let c = config(&[("CLIENT_REPORTS", "require")]).unwrap();
         assert_eq!(c.client_reports, ClientReports::Require);
+        let c = config(&[("CLIENT_REPORTS", "ecs-may-hide-files")]).unwrap();
+        assert_eq!(c.client_reports, ClientReports::EcsMayHideFiles);
+        // The old name of the risky mode is refused: it must be chosen by its new one.
+        assert_eq!(failing_var(&[("CLIENT_REPORTS", "ecs")]), "CLIENT_REPORTS");
         assert_eq!(
             failing_var(&[("CLIENT_REPORTS", "always")]),
             "CLIENT_REPORTS"

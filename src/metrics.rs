@@ -48,7 +48,7 @@ pub const PROP_FILE_THRESHOLD: &str = "FileThreshold";
 /// us-east-1, on AWS's CloudWatch pricing page — so a per-shard series would cost up to
 /// `MAX_SHARDS` (1000) x $0.30 = $300 a month for one file system. Mount targets are capped by
 /// the AZs (at most 6), so this metric is at most 6 series, and the function's metrics at most
-/// 23 (about $6.90 a month) however many shards there are. The fullest shard is
+/// 24 (about $7.20 a month) however many shards there are. The fullest shard is
 /// [`LARGEST_SHARD_FILES`].
 pub const FILE_COUNT: &str = "FileCount";
 /// Files in all shards together.
@@ -67,7 +67,9 @@ pub const MOUNT_TARGETS: &str = "MountTargets";
 /// Mount targets wanted, after the AZ and `MAX_MOUNT_TARGETS` caps.
 pub const DESIRED_MOUNT_TARGETS: &str = "DesiredMountTargets";
 /// 1 when the file count calls for more shards than `MAX_SHARDS` allows (for a
-/// `modulo-sha256` list, more than there can be mount targets: the AZs), else 0.
+/// `modulo-sha256` list, more than there can be mount targets: the AZs), else 0. While the
+/// list is held at version 1 it is 0: raising `MAX_SHARDS` would do nothing then, and
+/// [`LIST_VERSION_HELD`] says what would.
 pub const AT_CAPACITY: &str = "AtCapacity";
 /// How long counting the files took.
 pub const COUNT_DURATION: &str = "CountDuration";
@@ -98,6 +100,9 @@ pub const CLIENTS_BEHIND_LONGEST: &str = "ClientsBehindLongest";
 /// 1 when more shards are needed than one per mount target but the list stays version 1,
 /// because not every live client reports that it reads version 2 (or none reports), else 0.
 pub const LIST_VERSION_HELD: &str = "ListVersionHeld";
+/// Tasks ECS wants running, of the named services and `ECS_CLIENT_FAMILIES`, with no live
+/// report (`CLIENT_REPORTS=require`): while above 0, no file moves and no target goes.
+pub const TASKS_UNREPORTED: &str = "TasksUnreported";
 
 /// A CloudWatch unit, as the `Unit` member of an EMF metric definition spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +230,11 @@ pub const METRICS: &[MetricSpec] = &[
         unit: Unit::None,
         dimensions: FS_DIMS,
     },
+    MetricSpec {
+        name: TASKS_UNREPORTED,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
 ];
 
 /// What one run observed and decided, for the metrics.
@@ -260,6 +270,7 @@ pub struct RunMetrics {
     /// Seconds since the publish while some live client is behind (else 0).
     pub clients_behind_secs: u64,
     pub list_version_held: bool,
+    pub tasks_unreported: u64,
 }
 
 /// Milliseconds since the Unix epoch, for [`emf_lines`]' timestamp.
@@ -318,6 +329,7 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
         LIST_VERSION_HELD.into(),
         json!(u8::from(m.list_version_held)),
     );
+    summary.insert(TASKS_UNREPORTED.into(), json!(m.tasks_unreported));
     summary.insert(
         COUNT_DURATION.into(),
         json!(m.count_duration.as_secs_f64() * 1000.0),
@@ -529,6 +541,7 @@ mod tests {
             clients_by_version: [("1".into(), 7), ("2".into(), 8), ("unknown".into(), 9)].into(),
             clients_behind_secs: 1_801,
             list_version_held: true,
+            tasks_unreported: 3,
         }
     }
 
@@ -571,6 +584,7 @@ mod tests {
             (CLIENTS_LIST_UNKNOWN, "Count", json!(9)),
             (CLIENTS_BEHIND_LONGEST, "Seconds", json!(1_801)),
             (LIST_VERSION_HELD, "None", json!(1)),
+            (TASKS_UNREPORTED, "Count", json!(3)),
         ];
         assert_eq!(got.len(), want.len());
         for (name, unit, value) in want {
@@ -614,7 +628,7 @@ mod tests {
         assert!(doc.get(PROP_LARGEST_SHARD_ROOT).is_none());
         let names: Vec<String> = metrics_of(&doc).into_iter().map(|m| m.2).collect();
         assert!(!names.contains(&LARGEST_SHARD_FILES.to_string()));
-        assert_eq!(names.len(), 16, "{names:?}");
+        assert_eq!(names.len(), 17, "{names:?}");
     }
 
     #[test]
@@ -678,7 +692,7 @@ mod tests {
         }
         series.sort();
         series.dedup();
-        assert_eq!(series.len(), 17 + 6, "{series:?}");
+        assert_eq!(series.len(), 18 + 6, "{series:?}");
     }
 
     #[test]
@@ -771,6 +785,7 @@ mod tests {
             clients_by_version: [("2".into(), 4)].into(),
             clients_behind_secs: 0,
             list_version_held: false,
+            tasks_unreported: 0,
             ..sample()
         };
         let lines: Vec<Value> = emf_lines(&m, 42)
@@ -802,6 +817,7 @@ mod tests {
                             {"Name": "ClientsListUnknown", "Unit": "Count"},
                             {"Name": "ClientsBehindLongest", "Unit": "Seconds"},
                             {"Name": "ListVersionHeld", "Unit": "None"},
+                            {"Name": "TasksUnreported", "Unit": "Count"},
                         ],
                     }]},
                     "FileSystemId": "fs-0123456789abcdef0",
@@ -811,7 +827,7 @@ mod tests {
                     "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
                     "FleetNotConverged": 0, "UnreadableShards": 0, "ReconcileRuns": 1,
                     "ClientsListV1": 0, "ClientsListV2": 4, "ClientsListUnknown": 0,
-                    "ClientsBehindLongest": 0, "ListVersionHeld": 0,
+                    "ClientsBehindLongest": 0, "ListVersionHeld": 0, "TasksUnreported": 0,
                 }),
                 json!({
                     "_aws": {"Timestamp": 42, "CloudWatchMetrics": [{

@@ -290,12 +290,14 @@ fn emit_metrics(
         desired: first.desired as u64,
         shards: end.current_shards as u64,
         desired_shards: first.desired_shards as u64,
-        at_capacity: end.at_capacity,
+        // Held at version 1, the cap is the routers', not MAX_SHARDS: ListVersionHeld says so.
+        at_capacity: end.at_capacity && !end.list_version_held,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
         clients_by_version: end.clients_by_version.clone(),
         clients_behind_secs: end.clients_behind_secs,
         list_version_held: end.list_version_held,
+        tasks_unreported: end.unreported.len() as u64,
         unreadable_shards: (end.unreadable + dirs_not_made) as u64,
         count_duration: count_took,
     };
@@ -327,6 +329,13 @@ fn respond(
     let mut clients_behind = applied.clients_behind.clone();
     if let Decision::WaitForClients { clients, .. } = &end.decision {
         clients_behind.extend(clients.iter().cloned());
+    }
+    // Tasks that report nothing hold every move whatever was decided (on the first day, the
+    // app on plain paths): named in every response, a plan's included.
+    for c in &end.unreported {
+        if !clients_behind.contains(c) {
+            clients_behind.push(c.clone());
+        }
     }
     let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
     let tasks = tasks_waited_for(action, end);

@@ -21,6 +21,7 @@ const THRESHOLD: usize = 500;
 
 async fn testbed(world: support::world::WorldBuilder, files: usize) -> Testbed {
     let mut tb = Testbed::new(BIN, world).await;
+    tb.trust_ecs_alone();
     tb.mount.generate(files);
     tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
     tb

@@ -82,6 +82,7 @@ fn assert_all_at_home(tb: &Testbed, list: &MountTargetList, written: &[String]) 
 /// function's own (only those may be scaled in), no cool-down.
 async fn testbed(azs: &[char]) -> Testbed {
     let mut tb = Testbed::new(BIN, World::builder().mount_targets_in(azs)).await;
+    tb.trust_ecs_alone();
     tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
     tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
     fs::create_dir_all(tb.mount.watch_dir()).expect("the first shard's directory");

@@ -143,6 +143,7 @@ async fn testbed(azs: &[char]) -> Testbed {
 /// The same world, but every mount target was there before the function: none is its own.
 async fn testbed_before_the_function(azs: &[char]) -> Testbed {
     let mut tb = Testbed::new(BIN, World::builder().mount_targets_in(azs)).await;
+    tb.trust_ecs_alone();
     tb.env("FILE_THRESHOLD", THRESHOLD.to_string());
     fs::create_dir_all(tb.mount.watch_dir()).expect("create the first shard's directory");
     tb
@@ -1695,16 +1696,35 @@ async fn routers_that_cannot_read_version_2_keep_the_list_on_one_shard_a_target(
 #[tokio::test(flavor = "multi_thread")]
 async fn reports_required_lists_the_services_tasks_and_a_reported_fleet_moves() {
     let mut tb = testbed(&['a', 'b']).await;
-    tb.env("CLIENT_REPORTS", "require");
+    // The default: every running task must report.
+    tb.unset("CLIENT_REPORTS");
     let list = published_list(&tb).await;
     let b = entry_in(&list, &tb.world, 'b');
     put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 10));
     let files = files_by_name(&tb.mount);
-    tb.mount
-        .report(OLD_CLIENT, &tb.world.published().await.value, &[1, 2]);
-    // moto runs no task for a service: none is silent, and the report is of the list.
+    let text = tb.world.published().await.value;
+    // The service's tasks run before the function does, and report nothing.
+    let tasks = tb.start_tasks().await;
     let inv = tb.invoke(&rebalance(1000)).await;
-    check!(inv, tb.proxy.count("ListTasks") >= 1);
+    let behind: Vec<String> = inv.response()["clients_behind"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["why"] == "unreported")
+        .map(|c| c["client"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    check_eq!(inv, behind, tasks);
+    check!(
+        inv,
+        !has_action(inv.response(), "move_files") || moves(&inv).moved == 0
+    );
+    check!(inv, has_warning(inv.response(), "service_unreported"));
+    // Every task reports: the files move.
+    for (i, task) in tasks.iter().enumerate() {
+        let id = format!("{:016x}", 0xfeed_0000 + i);
+        tb.mount.report_of_task(&id, &text, &[1, 2], task);
+    }
+    let inv = tb.invoke(&rebalance(1000)).await;
     check_eq!(inv, moves(&inv).moved, 10);
     assert_files_intact(&files, &tb.mount, &inv);
 }

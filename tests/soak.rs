@@ -1027,6 +1027,7 @@ impl Soak {
     async fn new(seed: u64, steps: u64) -> Soak {
         let (views, mount) = Views::new();
         let mut tb = Testbed::with_mount(BIN, World::builder(), mount).await;
+        tb.trust_ecs_alone();
         tb.env("FILE_THRESHOLD", THRESHOLD.to_string())
             .env("SCALE_IN_COOLDOWN_SECONDS", "0")
             // moto answers ~10x slower in the tier's VM.

@@ -17,7 +17,8 @@ pub enum Why {
     OldList,
     /// A live file named like a report that is none (`fault` says why).
     Unreadable,
-    /// A running task of a named service with no live report (`CLIENT_REPORTS=require`).
+    /// A task ECS wants running, of a named service or `ECS_CLIENT_FAMILIES`, with no live
+    /// report naming it (`CLIENT_REPORTS=require`).
     Unreported,
     /// Entries of the reports' directory that were not read (past the bound or the time, or
     /// the directory cannot be read).
@@ -137,24 +138,7 @@ impl Clients {
         }
         out.unread(obs, warnings);
         if policy.client_reports == ClientReports::Require {
-            // Every task of a named service that ECS wants running must report (a stopping
-            // one is held by the task rule).
-            let running = obs
-                .tasks
-                .iter()
-                .filter(|t| t.desired_status == "RUNNING" && t.group.starts_with("service:"));
-            for task in running.map(|t| &t.arn) {
-                if !reported_tasks.contains(task) {
-                    out.behind.push(Behind {
-                        client: task.clone(),
-                        why: Why::Unreported,
-                        list_version: None,
-                        parameter_version: None,
-                        last_seen: None,
-                        fault: None,
-                    });
-                }
-            }
+            out.require_reports(obs, &reported_tasks, warnings);
         }
         let unknown = |b: &Behind| matches!(b.why, Why::Unread | Why::Unreported);
         out.read_v2 = live > 0 && out.v1_only.is_empty() && !out.behind.iter().any(unknown);
@@ -162,6 +146,50 @@ impl Clients {
             out.behind_secs = obs.published_at().map_or(0, |t| obs.now.since(t).as_secs());
         }
         out
+    }
+
+    /// Every task ECS wants running, of the named services and `ECS_CLIENT_FAMILIES` (the
+    /// tasks observed), must have a live report naming its ARN: one that has none may run an
+    /// app on plain paths, which a moved file would be hidden from. A group (service or
+    /// family) none of whose tasks reports is said once: on the first day, that is the app
+    /// that runs no router yet. A stopping task is held by the task rule instead.
+    fn require_reports(
+        &mut self,
+        obs: &Observed,
+        reported: &[String],
+        warnings: &mut Vec<Warning>,
+    ) {
+        let mut groups: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for t in obs.tasks.iter().filter(|t| t.desired_status == "RUNNING") {
+            let (running, silent) = groups.entry(t.group.as_str()).or_default();
+            *running += 1;
+            if reported.contains(&t.arn) {
+                continue;
+            }
+            *silent += 1;
+            self.behind.push(Behind {
+                client: t.arn.clone(),
+                why: Why::Unreported,
+                list_version: None,
+                parameter_version: None,
+                last_seen: None,
+                fault: None,
+            });
+        }
+        for (group, (tasks, silent)) in groups {
+            if silent == tasks {
+                warnings.push(Warning::ServiceUnreported {
+                    group: group.to_owned(),
+                    tasks,
+                });
+            }
+        }
+    }
+
+    /// The tasks ECS wants running with no live report naming them.
+    pub(super) fn unreported(&self) -> Vec<Behind> {
+        let silent = self.behind.iter().filter(|b| b.why == Why::Unreported);
+        silent.cloned().collect()
     }
 
     /// Entries not read, and a directory that cannot be read: clients that may be behind.

@@ -107,6 +107,9 @@ pub struct Plan {
     /// More shards are needed than one per target, and the list stays version 1 because
     /// not every live client reads version 2.
     pub list_version_held: bool,
+    /// Tasks ECS wants running with no live report naming them (`CLIENT_REPORTS=require`):
+    /// they hold every move, whatever else does too.
+    pub unreported: Vec<Behind>,
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<Warning>,
@@ -187,6 +190,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     upkeep(obs, policy, shards, seen.published, &list, &mut steps);
     steps.sort_by_key(Step::kind);
     let (files_per_shard, files_per_target) = seen.counts.per_shard_and_target(&list, shards);
+    let unreported = seen.fleet.clients.unreported();
     Plan {
         current_shards: serving_shards(&list, shards, &state),
         file_count: seen.counts.file_count,
@@ -210,6 +214,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         clients_by_version: seen.fleet.clients.by_version,
         clients_behind_secs: seen.fleet.clients.behind_secs,
         list_version_held,
+        unreported,
         warnings,
         shards: seen.shards,
     }

@@ -27,10 +27,17 @@ pub struct Policy {
 /// holds the moves while it names another list, either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClientReports {
-    /// ECS's deployments and tasks, and the reports there are: a task without one (a router
-    /// older than reports) is not waited for.
+    /// Every task ECS wants running in the named services and `ECS_CLIENT_FAMILIES` has a live
+    /// report naming its ARN before a file moves, a target goes or the list needs version 2:
+    /// a task on plain paths (no router) would lose sight of a moved file.
     #[default]
-    Ecs,
-    /// Also: every running task of the named services has a live report naming its ARN.
     Require,
+    /// ECS's deployments and tasks, and the reports there are: a task without one is not
+    /// waited for. Safe only once every reader and writer routes through a router.
+    EcsMayHideFiles,
+}
+
+impl ClientReports {
+    pub const REQUIRE: &'static str = "require";
+    pub const ECS_MAY_HIDE_FILES: &'static str = "ecs-may-hide-files";
 }

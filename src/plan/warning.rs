@@ -88,6 +88,10 @@ pub enum Warning {
     },
     /// Clients have not run the list for longer than the fleet's patience.
     ClientsNotConverged { clients: Vec<String>, age: u64 },
+    /// None of the running tasks of a service (or task definition family) reports a list:
+    /// it may run on plain paths, so no file moves, no target goes and the list stays
+    /// version 1 (`CLIENT_REPORTS=require`).
+    ServiceUnreported { group: String, tasks: usize },
 }
 
 impl Warning {
@@ -119,6 +123,7 @@ impl Warning {
             Warning::ReportsUnread { .. } => "reports_unread",
             Warning::ListVersionHeld { .. } => "list_version_held",
             Warning::ClientsNotConverged { .. } => "clients_not_converged",
+            Warning::ServiceUnreported { .. } => "service_unreported",
         }
     }
 }
@@ -234,6 +239,11 @@ impl fmt::Display for Warning {
                 f,
                 "clients {} have not run the list published {age} s ago: files wait to move",
                 clients.join(", ")
+            ),
+            Warning::ServiceUnreported { group, tasks } => write!(
+                f,
+                "none of the {tasks} running tasks of {group} reports a list (no router, or one \
+                 older than reports): no file moves and no mount target goes until each does"
             ),
         }
     }

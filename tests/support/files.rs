@@ -86,6 +86,17 @@ impl Mount {
         path
     }
 
+    /// [`Mount::report`] by a router in the ECS task `task` (its ARN), as a router reads it
+    /// from the task metadata endpoint.
+    pub fn report_of_task(&self, id: &str, text: &str, reads: &[u32], task: &str) -> PathBuf {
+        let path = self.report(id, text, reads);
+        let mut report: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).expect("read a report")).unwrap();
+        report["task"] = serde_json::Value::from(task);
+        fs::write(&path, report.to_string()).expect("write a report");
+        path
+    }
+
     /// Writes `n` readings into the first shard's watched directory.
     pub fn generate(&self, n: usize) {
         generate(&self.watch_dir(), n, 0);

@@ -410,6 +410,15 @@ impl Proxy {
         .collect()
     }
 
+    /// The ARNs of the tasks of `group` that ECS wants running, oldest first.
+    pub fn running_task_arns(&self, group: &str) -> Vec<String> {
+        let s = self.state.lock().unwrap();
+        let of = s.tasks.all.iter().filter(|t| t.group == group);
+        of.filter(|t| t.desired == "RUNNING")
+            .map(|t| t.arn.clone())
+            .collect()
+    }
+
     /// Services whose rollout is being held.
     pub fn rolling_services(&self) -> Vec<String> {
         let s = self.state.lock().unwrap();

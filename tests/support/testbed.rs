@@ -65,6 +65,14 @@ impl Testbed {
         self
     }
 
+    /// `CLIENT_REPORTS=ecs-may-hide-files`: the proxy plays the services' tasks, and they run
+    /// no router that reports, so under the default (`require`) nothing would move. The tests
+    /// of the move machinery take the opt-in; the default is tested in `tests/day_one.rs`, in
+    /// the plan's tests, and by the tests that write a report for each task.
+    pub fn trust_ecs_alone(&mut self) -> &mut Self {
+        self.env("CLIENT_REPORTS", "ecs-may-hide-files")
+    }
+
     /// Removes one of the function's variables.
     pub fn unset(&mut self, key: &str) -> &mut Self {
         self.function = self.function.clone().without(key);
@@ -86,6 +94,31 @@ impl Testbed {
     pub async fn fleet_reports(&self, reads: &[u32]) {
         let text = self.world.published().await.value;
         self.mount.report(FLEET_CLIENT, &text, reads);
+    }
+
+    /// The services' tasks as ECS runs them before the function's first run: the proxy plays
+    /// them from the first DescribeServices answer it passes, so one is sent now, and each
+    /// service's running tasks are returned by group (`service:<name>`).
+    pub async fn start_tasks(&self) -> Vec<String> {
+        let ecs = Aws::at(&self.proxy.endpoint()).await.ecs;
+        ecs.describe_services()
+            .cluster(&self.world.cluster)
+            .set_services(Some(self.world.services.clone()))
+            .send()
+            .await
+            .expect("DescribeServices through the proxy");
+        let groups: Vec<String> = self
+            .world
+            .services
+            .iter()
+            .map(|s| format!("service:{s}"))
+            .collect();
+        let arns: Vec<String> = groups
+            .iter()
+            .flat_map(|g| self.proxy.running_task_arns(g))
+            .collect();
+        assert!(!arns.is_empty(), "the proxy started no task for {groups:?}");
+        arns
     }
 
     /// No create, delete, put or update of any kind went through the proxy.

@@ -194,7 +194,7 @@ fn version_2_waits_for_every_live_client() {
 }
 
 #[test]
-fn reports_required_waits_for_every_running_task_and_ecs_does_not() {
+fn reports_required_waits_for_every_running_task_and_ecs_alone_does_not() {
     let mut o = draining_c(100, 10, 5);
     reporting(&mut o, A, true, &[1, 2], 10);
     // Two running tasks of the service, created after the list's publish (so the task rule
@@ -205,17 +205,21 @@ fn reports_required_waits_for_every_running_task_and_ecs_does_not() {
         task("old-router", service, "RUNNING", "RUNNING", NOW - 10),
     ];
     let silent = o.tasks[1].arn.clone();
-    // ECS alone (the default): a task without a report is a router older than reports.
-    assert_eq!(plan(&o, &policy()).decision.name(), "move_drained");
-    let require = Policy {
-        client_reports: ClientReports::Require,
+    // The default requires a report of every running task.
+    let p = plan(&o, &policy());
+    assert_eq!(waited_for(&p), [(silent.as_str(), Why::Unreported)]);
+    assert_eq!(p.unreported.len(), 1);
+    // One of the service's tasks reports: the service is not said to run no router.
+    assert!(!kinds(&p).contains(&"service_unreported"));
+    // ECS alone, chosen by name: a task without a report is not waited for.
+    let ecs = Policy {
+        client_reports: ClientReports::EcsMayHideFiles,
         ..policy()
     };
-    let p = plan(&o, &require);
-    assert_eq!(waited_for(&p), [(silent.as_str(), Why::Unreported)]);
+    assert_eq!(plan(&o, &ecs).decision.name(), "move_drained");
     // Every task reports: the drain goes on.
     o.tasks.pop();
-    assert_eq!(plan(&o, &require).decision.name(), "move_drained");
+    assert_eq!(plan(&o, &policy()).decision.name(), "move_drained");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use efs_router::list::{az_root, extra_root, Target};
 use std::collections::BTreeSet;
 
 mod clients;
+mod day_one;
 mod decisions;
 mod drain;
 mod growth;
@@ -127,7 +128,7 @@ pub(super) fn policy() -> Policy {
         scale_in_cooldown_secs: 1800,
         allow_create: true,
         client_refresh_secs: 0,
-        client_reports: ClientReports::Ecs,
+        client_reports: ClientReports::default(),
     }
 }
 

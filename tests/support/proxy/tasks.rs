@@ -42,7 +42,7 @@ pub(super) struct Task {
     pub(super) arn: String,
     pub(super) group: String,
     family: String,
-    desired: &'static str,
+    pub(super) desired: &'static str,
     /// Index in [`STOPPING`].
     stage: usize,
     created_ms: u64,
