@@ -24,6 +24,7 @@ pub const ENV_VARS: &[&str] = &[
     "MOVE_CONCURRENCY",
     "ECS_CLIENT_FAMILIES",
     "CLIENT_REPORTS",
+    "REBALANCE_MAX_VISITS",
 ];
 
 use crate::error::ConfigError;
@@ -77,8 +78,7 @@ pub struct Config {
     /// `CLIENT_REPORTS`: whether every running task of the named services must report.
     pub client_reports: ClientReports,
     /// Files one rebalance run looks at, at most (`REBALANCE_MAX_VISITS`, unset: no limit but
-    /// the deadline). A test and operations setting, not in the template: it makes a pass
-    /// take several runs on a small tree.
+    /// the deadline): it bounds one run's work, and makes a pass take several runs.
     pub rebalance_max_visits: Option<u64>,
 }
 

@@ -1,8 +1,10 @@
 //! The SAM template (`template.yaml`) checked against the code it deploys:
 //!
 //! - the function's environment is exactly the contract's variables (`config::ENV_VARS`),
-//!   each from a parameter whose default is the contract's (and `MaxShards` within the
-//!   bounds the function accepts); every parameter is in one of the console's groups;
+//!   each from a parameter whose default is the function's own and whose constraints allow
+//!   only what the function accepts (its `Config::from_lookup` on the environment the
+//!   template sets, on each bound and just past it); every parameter is in one of the
+//!   console's groups;
 //! - the schedules send the payloads of `events/reconcile.json` and `events/rebalance.json`;
 //! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
@@ -25,7 +27,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use efs_mount_autoscaler::aws::CALLED_ACTIONS;
-use efs_mount_autoscaler::config::{DEFAULT_MAX_SHARDS, ENV_VARS};
+use efs_mount_autoscaler::config::{Config, DEFAULT_MAX_SHARDS, ENV_VARS};
+use efs_mount_autoscaler::error::ConfigError;
 use efs_mount_autoscaler::metrics::{self, MetricSpec};
 use efs_router::list::MAX_LIST_SHARDS;
 use serde_json::{json, Map, Value};
@@ -502,7 +505,7 @@ fn the_environment_is_exactly_the_contract() {
         ("API_CALL_TIMEOUT_SECONDS", "30"),
         ("CLIENT_REFRESH_SECONDS", "0"),
         ("MOVE_CONCURRENCY", "16"),
-        ("CLIENT_REPORTS", "ecs"),
+        ("CLIENT_REPORTS", "require"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -530,7 +533,8 @@ fn the_environment_is_exactly_the_contract() {
         ("ClientRefreshSeconds", "120"),
         ("MoveConcurrency", "4"),
         ("EcsClientFamilies", "batch,report"),
-        ("ClientReports", "require"),
+        ("ClientReports", "ecs-may-hide-files"),
+        ("RebalanceMaxVisits", "5000"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -553,7 +557,8 @@ fn the_environment_is_exactly_the_contract() {
         ("CLIENT_REFRESH_SECONDS", "120"),
         ("MOVE_CONCURRENCY", "4"),
         ("ECS_CLIENT_FAMILIES", "batch,report"),
-        ("CLIENT_REPORTS", "require"),
+        ("CLIENT_REPORTS", "ecs-may-hide-files"),
+        ("REBALANCE_MAX_VISITS", "5000"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
@@ -580,6 +585,580 @@ fn max_shards_is_bounded_as_the_function_bounds_it() {
         function()["Properties"]["Environment"]["Variables"]["MAX_SHARDS"],
         json!({"Ref": "MaxShards"})
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Each setting's constraints against what the function accepts.
+
+/// What the function does with a value (`Config::from_lookup` on the environment the
+/// template sets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FunctionSays {
+    Accepts,
+    /// A `ConfigError` naming the parameter's variable.
+    Refuses,
+}
+
+use FunctionSays::{Accepts, Refuses};
+
+/// Values of parameters, given together.
+type Given = &'static [(&'static str, &'static str)];
+
+/// Values to try: whether the template allows them, what the function says, and the variable
+/// it names when it refuses them.
+struct Probe {
+    given: Vec<(String, String)>,
+    allowed: bool,
+    says: FunctionSays,
+    var: &'static str,
+}
+
+/// For one parameter of the function's environment: values the template allows besides those
+/// the test takes from its declaration (`Default`, `MinValue`, `MaxValue`, `AllowedValues`),
+/// which the function must accept; and values just outside what the template allows besides
+/// `MinValue - 1` and `MaxValue + 1` (which the function must refuse), each with what the
+/// function does with it (`Accepts`: the template is the stricter, as with an empty value,
+/// which means the default).
+struct Edges {
+    param: &'static str,
+    /// Other parameters given with each value, where the function's bound depends on them.
+    with: Given,
+    inside: &'static [&'static str],
+    outside: &'static [(&'static str, FunctionSays)],
+}
+
+const EDGES: &[Edges] = &[
+    Edges {
+        param: "FileSystemId",
+        with: &[],
+        inside: &["fs-01234567", "fs-0123456789abcdef0123456789abcdef01234567"],
+        outside: &[
+            ("", Refuses),
+            ("fs-0123456", Accepts),
+            ("fs-0123ABCD", Accepts),
+        ],
+    },
+    Edges {
+        param: "SsmParameterName",
+        with: &[],
+        inside: &["/x", "/a/b.c-d_e/f"],
+        outside: &[("", Accepts), ("x", Accepts)],
+    },
+    Edges {
+        param: "StateParameterName",
+        with: &[],
+        inside: &["/x", "/a/b.c-d_e/f"],
+        outside: &[("", Accepts), ("x", Accepts)],
+    },
+    Edges {
+        param: "EcsClusterName",
+        with: &[],
+        inside: &["a", "prod-1_b"],
+        outside: &[("", Refuses), ("my cluster", Accepts)],
+    },
+    Edges {
+        param: "EcsServiceName",
+        with: &[],
+        inside: &["api", "a,b,c,d,e", "api,api"],
+        outside: &[
+            ("", Refuses),
+            ("a,,b", Refuses),
+            (",a", Refuses),
+            ("a,b,c,d,e,f", Accepts),
+            ("a, b", Accepts),
+        ],
+    },
+    Edges {
+        param: "EfsMountPath",
+        with: &[],
+        inside: &["/mnt/data", "/mnt/a.b-c_d"],
+        outside: &[
+            ("mnt/efs", Refuses),
+            ("", Accepts),
+            ("/data", Accepts),
+            ("/mnt/", Accepts),
+        ],
+    },
+    Edges {
+        param: "WatchDir",
+        with: &[],
+        inside: &["a", "in/box", ".hidden/a..b", "...x", "a/.b"],
+        outside: &[
+            ("..", Refuses),
+            ("../etc", Refuses),
+            ("data/../etc", Refuses),
+            ("data/..", Refuses),
+            ("", Accepts),
+            (".", Accepts),
+            ("/data", Accepts),
+            ("data/", Accepts),
+        ],
+    },
+    Edges {
+        param: "FileThreshold",
+        with: &[],
+        inside: &["18446744073709551615"],
+        outside: &[],
+    },
+    Edges {
+        param: "MountTargetSubnetIds",
+        with: &[],
+        inside: &["", "subnet-0a1b2c", "subnet-1,subnet-2"],
+        outside: &[
+            ("subnet-1,", Refuses),
+            (",subnet-1", Refuses),
+            (",", Refuses),
+            ("subnet-1 subnet-2", Refuses),
+            ("subnet-1, subnet-2", Accepts),
+            ("subnet-xyz", Accepts),
+        ],
+    },
+    Edges {
+        param: "MountTargetSecurityGroupIds",
+        with: &[],
+        inside: &["", "sg-0a1b", "sg-1,sg-2"],
+        outside: &[
+            ("sg-1,,sg-2", Refuses),
+            ("sg-1 sg-2", Refuses),
+            ("sg-1, sg-2", Accepts),
+        ],
+    },
+    Edges {
+        param: "MaxMountTargets",
+        with: &[],
+        inside: &["", "1", "999"],
+        outside: &[
+            ("0", Refuses),
+            ("-1", Refuses),
+            ("1000", Accepts),
+            ("01", Accepts),
+        ],
+    },
+    Edges {
+        param: "MaxShards",
+        with: &[],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "ScaleInRatio",
+        with: &[],
+        inside: &["0.000001", "0.999999", ".5", "0.50", "0.5000000000"],
+        outside: &[
+            ("0", Refuses),
+            ("1", Refuses),
+            ("0.0", Refuses),
+            ("1.0", Refuses),
+            (".000000", Refuses),
+            ("1.5", Refuses),
+            ("-0.5", Refuses),
+            ("0.0000001", Accepts),
+            ("0.9999999", Accepts),
+            ("", Accepts),
+        ],
+    },
+    Edges {
+        param: "ScaleInCooldownSeconds",
+        with: &[],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "ProtectedSubnetIds",
+        with: &[],
+        inside: &["", "subnet-9", "subnet-1,subnet-2"],
+        outside: &[
+            ("subnet-1,", Refuses),
+            ("subnet-1 subnet-2", Refuses),
+            ("subnet-1, subnet-2", Accepts),
+        ],
+    },
+    Edges {
+        param: "SubnetExclusionSeconds",
+        with: &[],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "ApiAttemptTimeoutSeconds",
+        with: &[],
+        inside: &["30"],
+        outside: &[],
+    },
+    Edges {
+        param: "ApiCallTimeoutSeconds",
+        // The whole call holds at least one attempt: BETWEEN_PARAMETERS.
+        with: &[("ApiAttemptTimeoutSeconds", "1")],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "ClientRefreshSeconds",
+        with: &[],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "MoveConcurrency",
+        with: &[],
+        inside: &[],
+        outside: &[],
+    },
+    Edges {
+        param: "EcsClientFamilies",
+        with: &[],
+        inside: &["", "batch", "batch,report"],
+        outside: &[
+            ("batch,", Refuses),
+            ("batch report", Refuses),
+            ("batch, report", Accepts),
+        ],
+    },
+    Edges {
+        param: "ClientReports",
+        with: &[],
+        inside: &[],
+        outside: &[
+            ("ecs", Refuses),
+            ("always", Refuses),
+            ("Require", Refuses),
+            ("", Accepts),
+        ],
+    },
+    Edges {
+        param: "RebalanceMaxVisits",
+        with: &[],
+        inside: &["", "1", "999999999"],
+        outside: &[
+            ("0", Refuses),
+            ("-1", Refuses),
+            ("ten", Refuses),
+            ("1000000000", Accepts),
+            ("01", Accepts),
+        ],
+    },
+];
+
+/// Values of parameters the function checks against each other: whether the template allows
+/// them, and the variable the function names when it refuses them. Two names are compared by
+/// a rule of the template; the two time limits cannot be, as CloudFormation's rules test
+/// equality and not order: a gap, pinned here (and said in the parameters' descriptions).
+const BETWEEN_PARAMETERS: &[(Given, bool, &str)] = &[
+    (
+        &[("StateParameterName", "/efs-mount-autoscaling/mount-targets")],
+        false,
+        "STATE_PARAMETER_NAME",
+    ),
+    (
+        &[("SsmParameterName", "/efs-mount-autoscaling/state")],
+        false,
+        "STATE_PARAMETER_NAME",
+    ),
+    (
+        &[("SsmParameterName", "/x"), ("StateParameterName", "/x")],
+        false,
+        "STATE_PARAMETER_NAME",
+    ),
+    // Shorter than the default attempt (10 s), or an attempt longer than the default call
+    // (30 s).
+    (
+        &[("ApiCallTimeoutSeconds", "9")],
+        true,
+        "API_CALL_TIMEOUT_SECONDS",
+    ),
+    (
+        &[("ApiAttemptTimeoutSeconds", "31")],
+        true,
+        "API_CALL_TIMEOUT_SECONDS",
+    ),
+];
+
+/// A whole number CloudFormation's `Number` takes (it takes any integer or float) and the
+/// function refuses, as it does any fraction: the gap of a `Number` parameter, pinned here.
+const ABOVE_U64: &str = "18446744073709551616";
+
+/// Whether CloudFormation allows `value` for parameter `name` by its declaration (`Type`,
+/// `MinValue`, `MaxValue`, `MinLength`, `MaxLength`, `AllowedValues`, `AllowedPattern`);
+/// `matches` answers for a pattern.
+fn declaration_allows(name: &str, value: &str, matches: &BTreeMap<(String, String), bool>) -> bool {
+    let decl = template()["Parameters"][name]
+        .as_object()
+        .unwrap_or_else(|| panic!("no parameter {name}"));
+    for key in decl.keys() {
+        assert!(
+            matches!(
+                key.as_str(),
+                "Type"
+                    | "Description"
+                    | "Default"
+                    | "ConstraintDescription"
+                    | "NoEcho"
+                    | "MinValue"
+                    | "MaxValue"
+                    | "MinLength"
+                    | "MaxLength"
+                    | "AllowedValues"
+                    | "AllowedPattern"
+            ),
+            "{name}: this test does not know the constraint {key}"
+        );
+    }
+    let number = |key: &str| decl.get(key).map(|v| v.as_f64().expect("a number"));
+    let ok = match decl["Type"].as_str().unwrap() {
+        "Number" => match value.parse::<f64>() {
+            Ok(x) if x.is_finite() => {
+                number("MinValue").is_none_or(|min| x >= min)
+                    && number("MaxValue").is_none_or(|max| x <= max)
+            }
+            _ => false,
+        },
+        "String" => {
+            let len = value.chars().count() as f64;
+            number("MinLength").is_none_or(|min| len >= min)
+                && number("MaxLength").is_none_or(|max| len <= max)
+                && decl
+                    .get("AllowedPattern")
+                    .is_none_or(|p| matches[&(p.as_str().unwrap().to_string(), value.to_string())])
+        }
+        other => panic!("{name}: this test does not check a {other}"),
+    };
+    ok && decl.get("AllowedValues").is_none_or(|allowed| {
+        allowed.as_array().unwrap().iter().any(|a| match a {
+            Value::String(s) => s == value,
+            Value::Number(n) => value.parse::<f64>().ok() == n.as_f64(),
+            other => panic!("{name}: an allowed value {other}"),
+        })
+    })
+}
+
+/// Whether each value matches its pattern as a whole, as an `AllowedPattern` must; by Python's
+/// `re`, as cfn-lint checks a default (the template's patterns use nothing in which it and
+/// CloudFormation's differ).
+fn full_matches(pairs: BTreeSet<(String, String)>) -> BTreeMap<(String, String), bool> {
+    use std::io::Write;
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import json, re, sys\n\
+                  pairs = json.load(sys.stdin)\n\
+                  json.dump([re.fullmatch(p, v) is not None for p, v in pairs], sys.stdout)\n";
+    let mut child = Command::new(&python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let pairs: Vec<(String, String)> = pairs.into_iter().collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(&pairs).unwrap())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{python} could not match the patterns"
+    );
+    let verdicts: Vec<bool> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdicts.len(), pairs.len());
+    pairs.into_iter().zip(verdicts).collect()
+}
+
+/// Whether the template's `Rules` let a stack be created with these values.
+fn rules_hold(e: &Eval) -> bool {
+    let Some(rules) = template().get("Rules").and_then(Value::as_object) else {
+        return true;
+    };
+    let holds = |v: &Value| {
+        e.eval(v)
+            .and_then(|v| v.as_bool())
+            .unwrap_or_else(|| panic!("a rule's condition is a boolean: {v}"))
+    };
+    rules.values().all(|rule| {
+        !rule.get("RuleCondition").is_none_or(holds)
+            || rule["Assertions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| holds(&a["Assert"]))
+    })
+}
+
+/// The function's environment as the template sets it (a variable set to `AWS::NoValue` is
+/// absent).
+fn environment(e: &Eval) -> BTreeMap<String, String> {
+    function()["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(var, v)| {
+            e.eval(v).map(|v| {
+                let v = v.as_str().unwrap_or_else(|| panic!("{var} is a string"));
+                (var.clone(), v.to_string())
+            })
+        })
+        .collect()
+}
+
+fn config_of(env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+    Config::from_lookup(|var| env.get(var).cloned())
+}
+
+/// Every value the template allows for a setting is one the function accepts, and just outside
+/// what it allows, the function refuses wherever the template's bound is the function's: so
+/// that a stack never deploys a setting that fails every run, and a bound changed on one side
+/// only shows here. The values come from the template's declarations, and from [`EDGES`] for
+/// what a pattern allows. The gaps no parameter constraint can close are pinned as gaps: an
+/// order between two parameters ([`BETWEEN_PARAMETERS`]), and a `Number`'s fractions and
+/// numbers past `u64` ([`ABOVE_U64`]).
+#[test]
+fn each_setting_allows_only_what_the_function_accepts() {
+    let params = template()["Parameters"].as_object().unwrap();
+    let vars = function()["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .unwrap();
+    // The parameters the environment is made of, with their variables (CloudFormation checks
+    // those of an AWS type, `List<AWS::EC2::Subnet::Id>`, against the account).
+    let mut var_of: BTreeMap<&str, &str> = BTreeMap::new();
+    for (var, value) in vars {
+        for name in refs_in(value) {
+            let Some((name, decl)) = params.get_key_value(&name) else {
+                continue;
+            };
+            if matches!(decl["Type"].as_str(), Some("String" | "Number")) {
+                assert_eq!(var_of.insert(name, var), None, "{name} sets two variables");
+            }
+        }
+    }
+    assert_eq!(
+        var_of.keys().copied().collect::<BTreeSet<_>>(),
+        EDGES.iter().map(|e| e.param).collect::<BTreeSet<_>>(),
+        "EDGES has each parameter of the environment, once"
+    );
+    assert_eq!(EDGES.len(), var_of.len());
+
+    let mut probes: Vec<Probe> = Vec::new();
+    for edge in EDGES {
+        let decl = &params[edge.param];
+        let var = var_of[edge.param];
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut inside: Vec<String> = edge.inside.iter().map(|v| v.to_string()).collect();
+        let mut outside: Vec<(String, FunctionSays)> = edge
+            .outside
+            .iter()
+            .map(|(v, says)| (v.to_string(), *says))
+            .collect();
+        inside.extend(decl.get("Default").map(text));
+        if let Some(values) = decl.get("AllowedValues") {
+            inside.extend(values.as_array().unwrap().iter().map(text));
+        }
+        // The template's bounds are the function's: on them accepted, past them refused.
+        if let Some(min) = decl.get("MinValue").and_then(Value::as_f64) {
+            inside.push(min.to_string());
+            outside.push(((min - 1.0).to_string(), Refuses));
+        }
+        if let Some(max) = decl.get("MaxValue").and_then(Value::as_f64) {
+            inside.push(max.to_string());
+            outside.push(((max + 1.0).to_string(), Refuses));
+        }
+        let given = |v: &str| -> Vec<(String, String)> {
+            edge.with
+                .iter()
+                .map(|(p, v)| (p.to_string(), v.to_string()))
+                .chain([(edge.param.to_string(), v.to_string())])
+                .collect()
+        };
+        let probe = |v: &str, allowed, says| Probe {
+            given: given(v),
+            allowed,
+            says,
+            var,
+        };
+        probes.extend(inside.iter().map(|v| probe(v, true, Accepts)));
+        probes.extend(outside.iter().map(|(v, says)| probe(v, false, *says)));
+        // A Number takes a fraction, and past u64 when it has no MaxValue: the gap.
+        if decl["Type"] == "Number" {
+            let low = decl.get("MinValue").and_then(Value::as_f64).unwrap_or(0.0);
+            probes.push(probe(&(low + 0.5).to_string(), true, Refuses));
+            if decl.get("MaxValue").is_none() {
+                probes.push(probe(ABOVE_U64, true, Refuses));
+            }
+        }
+    }
+    for (given, allowed, var) in BETWEEN_PARAMETERS {
+        probes.push(Probe {
+            given: given
+                .iter()
+                .map(|(p, v)| (p.to_string(), v.to_string()))
+                .collect(),
+            allowed: *allowed,
+            says: Refuses,
+            var,
+        });
+    }
+
+    let matches = full_matches(
+        probes
+            .iter()
+            .flat_map(|probe| &probe.given)
+            .filter_map(|(p, v)| {
+                let pattern = params[p.as_str()].get("AllowedPattern")?.as_str()?;
+                Some((pattern.to_string(), v.clone()))
+            })
+            .collect(),
+    );
+    let mut wrong: Vec<String> = Vec::new();
+    for Probe {
+        given,
+        allowed,
+        says,
+        var,
+    } in &probes
+    {
+        let given: Vec<(&str, &str)> = given
+            .iter()
+            .map(|(p, v)| (p.as_str(), v.as_str()))
+            .collect();
+        let e = Eval::new(&given);
+        let template_allows = given
+            .iter()
+            .all(|(p, v)| declaration_allows(p, v, &matches))
+            && rules_hold(&e);
+        let got = config_of(&environment(&e))
+            .map(|_| ())
+            .map_err(|err| err.var);
+        let want = match says {
+            Accepts => Ok(()),
+            Refuses => Err(*var),
+        };
+        if template_allows != *allowed || got != want {
+            wrong.push(format!(
+                "{given:?}: the template allows it: {template_allows} (expected {allowed}); \
+                 the function: {got:?} (expected {want:?})"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The template's defaults are the function's own, but for `PROTECTED_SUBNET_IDS`, which the
+/// template sets to the function's subnets.
+#[test]
+fn the_template_defaults_are_the_functions() {
+    let from_template =
+        config_of(&environment(&Eval::new(&[]))).expect("the defaults are accepted");
+    let own: BTreeMap<String, String> = [
+        ("EFS_FILE_SYSTEM_ID", "fs-0123456789abcdef0"),
+        ("ECS_CLUSTER_NAME", "prod"),
+        ("ECS_SERVICE_NAME", "api"),
+        ("PROTECTED_SUBNET_IDS", "subnet-aaa,subnet-bbb"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(from_template, config_of(&own).unwrap());
 }
 
 /// The console's interface lists every parameter, once.
@@ -1026,11 +1605,13 @@ fn the_four_alarms_are_there() {
         e.eval(&at_capacity[0]["Dimensions"]).unwrap(),
         json!([{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}])
     );
-    // It means MAX_SHARDS now; a modulo-sha256 list is capped by the AZs until migrated.
+    // It means MAX_SHARDS now; a modulo-sha256 list is capped by the AZs until migrated; a
+    // list held at version 1 (ListVersionHeld) is the routers' to release, not MAX_SHARDS'.
     let description = at_capacity[0]["AlarmDescription"].as_str().unwrap();
     for says in [
         "MAX_SHARDS",
         "FILE_THRESHOLD",
+        metrics::LIST_VERSION_HELD,
         "modulo-sha256",
         r#"{"action":"migrate","strategy":"rendezvous"}"#,
     ] {
