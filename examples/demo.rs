@@ -1,21 +1,28 @@
-//! The function, end to end, on this machine: moto_server plays AWS, a directory plays EFS.
+//! The function's first day, end to end, on this machine: moto_server plays AWS (behind the
+//! tests' proxy, which plays the ECS tasks moto does not run), a directory plays EFS.
 //!
 //!     make demo     (= cargo build --bin efs-mount-autoscaler --example demo && cargo run --example demo)
 //!
-//! A file system with one mount target and 60,000 readings in `data/analysis`; the function
-//! runs once, as Lambda runs it, on the scheduled event, with the default threshold of 50,000
-//! files per mount target. It should add a second mount target, publish both in SSM, and
-//! redeploy the ECS service.
+//! The system the function is installed into: a file system with a mount target in each of 3
+//! AZs (EFS's usual setup), 60,000 readings in `data/analysis`, and an app whose task reads and
+//! writes them with plain paths. The function runs with its defaults, as Lambda runs it: the
+//! files need 2 shards, so a target that was already there takes the second (no target is
+//! created), the list is published and the service redeployed. It moves no file: the app's
+//! task reports no list, and would lose sight of a file moved out of its directory.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
+use support::files::count_files;
 use support::function::pretty;
-use support::{binary_beside_exe, event, project_dir, Aws, Function, Moto, Mount, World};
+use support::{binary_beside_exe, event, project_dir, Mount, Seed, Testbed, World};
 
 const FILES: usize = 60_000;
+const DEADLINE: Duration = Duration::from_secs(120);
 
 #[tokio::main]
 async fn main() {
@@ -27,77 +34,89 @@ async fn main() {
         );
         std::process::exit(1);
     }
-
-    step("Starting moto_server (the AWS emulator)");
-    let moto = Moto::start();
-    println!("  {}", moto.endpoint());
-
-    step("Building the world: a VPC with subnets in 3 AZs, an EFS file system with 1 mount target, the SSM parameter, an ECS service");
-    let aws = Aws::at(&moto.endpoint()).await;
-    let world = World::builder().build(&aws).await;
-    for t in world.mount_targets().await {
-        println!("  mount target {} {} in {} ({})", t.id, t.ip, t.az, t.az_id);
-    }
-
     // In Cargo's target directory (wherever CARGO_TARGET_DIR puts it), next to the binaries.
     let mount_dir = binary
         .parent()
         .and_then(|debug| debug.parent())
         .unwrap_or(project_dir())
         .join("demo-efs");
+
+    step("Starting moto_server (the AWS emulator) and building the users' world: subnets in 3 AZs, an EFS file system with a mount target in each, an ECS service, no list yet");
+    let world = World::builder()
+        .mount_targets_in(&['a', 'b', 'c'])
+        .parameter(Seed::Absent);
+    let tb = Testbed::with_mount(&binary, world, Mount::at(&mount_dir)).await;
+    for t in tb.world.mount_targets().await {
+        println!("  mount target {} {} in {} ({})", t.id, t.ip, t.az, t.az_id);
+    }
+
     step(&format!(
         "Writing {FILES} readings into {}/data/analysis",
         mount_dir.display()
     ));
     let started = Instant::now();
-    let mount = Mount::at(&mount_dir);
-    mount.generate(FILES);
+    tb.mount.generate(FILES);
     println!("  done in {:.1} s", started.elapsed().as_secs_f64());
+    let tasks = tb.start_tasks().await;
+    println!("  the app runs on plain paths, no router: tasks {tasks:?}");
 
-    step("Invoking the function with events/scheduled.json (FILE_THRESHOLD 50000, the default)");
-    let before = world.primary_deployment(&world.services[0]).await;
-    let function = Function::new(&binary, &moto.endpoint()).envs(world.function_env(mount.path()));
-    let invocation = function
-        .invoke(&event("scheduled"), Duration::from_secs(120))
-        .await;
+    for run in 1..=2 {
+        step(&format!(
+            "Run {run}: events/scheduled.json, the defaults (FILE_THRESHOLD 50000, CLIENT_REPORTS require)"
+        ));
+        let r = invoke(&tb, &event("scheduled")).await;
+        say(
+            &r,
+            &[
+                "decision",
+                "reason",
+                "actions",
+                "shards",
+                "total",
+                "warning_kinds",
+            ],
+        );
+    }
+    match tb.world.parameter().await {
+        Some(p) => println!(
+            "\nPublished list ({}, SSM parameter version {}):\n{}",
+            tb.world.parameter_name,
+            p.version,
+            pretty(&p.json())
+        ),
+        None => println!("\nNothing is published at {}", tb.world.parameter_name),
+    }
+    println!("Shard directories: {:?}", tb.mount.shard_ids());
 
+    step("A rebalance (events/rebalance.json): would it move files home?");
+    let r = invoke(&tb, &event("rebalance")).await;
+    say(&r, &["moves", "waiting_for", "clients_behind"]);
+    let left = count_files(&tb.mount.watch_dir());
+    println!(
+        "\n{left} of {FILES} readings are in data/analysis, where the app looks: nothing moves until \
+         every task of the app runs a router that reports (docs/operations.md, \"Day one\")."
+    );
+    step("Stopping moto_server");
+}
+
+/// One invocation's response; the failure and the function's logs, then exit, if it failed.
+async fn invoke(tb: &Testbed, event: &Value) -> Value {
+    let invocation = tb.function.invoke(event, DEADLINE).await;
     match &invocation.result {
-        Ok(response) => {
-            println!("\nResponse:\n{}", pretty(response));
-        }
+        Ok(response) => response.clone(),
         Err(error) => {
             println!("\nThe function failed:\n{}", pretty(error));
             println!("\n{}", invocation.logs_block());
             std::process::exit(1);
         }
     }
+}
 
-    match world.parameter().await {
-        Some(p) => println!(
-            "\nPublished list ({}, SSM parameter version {}):\n{}",
-            world.parameter_name,
-            p.version,
-            pretty(&p.json())
-        ),
-        None => println!("\nNothing is published at {}", world.parameter_name),
+/// The response's fields `keys`, one a line.
+fn say(response: &Value, keys: &[&str]) {
+    for key in keys {
+        println!("  {key}: {}", response[*key]);
     }
-
-    let after = world.primary_deployment(&world.services[0]).await;
-    println!(
-        "\nECS service {}: primary deployment {} -> {}{}",
-        world.services[0],
-        before.id,
-        after.id,
-        if before.id == after.id {
-            " (unchanged)"
-        } else {
-            " (redeployed)"
-        }
-    );
-    println!("Shard directories: {:?}", mount.shard_ids());
-
-    step("Stopping moto_server");
-    drop(moto);
 }
 
 fn step(text: &str) {
