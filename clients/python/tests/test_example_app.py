@@ -281,7 +281,9 @@ class Deployment(unittest.TestCase):
 
         td = self.load("task-definition.json")
         shape = botocore.session.get_session().get_service_model("ecs").operation_model("RegisterTaskDefinition")
-        report = ParamValidator().validate(td, shape.input_shape)
+        input_shape = shape.input_shape
+        assert input_shape is not None
+        report = ParamValidator().validate(td, input_shape)
         self.assertFalse(report.has_errors(), report.generate_report())
         (container,) = td["containerDefinitions"]
         env = {e["name"]: e["value"] for e in container["environment"]}
