@@ -68,6 +68,12 @@ pub enum Error {
         source: BoxError,
     },
 
+    #[error("{operation} listed more than {most} tasks for one service or family; the fleet is not known this run")]
+    TooManyTasks {
+        operation: &'static str,
+        most: usize,
+    },
+
     #[error("AWS throttled {operation} beyond the SDK's retries; the next run will try again")]
     Throttled {
         operation: &'static str,
@@ -155,6 +161,7 @@ impl Error {
             Error::ParameterTooLarge { .. } => "ParameterTooLarge",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",
+            Error::TooManyTasks { .. } => "TooManyTasks",
             Error::MountTargetConflict { .. } => "MountTargetConflict",
             Error::SubnetRefused { .. } => "SubnetRefused",
             Error::Refused { .. } => "Refused",

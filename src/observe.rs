@@ -12,6 +12,7 @@ use efs_router::dir::count_files_at;
 use efs_router::list::az_root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+use tracing::warn;
 
 /// Shard directories counted at once: enough that over NFS the run takes about as long as its
 /// largest shard; few enough for Lambda's limits on threads and open files.
@@ -28,10 +29,23 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
         clients
             .ecs
             .primary_deployments(&config.cluster, &config.services),
-        clients
-            .ecs
-            .live_tasks(&config.cluster, &config.services, &config.client_families),
+        // Knowing the fleet is needed to move and delete, never to grow: a failure here holds
+        // the moves (plan/clients.rs) and the run goes on.
+        async {
+            let listed = clients
+                .ecs
+                .live_tasks(&config.cluster, &config.services, &config.client_families)
+                .await;
+            Ok::<_, Error>(listed)
+        },
     )?;
+    let (tasks, tasks_unknown) = match tasks {
+        Ok(tasks) => (tasks, None),
+        Err(e) => {
+            warn!(error = %e, "ECS's tasks could not be listed: files wait to move");
+            (Vec::new(), Some(crate::error::chain(&e)))
+        }
+    };
     if file_system.state != LifeCycle::Available {
         return Err(Error::FileSystemNotAvailable {
             id: file_system.id,
@@ -82,6 +96,7 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
             parameter,
             deployments,
             tasks,
+            tasks_unknown,
             reports,
             files: counted.files,
             unreadable: counted.unreadable,

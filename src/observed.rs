@@ -198,6 +198,9 @@ pub struct Observed {
     pub deployments: Vec<Deployment>,
     /// Tasks of the services (and of `ECS_CLIENT_FAMILIES`) that ECS has not stopped yet.
     pub tasks: Vec<EcsTask>,
+    /// Why ECS's tasks could not be listed (throttled, refused, too many): then `tasks` is
+    /// empty and every move and deletion waits, while growth goes on.
+    pub tasks_unknown: Option<String>,
     /// The clients' reports (`.efs-router-clients`), as read.
     pub reports: Reports,
     /// Files per shard root; a root whose watch directory does not exist is absent.

@@ -18,7 +18,7 @@ use efs_router::{shard_index, Layout, MountTargetList, Router, Target};
 use serde_json::{json, Value};
 
 use support::files::list_files;
-use support::{event, has_action, strings, Aws, Invocation, Mount, Testbed, World};
+use support::{event, has_action, has_warning, strings, Aws, Invocation, Mount, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: u64 = 500;
@@ -320,7 +320,7 @@ async fn a_runtask_client_on_the_old_list_holds_a_rebalance_until_ecs_stops_it()
 // ----------------------------------------------------------------------------- ECS refusing
 
 #[tokio::test(flavor = "multi_thread")]
-async fn throttled_task_calls_are_retried_and_past_the_retries_the_run_changes_nothing() {
+async fn throttled_task_calls_are_retried_and_past_the_retries_only_moves_wait() {
     let tb = testbed(&['a', 'b']).await;
     tb.proxy.throttle("ListTasks", 2);
     tb.proxy.throttle("DescribeTasks", 2);
@@ -329,11 +329,27 @@ async fn throttled_task_calls_are_retried_and_past_the_retries_the_run_changes_n
     check_eq!(inv, tb.proxy.faulted("ListTasks"), 2);
     check_eq!(inv, tb.proxy.faulted("DescribeTasks"), 2);
 
-    // Throttled for good: observing fails, before any mutating call.
+    // Throttled for good: the fleet is not known, so nothing moves and no target goes, but
+    // the run goes on, and growth with it.
     tb.proxy.reset_counts();
-    tb.proxy.throttle("ListTasks", 100);
-    let inv = tb.invoke(&event("reconcile")).await;
-    let error = inv.result.as_ref().err().cloned().unwrap_or_default();
-    check_eq!(inv, error["errorType"], json!("Throttled"));
-    tb.assert_nothing_changed(&inv);
+    tb.proxy.throttle("ListTasks", 1000);
+    tb.mount.generate(3 * THRESHOLD as usize);
+    // The first run cancels the drain the files no longer allow, the next adds a target.
+    for want in ["cancel_drain", "create"] {
+        let inv = tb.invoke(&event("reconcile")).await;
+        check!(inv, inv.result.is_ok());
+        check!(inv, has_warning(inv.response(), "tasks_unknown"));
+        check_eq!(inv, inv.response()["decision"], json!(want));
+    }
+    assert_eq!(tb.proxy.count("CreateMountTarget"), 1);
+    let inv = tb
+        .invoke(&json!({"action": "rebalance", "max_moves": 100}))
+        .await;
+    check!(inv, has_warning(inv.response(), "tasks_unknown"));
+    check_eq!(
+        inv,
+        inv.response()["moves"]["moved"].as_u64().unwrap_or(0),
+        0
+    );
+    check_eq!(inv, tb.proxy.count("DeleteMountTarget"), 0);
 }

@@ -9,6 +9,11 @@ use std::collections::BTreeSet;
 /// DescribeTasks takes at most 100 tasks a call; ListTasks pages at most 100.
 const TASKS_A_CALL: usize = 100;
 
+/// The most tasks one listing (a service's or a family's, by desired status) may hold: past
+/// it the fleet counts as unknown this run (moves wait, growth goes on), and the listing's
+/// pages stay bounded at 50 calls.
+pub const MOST_TASKS: usize = 5_000;
+
 /// Which tasks of the cluster a ListTasks asks for.
 #[derive(Clone, Copy, Debug)]
 enum TaskFilter<'a> {
@@ -169,26 +174,36 @@ impl Ecs {
             TaskFilter::Service(name) => request.service_name(name),
             TaskFilter::Family(family) => request.family(family),
         };
-        let pages: Result<Vec<String>, _> = request
+        let mut items = request
             .into_paginator()
             .page_size(TASKS_A_CALL as i32)
             .items()
-            .send()
-            .collect()
-            .await;
-        pages.map_err(|err| {
-            missing_or_sdk_error(
-                OP,
-                err,
-                |e| e.is_cluster_not_found_exception() || e.is_service_not_found_exception(),
-                || match filter {
-                    TaskFilter::Service(name) => format!(
-                        "service {name} in cluster {cluster} (ECS_CLUSTER_NAME, ECS_SERVICE_NAME)"
-                    ),
-                    TaskFilter::Family(_) => format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
-                },
-            )
-        })
+            .send();
+        let mut arns = Vec::new();
+        while let Some(item) = items.next().await {
+            let arn = item.map_err(|err| {
+                missing_or_sdk_error(
+                    OP,
+                    err,
+                    |e| e.is_cluster_not_found_exception() || e.is_service_not_found_exception(),
+                    || match filter {
+                        TaskFilter::Service(name) => format!(
+                            "service {name} in cluster {cluster} (ECS_CLUSTER_NAME, ECS_SERVICE_NAME)"
+                        ),
+                        TaskFilter::Family(_) => format!("cluster {cluster} (ECS_CLUSTER_NAME)"),
+                    },
+                )
+            })?;
+            // Bounded: a listing that never ends must not hold the run to its deadline.
+            if arns.len() == MOST_TASKS {
+                return Err(Error::TooManyTasks {
+                    operation: OP,
+                    most: MOST_TASKS,
+                });
+            }
+            arns.push(arn);
+        }
+        Ok(arns)
     }
 
     /// At most [`TASKS_A_CALL`] tasks, described; those already `STOPPED` left out.

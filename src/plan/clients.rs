@@ -23,6 +23,8 @@ pub enum Why {
     /// Entries of the reports' directory that were not read (past the bound or the time, or
     /// the directory cannot be read).
     Unread,
+    /// ECS's tasks could not be listed: any of them may run an older list, or no router.
+    TasksUnknown,
 }
 
 /// A client that holds the moves, as `waiting_for` names it.
@@ -67,6 +69,7 @@ impl std::fmt::Display for Behind {
             }
             Why::Unreported => write!(f, "task {} (no report)", self.client),
             Why::Unread => write!(f, "{} report entries not read", self.client),
+            Why::TasksUnknown => write!(f, "{} (could not be listed)", self.client),
         }
     }
 }
@@ -137,10 +140,23 @@ impl Clients {
             }
         }
         out.unread(obs, warnings);
+        if let Some(why) = &obs.tasks_unknown {
+            // Whatever CLIENT_REPORTS says: the task rule needs the tasks too.
+            warnings.push(Warning::TasksUnknown { why: why.clone() });
+            out.behind.push(Behind {
+                client: "ECS tasks".into(),
+                why: Why::TasksUnknown,
+                list_version: None,
+                parameter_version: None,
+                last_seen: None,
+                fault: None,
+            });
+        }
         if policy.client_reports == ClientReports::Require {
             out.require_reports(obs, &reported_tasks, warnings);
         }
-        let unknown = |b: &Behind| matches!(b.why, Why::Unread | Why::Unreported);
+        let unknown =
+            |b: &Behind| matches!(b.why, Why::Unread | Why::Unreported | Why::TasksUnknown);
         out.read_v2 = live > 0 && out.v1_only.is_empty() && !out.behind.iter().any(unknown);
         if !out.behind.is_empty() {
             out.behind_secs = obs.published_at().map_or(0, |t| obs.now.since(t).as_secs());

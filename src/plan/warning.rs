@@ -92,6 +92,9 @@ pub enum Warning {
     /// it may run on plain paths, so no file moves, no target goes and the list stays
     /// version 1 (`CLIENT_REPORTS=require`).
     ServiceUnreported { group: String, tasks: usize },
+    /// ListTasks or DescribeTasks failed (throttled, refused, out of time): no file moves and
+    /// no target goes this run; growth goes on.
+    TasksUnknown { why: String },
 }
 
 impl Warning {
@@ -124,6 +127,7 @@ impl Warning {
             Warning::ListVersionHeld { .. } => "list_version_held",
             Warning::ClientsNotConverged { .. } => "clients_not_converged",
             Warning::ServiceUnreported { .. } => "service_unreported",
+            Warning::TasksUnknown { .. } => "tasks_unknown",
         }
     }
 }
@@ -244,6 +248,11 @@ impl fmt::Display for Warning {
                 f,
                 "none of the {tasks} running tasks of {group} reports a list (no router, or one \
                  older than reports): no file moves and no mount target goes until each does"
+            ),
+            Warning::TasksUnknown { why } => write!(
+                f,
+                "ECS's tasks could not be listed ({why}): no file moves and no mount target goes \
+                 this run"
             ),
         }
     }

@@ -83,6 +83,7 @@ pub(super) fn world(files: u64) -> Observed {
             others_running: 0,
         }],
         tasks: Vec::new(),
+        tasks_unknown: None,
         files: BTreeMap::from([("/".to_owned(), files)]),
         protected_azs: BTreeSet::new(),
         state: State::default(),

@@ -142,3 +142,36 @@ fn tasks_that_hold_past_the_patience_warn_naming_their_group() {
         Warning::FleetNotConverged { services, .. } if services == &["family:batch"]
     )));
 }
+
+#[test]
+fn tasks_that_could_not_be_listed_hold_moves_and_deletions_never_growth() {
+    for o in [draining_c(100, 10, 5), unlisted_c(100, 10)] {
+        let mut o = o;
+        o.tasks_unknown = Some("ListTasks throttled".into());
+        for client_reports in [ClientReports::Require, ClientReports::EcsMayHideFiles] {
+            let p = plan(
+                &o,
+                &Policy {
+                    client_reports,
+                    ..policy()
+                },
+            );
+            assert_eq!(p.decision.name(), "wait_for_clients");
+            assert!(!moves_or_deletes(&p), "{:?}", p.steps);
+            assert!(kinds(&p).contains(&"tasks_unknown"));
+        }
+    }
+    // Files for two shards: the new target is asked for all the same.
+    let mut o = world(60_000);
+    o.tasks_unknown = Some("ListTasks throttled".into());
+    let p = plan(&o, &policy());
+    assert_eq!(p.decision.name(), "create");
+    // And a list that would need version 2 stays version 1: any task may run an old router.
+    let mut o = three_shards(100_000, 50_000, 50_000);
+    super::clients::reads_v2(&mut o);
+    assert!(plan(&o, &policy()).list.needs_version_2());
+    o.tasks_unknown = Some("ListTasks throttled".into());
+    let p = plan(&o, &policy());
+    assert!(p.list_version_held);
+    assert!(!p.list.needs_version_2());
+}
