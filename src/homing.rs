@@ -449,8 +449,11 @@ fn flush(
 }
 
 /// Whether the tree under `dir` (opened beneath the mount, links not followed) holds a file
-/// that is not one of the router's own names (a write in progress), nested ones included. A
-/// missing `dir` holds nothing; a part of the tree that cannot be read counts as holding one.
+/// other than a write in progress (a temporary name), nested ones included. A move's private
+/// name counts as a file: a router killed mid-move may have left the only copy of a version
+/// in it, and a drain that called the shard empty would drop its root from every list, hiding
+/// that copy. The drain holds until the rebalance's walk has given it back. A missing `dir`
+/// holds nothing; a part of the tree that cannot be read counts as holding one.
 pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
     let fd = match shard::open_dir(config, dir, false) {
         Ok(fd) => fd,
@@ -459,7 +462,7 @@ pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
     };
     let mut any = false;
     dir::walk_at(&fd, |entry| match entry.kind {
-        Kind::File | Kind::Other(_) | Kind::Failed(_) => {
+        Kind::File | Kind::Other(_) | Kind::Failed(_) | Kind::Private(Private::Moving) => {
             any = true;
             Flow::Stop
         }
@@ -477,7 +480,7 @@ pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
                 }
             }
         }
-        Kind::Directory | Kind::Private(_) => Flow::Continue,
+        Kind::Directory | Kind::Private(Private::Temporary | Private::Reports) => Flow::Continue,
     })?;
     Ok(any)
 }
@@ -549,6 +552,33 @@ mod tests {
             abandoned_after,
         };
         rebalance(config, list, &roots, budget, walk, warnings).unwrap()
+    }
+
+    #[test]
+    fn a_cut_short_move_holds_a_drain_and_a_write_in_progress_does_not() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let watch = config.watch_path("/shards/use1-az2");
+        let nested = watch.join("2026/12");
+        fs::create_dir_all(&nested).unwrap();
+        // A write in progress is the writer's, not data yet.
+        put(
+            &nested.join(new_private_name(Private::Temporary)),
+            b"half",
+            0,
+        );
+        assert!(!holds_files(&config, &watch).unwrap());
+        // A move cut short, nested: its private directory may hold the only copy.
+        let qd = cut_short_replace(&nested, "device-1.json", b"only copy", 0);
+        assert!(holds_files(&config, &watch).unwrap());
+        // Even empty, or a file under that name: what it holds cannot be known by its name.
+        fs::remove_file(qd.join("device-1.json")).unwrap();
+        assert!(holds_files(&config, &watch).unwrap());
+        fs::remove_dir(&qd).unwrap();
+        fs::write(&qd, b"planted").unwrap();
+        assert!(holds_files(&config, &watch).unwrap());
+        fs::remove_file(&qd).unwrap();
+        assert!(!holds_files(&config, &watch).unwrap());
     }
 
     #[test]
