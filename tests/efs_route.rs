@@ -457,3 +457,32 @@ fn clients_shows_each_report_live_or_gone_and_whether_it_runs_the_list() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(stdout(&o), "");
 }
+
+#[test]
+fn clients_prints_a_reports_strings_escaped_never_as_terminal_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.json");
+    std::fs::write(&list, LIST).unwrap();
+    let mount = support::Mount::at(&dir.path().join("mnt"));
+    // A task writes what it likes into its report: here a clear-screen and a title change.
+    let path = mount.report_of_task(
+        "aaaaaaaaaaaaaaaa",
+        LIST,
+        &[1, 2],
+        "arn:aws:ecs:us-east-1:1:task/c/\u{1b}]0;owned\u{7}",
+    );
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    report["router"] = "efs-router\u{1b}[2J".into();
+    std::fs::write(&path, report.to_string()).unwrap();
+    let base = mount.path().to_str().unwrap();
+    let o = run(
+        &["--list", list.to_str().unwrap(), "--base", base, "clients"],
+        None,
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(!o.stdout.contains(&0x1b), "{o:?}");
+    assert!(!o.stdout.contains(&0x07), "{o:?}");
+    // Shown, escaped: the operator still sees what the task wrote.
+    assert!(stdout(&o).contains("\\u{1b}[2J"), "{}", stdout(&o));
+}

@@ -246,19 +246,22 @@ fn clients(base: &std::path::Path, sha256: &str, as_json: bool) {
         } else {
             "BEHIND"
         };
+        // Every string here is a task's to choose: escaped, so that none drives the terminal.
         match &f.read {
             Ok(r) => println!(
                 "{}  {state:<7}  list v{} (parameter version {})  reads {:?}  seen {ago} s ago  {}{}",
-                r.client,
+                printable(&r.client),
                 r.list.version,
                 r.list.parameter_version.map_or("?".into(), |v| v.to_string()),
                 r.reads,
-                r.router,
-                r.task.as_deref().map_or(String::new(), |t| format!("  task {t}")),
+                printable(&r.router),
+                r.task
+                    .as_deref()
+                    .map_or(String::new(), |t| format!("  task {}", printable(t))),
             ),
             Err(kind) => println!(
                 "{}  {}  not a report ({kind}), seen {ago} s ago",
-                f.file,
+                printable(&f.file),
                 if live { "UNKNOWN" } else { "gone   " }
             ),
         }
@@ -273,6 +276,17 @@ fn clients(base: &std::path::Path, sha256: &str, as_json: bool) {
             false => println!("{} entries not read: {problem}", reports.unread),
         }
     }
+}
+
+/// `text` with its control characters (a terminal's escape sequences among them) written as
+/// Rust escapes: shown, never obeyed.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// The version the list is written as ([`MountTargetList::to_json`]).
