@@ -28,7 +28,8 @@ pub fn open_dir(
 /// published list's, then the rest by AZ id):
 /// 1. the root the published list gives its id;
 /// 2. else the root the list gives a target in the same AZ (a re-created target keeps its shard);
-/// 3. else `/shards/<az-id>` when that directory already exists (a run created it, then died);
+/// 3. else `/shards/<az-id>` when that directory already exists (a run created it, then died),
+///    while fewer than `wanted` targets serve;
 /// 4. else `/` while no target holds `/` (the first shard keeps the files that were there);
 /// 5. else `/shards/<az-id>` while fewer than `wanted` targets serve (its directory gets made);
 /// 6. else none: the target stays idle, in no list, until the files need it. Shards follow the
@@ -80,7 +81,11 @@ pub fn assign(
     let mut rest = Vec::new();
     for t in pending {
         let own = az_root(&t.az_id);
-        if shard_dir_exists(&own) && !taken(&shards, &own) {
+        // Within what the files need too, `/` counted as served: a target drained and kept
+        // (the undo event) leaves its empty directory behind, and must stay idle.
+        let serving = shards.iter().filter(|s| s.target.state.is_active()).count();
+        let room = serving + usize::from(!taken(&shards, "/")) < wanted;
+        if shard_dir_exists(&own) && !taken(&shards, &own) && room {
             shards.push(FirstRoot {
                 target: t.clone(),
                 root: own,
