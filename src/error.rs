@@ -20,7 +20,7 @@ pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
 
-    #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}}, {{\"action\":\"plan\"}}, {{\"action\":\"rebalance\",\"max_moves\":N}} and {{\"action\":\"migrate\",\"strategy\":\"rendezvous\"}}")]
+    #[error("unsupported event {received}: accepted are an EventBridge \"Scheduled Event\", {{\"action\":\"reconcile\"}}, {{\"action\":\"plan\"}}, {{\"action\":\"rebalance\",\"max_moves\":N}}, {{\"action\":\"migrate\",\"strategy\":\"rendezvous\"}} and {{\"action\":\"undo\"}}")]
     UnsupportedEvent { received: String },
 
     #[error("SSM parameter {name} does not hold a mount target list, so it is left unchanged and nothing was done")]

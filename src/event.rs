@@ -13,6 +13,9 @@ pub enum Action {
     Rebalance { max_moves: u64 },
     /// Reconcile, republishing a `modulo-sha256` list under `rendezvous` first.
     Migrate,
+    /// Reconcile towards the file system as the function found it: every file home to `/`,
+    /// a one-shard list, the targets it created deleted (one step of that a run).
+    Undo,
 }
 
 /// The most files one rebalancing run may be asked to move: anyone allowed to invoke the
@@ -34,6 +37,7 @@ impl Action {
         match event.get("action").and_then(Value::as_str) {
             Some("reconcile") => Ok(Action::Reconcile),
             Some("plan") => Ok(Action::Plan),
+            Some("undo") => Ok(Action::Undo),
             // Explicit about where it goes: the only strategy a list can migrate to.
             Some("migrate") => match event.get("strategy").and_then(Value::as_str) {
                 Some("rendezvous") => Ok(Action::Migrate),
@@ -76,6 +80,7 @@ impl Action {
             Action::Plan => "plan",
             Action::Rebalance { .. } => "rebalance",
             Action::Migrate => "migrate",
+            Action::Undo => "undo",
         }
     }
 }
@@ -118,6 +123,10 @@ mod tests {
         assert_eq!(
             Action::from_event(&event_file("migrate.json")).unwrap(),
             Action::Migrate
+        );
+        assert_eq!(
+            Action::from_event(&event_file("undo.json")).unwrap(),
+            Action::Undo
         );
     }
 

@@ -42,6 +42,7 @@ pub fn policy(config: &Config) -> Policy {
         allow_create: true,
         client_refresh_secs: config.client_refresh.as_secs(),
         client_reports: config.client_reports,
+        undo: false,
     }
 }
 
@@ -58,6 +59,7 @@ pub async fn run(
             .saturating_sub(MARGIN);
     let policy = Policy {
         migrate: action == Action::Migrate,
+        undo: action == Action::Undo,
         ..policy(config)
     };
     let (observed, count_took) = observe(clients, config).await?;
@@ -86,7 +88,7 @@ pub async fn run(
             }
             None
         }
-        Action::Reconcile | Action::Migrate => Some(
+        Action::Reconcile | Action::Migrate | Action::Undo => Some(
             converge(
                 clients,
                 config,

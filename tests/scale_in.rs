@@ -310,13 +310,22 @@ async fn reconcile_checked(
     tb: &Testbed,
     files: &BTreeMap<String, Vec<u8>>,
 ) -> (Invocation, MountTargetList) {
+    run_checked(tb, files, &event("reconcile")).await
+}
+
+/// [`reconcile_checked`] for another event that reconciles (the undo event).
+async fn run_checked(
+    tb: &Testbed,
+    files: &BTreeMap<String, Vec<u8>>,
+    ev: &Value,
+) -> (Invocation, MountTargetList) {
     let targets_before = tb.world.mount_targets().await;
     let list_before = published_list(tb).await;
     let state_before = tb.world.state().await;
     let param_before = tb.world.published().await;
     let deployments_before = tb.world.deployment_ids().await;
 
-    let inv = tb.invoke(&event("reconcile")).await;
+    let inv = tb.invoke(ev).await;
     let r = inv.response().clone();
     let list = checked_list(tb, &inv).await;
     assert_files_intact(files, &tb.mount, &inv);
@@ -1727,4 +1736,91 @@ async fn reports_required_lists_the_services_tasks_and_a_reported_fleet_moves() 
     let inv = tb.invoke(&rebalance(1000)).await;
     check_eq!(inv, moves(&inv).moved, 10);
     assert_files_intact(&files, &tb.mount, &inv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_created() {
+    // Targets in a and b before the function, files for 6 shards at a threshold of 100: the
+    // function creates c, and each of the 3 targets serves 2 shards.
+    let threshold = 100usize;
+    let mut tb = testbed_before_the_function(&['a', 'b']).await;
+    tb.env("FILE_THRESHOLD", threshold.to_string());
+    put_files(&tb.mount.watch_dir(), 0..400);
+    let files = files_by_name(&tb.mount);
+    let before: BTreeSet<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    let mut list = published_list(&tb).await;
+    for _ in 0..MAX_RUNS {
+        tb.fleet_reports(&[1, 2]).await;
+        let inv = tb.invoke(&event("reconcile")).await;
+        list = checked_list(&tb, &inv).await;
+        let r = inv.response();
+        if list.mount_targets.len() == 3 && r["shards"] == r["desired_shards"] {
+            break;
+        }
+    }
+    assert_eq!(list.mount_targets.len(), 3, "{}", list.to_json());
+    assert!(
+        list.mount_targets.iter().all(|t| t.shards == 2),
+        "{}",
+        list.to_json()
+    );
+    for _ in 0..MAX_RUNS {
+        tb.fleet_reports(&[1, 2]).await;
+        let inv = tb.invoke(&rebalance(100_000)).await;
+        assert_files_intact(&files, &tb.mount, &inv);
+        if misplaced(&tb.mount, &list).is_empty() {
+            break;
+        }
+    }
+    assert!(
+        list_files(&tb.mount.watch_dir()).len() < 400,
+        "nothing moved out of /"
+    );
+
+    // Undo, one step a run, each checked: drains one at a time, deletes only what it drained.
+    let mut decisions = BTreeSet::new();
+    let mut undone = None;
+    for _ in 0..60 {
+        tb.fleet_reports(&[1, 2]).await;
+        let (inv, now) = run_checked(&tb, &files, &json!({"action": "undo"})).await;
+        list = now;
+        let decision = inv.response()["decision"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        decisions.insert(decision.clone());
+        eprintln!("undo: {decision}: {}", inv.response()["reason"]);
+        if decision == "undone" {
+            undone = Some(inv);
+            break;
+        }
+    }
+    let inv = undone.unwrap_or_else(|| panic!("never undone; decisions {decisions:?}"));
+    // Every file is home under `/`, in the one directory a plain app reads.
+    check_eq!(inv, list_files(&tb.mount.watch_dir()).len(), 400);
+    check_eq!(inv, list.shard_count(), 1, "{}", list.to_json());
+    check_eq!(inv, list.mount_targets[0].root.as_str(), "/");
+    // The target it created is gone; both that were there before stay (b idle, unlisted).
+    let after: BTreeSet<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    check_eq!(inv, after, before);
+    for step in [
+        "start_shard_drain",
+        "start_drain",
+        "delete_drained",
+        "release",
+    ] {
+        check!(inv, decisions.contains(step), "no {step}: {decisions:?}");
+    }
 }

@@ -60,6 +60,16 @@ pub enum Decision {
     WaitForRefresh { id: String, left: u64 },
     /// A draining target's shard is empty: the target goes.
     DeleteDrained { id: String },
+    /// The undo event: a drained target this function did not create (or in a protected AZ)
+    /// is unlisted and every service runs that list: it stays, idle, serving no shard.
+    Release { id: String },
+    /// The undo event has nothing left to do: the list is `/` alone and the fleet runs it.
+    /// What is left for the operator: the mount targets there are, and the shard directories
+    /// (empty) that still exist.
+    Undone {
+        targets: Vec<String>,
+        roots: Vec<String>,
+    },
     /// Within the scale-in band for long enough: this target starts draining.
     StartDrain { id: String, held: u64 },
     /// Within the scale-in band for long enough: the last shard of the target that serves the
@@ -108,6 +118,8 @@ impl Decision {
             Decision::DropGone { .. } => "drop_gone",
             Decision::WaitForRefresh { .. } => "wait_for_refresh",
             Decision::DeleteDrained { .. } => "delete_drained",
+            Decision::Release { .. } => "release",
+            Decision::Undone { .. } => "undone",
             Decision::StartDrain { .. } => "start_drain",
             Decision::StartShardDrain { .. } => "start_shard_drain",
             Decision::Hold(Hold::NoCandidate) => "hold_no_candidate",
@@ -179,6 +191,8 @@ pub(super) struct Situation<'a> {
     pub(super) last_scale_out: Option<u64>,
     pub(super) cooldown: u64,
     pub(super) now: u64,
+    /// The undo event, and what would be left once it is done (targets, shard roots).
+    pub(super) undo: Option<(Vec<String>, Vec<String>)>,
 }
 
 /// A drain as [`decide`] sees it.
@@ -196,6 +210,9 @@ pub(super) struct DrainView {
     pub(super) unlisted: bool,
     /// Someone else deleted the target; only its root is left to empty.
     pub(super) gone: bool,
+    /// The target stays once drained (the undo event's drain of one this function did not
+    /// create, or in a protected AZ).
+    pub(super) keep: bool,
 }
 
 /// The one decision of a run, in order of precedence: the migrate event; a drain under way
@@ -231,6 +248,20 @@ pub(super) fn decide(s: &Situation) -> Decision {
     }
     if s.size.at_capacity || (short_of_targets && s.modulo) {
         return Decision::AtCapacity(s.bound.clone());
+    }
+    if let Some((targets, roots)) = &s.undo {
+        // Undo: every shard but `/` drains, one at a time, whatever the band says.
+        return match (&s.candidate, s.moves_wait) {
+            (Some(_), _) => scale_in(s),
+            (None, None) => Decision::Undone {
+                targets: targets.clone(),
+                roots: roots.clone(),
+            },
+            // The one-shard list is out; the fleet has not run it yet.
+            (None, Some(_)) => Decision::Keep {
+                fewer_would_do: false,
+            },
+        };
     }
     if s.in_band {
         return scale_in(s);
@@ -287,6 +318,8 @@ fn drain_step(d: &DrainView, growing: bool, moves_wait: Option<&MovesWait>) -> D
         Decision::DropGone { id }
     } else if !d.unlisted {
         Decision::Unlist { id }
+    } else if d.keep {
+        Decision::Release { id }
     } else {
         Decision::DeleteDrained { id }
     }

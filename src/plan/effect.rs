@@ -111,6 +111,11 @@ impl Effect<'_> {
             Decision::DeleteDrained { id } => out.steps.push(Step::DeleteMountTarget {
                 mount_target_id: id.clone(),
             }),
+            // Unlisted, and the fleet runs the list without it: the drain is over, the target
+            // stays.
+            Decision::Release { id } => {
+                out.state.draining.remove(id);
+            }
             // The band holds: its clock runs from when it began.
             Decision::Hold(_) => out.state.below_since = Some(out.state.below_since.unwrap_or(now)),
             Decision::Keep { .. } => out.state.below_since = None,
@@ -121,7 +126,8 @@ impl Effect<'_> {
             | Decision::WaitForClients { .. }
             | Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
-            | Decision::AtCapacity(_) => {}
+            | Decision::AtCapacity(_)
+            | Decision::Undone { .. } => {}
         }
         out
     }

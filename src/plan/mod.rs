@@ -128,7 +128,10 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let limits = Limits::of(&seen.room, obs, policy, seen.modulo, held.clone());
     let current = shards.iter().filter(|s| s.target.state.is_active()).count();
     let serving = serving_shards(&list, shards, state);
-    let size = Size::of(seen.counts.file_count, current, serving, policy, &limits);
+    let mut size = Size::of(seen.counts.file_count, current, serving, policy, &limits);
+    if policy.undo && !seen.modulo {
+        size = size.undoing();
+    }
     let band = Band::of(policy, size.current_shards, seen.counts.file_count);
     let growth = match seen.modulo {
         true => Vec::new(),
@@ -148,12 +151,22 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         in_band: band.holds,
         modulo: seen.modulo,
         migrating: seen.migrated.as_ref().map(|l| l.mount_targets.len()),
-        candidate: scale_in_candidate(obs, &list, shards, &seen.counts, state)
+        candidate: scale_in_candidate(obs, &list, shards, &seen.counts, state, policy.undo)
             .filter(|_| !seen.modulo),
-        below_since: state.below_since,
-        last_scale_out: state.last_scale_out,
-        cooldown: policy.scale_in_cooldown_secs,
+        // Undo waits for no band and no cool-down: it was asked for.
+        below_since: if policy.undo {
+            Some(obs.now.secs())
+        } else {
+            state.below_since
+        },
+        last_scale_out: state.last_scale_out.filter(|_| !policy.undo),
+        cooldown: if policy.undo {
+            0
+        } else {
+            policy.scale_in_cooldown_secs
+        },
         now: obs.now.secs(),
+        undo: (policy.undo && !seen.modulo).then(|| left_after_undo(obs)),
     });
     let reason = reason(&decision, &size, &band, policy);
     let mut warnings = seen.warnings.clone();
@@ -229,12 +242,23 @@ fn version_held(seen: &Seen) -> Option<Vec<String>> {
     (!seen.modulo && !v2 && !clients.read_v2).then(|| clients.v1_only.clone())
 }
 
+/// What the undo event leaves: every mount target AWS shows (those it did not create, and the
+/// one serving `/`), and the shard directories other than `/` that still exist.
+fn left_after_undo(obs: &Observed) -> (Vec<String>, Vec<String>) {
+    let targets = obs.mount_targets.iter().map(|t| t.id.clone()).collect();
+    let roots = obs.files.keys().filter(|r| *r != "/").cloned().collect();
+    (targets, roots)
+}
+
 /// How many mount targets should serve a shard: as many as the files need shards (within
 /// `MAX_MOUNT_TARGETS`), whatever targets exist. A modulo list keeps one entry a target, as
 /// the deployments already on it have.
 fn targets_wanted(obs: &Observed, policy: &Policy, strategy: Strategy) -> usize {
     if strategy == Strategy::ModuloSha256 {
         return usize::MAX;
+    }
+    if policy.undo {
+        return 1;
     }
     let files = obs.files.values().sum();
     sizing::shards_needed(files, policy.file_threshold)
@@ -285,7 +309,15 @@ impl<'a> Seen<'a> {
             });
         }
         let mut state = obs.state.clone();
-        track_targets(obs, base, &shards, strategy, &mut state, &mut warnings);
+        track_targets(
+            obs,
+            base,
+            &shards,
+            strategy,
+            policy.undo,
+            &mut state,
+            &mut warnings,
+        );
         let fleet = Fleet::of(obs, policy, &mut warnings);
         Seen {
             published,

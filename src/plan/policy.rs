@@ -21,6 +21,9 @@ pub struct Policy {
     pub client_refresh_secs: u64,
     /// `CLIENT_REPORTS`: what a running task of a named service without a report means.
     pub client_reports: ClientReports,
+    /// The undo event: one shard, `/`, whatever the files need; every other shard drains
+    /// home, a target this function created then goes, any other target is kept, idle.
+    pub undo: bool,
 }
 
 /// What the fleet rule asks of the clients' reports (`CLIENT_REPORTS`). Every live report

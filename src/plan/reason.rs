@@ -57,7 +57,9 @@ pub(super) fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Pol
         | Decision::DropShard { .. }
         | Decision::Unlist { .. }
         | Decision::DropGone { .. }
-        | Decision::DeleteDrained { .. } => format!("{need}; {}", drain(decision, size)),
+        | Decision::DeleteDrained { .. }
+        | Decision::Release { .. } => format!("{need}; {}", drain(decision, size)),
+        Decision::Undone { targets, roots } => undone(targets, roots),
     };
     match decision.lifted_by() {
         Some(event) if matches!(decision, Decision::AtCapacity(_)) => format!(
@@ -70,6 +72,22 @@ pub(super) fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Pol
         ),
         None => text,
     }
+}
+
+/// What the undo event leaves, for the operator to remove by hand.
+fn undone(targets: &[String], roots: &[String]) -> String {
+    let mut text = format!(
+        "undone: every file's home is / and the list is that one shard, run by every service; \
+         left: mount targets {}",
+        targets.join(", ")
+    );
+    if !roots.is_empty() {
+        text.push_str(&format!(", shard directories {}", roots.join(", ")));
+    }
+    // Drains leave the directories of the shards they emptied (and of the targets deleted).
+    text.push_str(", what drains left under /shards (empty of files: rmdir removes only that)");
+    text.push_str(", and the two SSM parameters (docs/operations.md, \"Undo\")");
+    text
 }
 
 fn in_band(need: &str, band: &Band, held: u64) -> String {
@@ -205,6 +223,10 @@ fn drain(decision: &Decision, size: &Size) -> String {
         Decision::DeleteDrained { id } => format!(
             "{id} is drained and unlisted, and every service runs the list without it: \
              deleting it"
+        ),
+        Decision::Release { id } => format!(
+            "{id} is drained and unlisted, and every service runs the list without it: it was \
+             not created by this function (or is protected), so it stays, serving no shard"
         ),
         // The others are worded by `reason` or `growth`.
         _ => String::new(),

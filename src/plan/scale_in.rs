@@ -31,6 +31,13 @@ pub(super) fn drain_under_way(
         .iter()
         .find_map(|t| state.draining.get_key_value(&t.id))
         .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone));
+    let keep = |id: &str| {
+        let az = shards
+            .iter()
+            .find(|s| s.target.id == id)
+            .map(|s| s.target.az_id.as_str());
+        !state.created.contains_key(id) || az.is_some_and(|az| obs.protected_azs.contains(az))
+    };
     if let Some((id, d)) = target {
         // A target's drain empties every shard it serves (a target gone by hand may serve several).
         let roots = base
@@ -43,6 +50,7 @@ pub(super) fn drain_under_way(
             root: d.root.clone(),
             unlisted: d.unlisted,
             gone: d.gone,
+            keep: keep(id),
             shard: false,
             with_files: roots.into_iter().filter(|r| has_files(r)).collect(),
         });
@@ -54,6 +62,7 @@ pub(super) fn drain_under_way(
         root: root.clone(),
         unlisted: d.unlisted,
         gone: false,
+        keep: true,
         shard: true,
         with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
     })
@@ -72,13 +81,15 @@ pub(super) enum Candidate {
 /// shards (the later in the list on a tie), since a target's shards go before the target.
 /// Then a target: only one this function created (never the first shard, never one that was
 /// there before), never one in a protected AZ; the one with the fewest files, the newest on
-/// a tie.
+/// a tie. The undo event drains any target's shard but `/`: one this function did not create,
+/// or in a protected AZ, is kept once drained.
 pub(super) fn scale_in_candidate(
     obs: &Observed,
     list: &MountTargetList,
     shards: &[FirstRoot],
     counts: &Counts,
     state: &State,
+    undo: bool,
 ) -> Option<Candidate> {
     let serves = |id: &str| serving(shards, id).is_some();
     let shard = list
@@ -104,8 +115,7 @@ pub(super) fn scale_in_candidate(
         .filter(|(_, t)| {
             t.root != "/"
                 && t.shards == 1
-                && state.created.contains_key(&t.id)
-                && !protected(&t.az_id)
+                && (undo || (state.created.contains_key(&t.id) && !protected(&t.az_id)))
         })
         .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
         .map(|(_, t)| Candidate::Target(t.id.clone()))

@@ -42,6 +42,18 @@ impl Size {
     }
 }
 
+impl Size {
+    /// The undo event's size: one shard on one target, whatever the files need.
+    pub(super) fn undoing(self) -> Size {
+        Size {
+            desired_shards: 1,
+            desired: 1,
+            at_capacity: false,
+            ..self
+        }
+    }
+}
+
 /// The most there can be of something, and what sets that number (the reason names it).
 #[derive(Debug, Clone)]
 pub(super) struct Limit {

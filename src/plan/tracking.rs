@@ -16,6 +16,7 @@ pub(super) fn track_targets(
     published: Option<&MountTargetList>,
     shards: &[FirstRoot],
     strategy: Strategy,
+    undo: bool,
     state: &mut State,
     warnings: &mut Vec<Warning>,
 ) {
@@ -24,6 +25,7 @@ pub(super) fn track_targets(
         published,
         shards,
         rendezvous: strategy == Strategy::Rendezvous,
+        undo,
     };
     t.missing(state);
     t.drain_gone(state, warnings);
@@ -38,6 +40,9 @@ struct Tracker<'a> {
     shards: &'a [FirstRoot],
     /// Under modulo an entry never changes, so nothing drains.
     rendezvous: bool,
+    /// The undo event: any target's shard but `/` may drain (one not this function's, or
+    /// protected, is kept once drained).
+    undo: bool,
 }
 
 impl Tracker<'_> {
@@ -145,8 +150,8 @@ impl Tracker<'_> {
             }
             let target = self.obs.mount_targets.iter().find(|t| t.id == id);
             let protected = target.is_some_and(|t| self.obs.protected_azs.contains(&t.az_id));
-            let allowed =
-                state.created.contains_key(&id) && d.root != "/" && !protected && self.rendezvous;
+            let ours = state.created.contains_key(&id) && !protected;
+            let allowed = (ours || self.undo) && d.root != "/" && self.rendezvous;
             if target.is_some() && !allowed {
                 warnings.push(Warning::DrainStopped { id: id.clone() });
                 state.draining.remove(&id);

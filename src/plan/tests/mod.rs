@@ -17,6 +17,7 @@ mod list;
 mod room;
 mod scale_in;
 mod tasks;
+mod undo;
 
 pub(super) const VPC: &str = "vpc-main";
 
@@ -130,6 +131,7 @@ pub(super) fn policy() -> Policy {
         allow_create: true,
         client_refresh_secs: 0,
         client_reports: ClientReports::default(),
+        undo: false,
     }
 }
 
