@@ -1824,3 +1824,45 @@ async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_cr
         check!(inv, decisions.contains(step), "no {step}: {decisions:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_short_moves_private_name_holds_the_drain_and_its_target() {
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let list = published_list(&tb).await;
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), 0..5);
+    // A router killed mid-move left the only copy of a reading in its private directory, in
+    // the shard that few files would drain.
+    let private = tb
+        .mount
+        .dir_of_root(&b.root)
+        .join(efs_router::names::new_private_name(
+            efs_router::names::Private::Moving,
+        ));
+    fs::create_dir_all(&private).expect("a cut-short move's directory");
+    let only = name(99);
+    fs::write(private.join(&only), content(&only)).expect("the only copy");
+    let mut decisions = BTreeSet::new();
+    for _ in 0..12 {
+        tb.fleet_reports(&[1, 2]).await;
+        let inv = tb.invoke(&event("reconcile")).await;
+        check!(inv, inv.result.is_ok());
+        decisions.insert(
+            inv.response()["decision"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    // The drain began and holds: b serves, listed, with the copy under its root.
+    assert!(decisions.contains("move_drained"), "{decisions:?}");
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+    let now = published_list(&tb).await;
+    assert!(
+        now.mount_targets.iter().any(|t| t.root == b.root),
+        "{}",
+        now.to_json()
+    );
+    assert_eq!(fs::read(private.join(&only)).unwrap(), content(&only));
+}
