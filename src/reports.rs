@@ -24,6 +24,10 @@ pub const READ_TIME: Duration = Duration::from_secs(10);
 /// lifetime (180 s), so removing it cannot permit anything.
 pub const REMOVE_AFTER_SECS: u64 = 3600;
 
+/// How far a router's clock (its `written_at`) may run ahead of the file server's before its
+/// time is taken for one it chose.
+pub const MAX_SKEW_SECS: u64 = 300;
+
 /// Reports read at once: over NFS a read is a chain of round trips.
 const READERS: usize = 16;
 
@@ -34,6 +38,9 @@ pub struct ClientFile {
     pub file: String,
     /// Unix seconds: its modification time (a link's own, for a link).
     pub mtime: u64,
+    /// Unix seconds: its status change time, by the file server's clock: unlike `mtime` and
+    /// `written_at`, no writer can set it (a link's own, for a link).
+    pub ctime: u64,
     /// The report, or the kind of fault that makes it none (`not-a-file`, `unreadable`, or
     /// [`efs_router::report::ReportError::kind`]).
     pub read: Result<Report, &'static str>,
@@ -41,11 +48,19 @@ pub struct ClientFile {
 
 impl ClientFile {
     /// Unix seconds: when its client was last seen. Either clock keeps it: the file's (the file
-    /// system's) and the router's own `written_at`.
+    /// system's) and the router's own `written_at`; but a time later than the file's last real
+    /// change (`ctime`) by more than clocks drift apart was chosen by its writer (a future
+    /// `written_at`, or `mtime` set by hand), and the change time is taken instead. So nothing
+    /// on the file system holds the moves longer than a lifetime past its last change: a live
+    /// router rewrites its report every minute, and each write is a change.
     pub fn last_seen(&self) -> u64 {
-        match &self.read {
+        let claimed = match &self.read {
             Ok(r) => self.mtime.max(r.written_at),
             Err(_) => self.mtime,
+        };
+        match claimed > self.ctime.saturating_add(MAX_SKEW_SECS) {
+            true => self.ctime,
+            false => claimed,
         }
     }
 
@@ -143,10 +158,11 @@ enum Read {
 /// Opens `name` without following a link and without blocking (a FIFO), reads a regular file
 /// of at most [`MAX_BYTES`] + 1 bytes, and removes it when stale.
 fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
-    let file = |mtime: u64, read: Result<Report, &'static str>| {
+    let file = |st: &rustix::fs::Stat, read: Result<Report, &'static str>| {
         Read::File(Box::new(ClientFile {
             file: name.to_owned(),
-            mtime,
+            mtime: secs(st.st_mtime),
+            ctime: secs(st.st_ctime),
             read,
         }))
     };
@@ -157,28 +173,36 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
         // A link (ELOOP) or anything else that cannot be opened: its own time, if it has one.
         Err(_) => {
             return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => file(secs(st.st_mtime), Err("not-a-file")),
+                Ok(st) => file(&st, Err("not-a-file")),
                 Err(_) => Read::Gone,
             }
         }
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {
-        return file(now.secs(), Err("unreadable"));
+        return Read::File(Box::new(ClientFile {
+            file: name.to_owned(),
+            mtime: now.secs(),
+            ctime: now.secs(),
+            read: Err("unreadable"),
+        }));
     };
-    let mtime = secs(st.st_mtime);
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return file(mtime, Err("not-a-file"));
+        return file(&st, Err("not-a-file"));
     }
     let read = match read_at_most(&fd, MAX_BYTES + 1) {
         Ok(bytes) => Report::parse(name, &bytes).map_err(|e| e.kind()),
         Err(_) => Err("unreadable"),
     };
-    let written = read.as_ref().map_or(mtime, |r| r.written_at);
-    let stale = |t: u64| now.secs().saturating_sub(t) > REMOVE_AFTER_SECS;
-    if remove && stale(mtime) && stale(written) && remove_if_same(dir, name, &st) {
+    let found = file(&st, read);
+    let Read::File(f) = &found else {
+        return found;
+    };
+    // Stale by the time that keeps it live, so a future-dated one goes too, an hour on.
+    let stale = now.secs().saturating_sub(f.last_seen()) > REMOVE_AFTER_SECS;
+    if remove && stale && remove_if_same(dir, name, &st) {
         return Read::Removed;
     }
-    file(mtime, read)
+    found
 }
 
 /// Removes `name` if it is still the regular file `st` describes (a router that rewrote its
@@ -278,15 +302,23 @@ mod tests {
     fn a_stale_report_is_removed_and_a_recent_one_kept() {
         let (tmp, fd) = dir();
         let p = |n: &str| tmp.path().join(n);
+        let now = When::now();
+        // Written two hours ago by both clocks (the file's time set back, as the server would
+        // have it), and one written now.
         let old = "aaaaaaaaaaaaaaaa";
-        std::fs::write(p(&format!("{old}.json")), report(old, 10).to_json()).unwrap();
-        std::fs::write(p(&format!("{ID}.json")), report(ID, 10).to_json()).unwrap();
-        // Seen from two hours after both were written: the file's time keeps the second one.
-        let mtime = std::fs::metadata(p(&format!("{ID}.json")))
-            .unwrap()
-            .modified()
+        let two_hours_ago = now.secs() - 2 * 3600;
+        std::fs::write(
+            p(&format!("{old}.json")),
+            report(old, two_hours_ago).to_json(),
+        )
+        .unwrap();
+        let f = std::fs::File::options()
+            .write(true)
+            .open(p(&format!("{old}.json")))
             .unwrap();
-        let now = When::from_system(mtime + Duration::from_secs(2 * 3600)).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(two_hours_ago))
+            .unwrap();
+        drop(f);
         let recent = report(ID, now.secs() - 30);
         std::fs::write(p(&format!("{ID}.json")), recent.to_json()).unwrap();
         let r = read_dir(&fd, now, later(), true);
@@ -294,6 +326,41 @@ mod tests {
         assert_eq!(r.files.len(), 1);
         assert_eq!(r.files[0].read, Ok(recent));
         assert!(!p(&format!("{old}.json")).exists());
+    }
+
+    #[test]
+    fn a_report_from_the_future_is_live_for_a_lifetime_past_its_last_change_only() {
+        let (tmp, fd) = dir();
+        let path = tmp.path().join(format!("{ID}.json"));
+        // Written now, claiming to have been written in 2100, its mtime set there too.
+        let year_2100 = 4_102_444_800;
+        std::fs::write(&path, report(ID, year_2100).to_json()).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(year_2100))
+            .unwrap();
+        drop(f);
+        let changed = secs(rustix::fs::stat(&path).unwrap().st_ctime);
+        let read_at = |t: u64| read_dir(&fd, When::from_secs(t), later(), true);
+        let r = read_at(changed + 10);
+        assert_eq!(r.files.len(), 1);
+        // Its claim is taken for what the server saw: the change, not 2100.
+        assert_eq!(r.files[0].last_seen(), changed);
+        assert!(r.files[0].is_live(changed + 10));
+        assert!(!r.files[0].is_live(changed + LIFETIME_SECS + 1));
+        // And an hour past the change it is removed, as any stale report is.
+        let r = read_at(changed + REMOVE_AFTER_SECS + 1);
+        assert_eq!((r.files.len(), r.removed), (0, 1));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_router_ahead_of_the_server_within_the_skew_keeps_its_own_time() {
+        let (tmp, fd) = dir();
+        let path = tmp.path().join(format!("{ID}.json"));
+        let now = When::now().secs();
+        std::fs::write(&path, report(ID, now + MAX_SKEW_SECS - 10).to_json()).unwrap();
+        let r = read_dir(&fd, When::from_secs(now), later(), true);
+        assert_eq!(r.files[0].last_seen(), now + MAX_SKEW_SECS - 10);
     }
 
     #[test]

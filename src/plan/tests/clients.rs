@@ -23,6 +23,7 @@ pub(super) fn reporting(o: &mut Observed, id: &str, current: bool, reads: &[u32]
     o.reports.files.push(ClientFile {
         file: format!("{id}.json"),
         mtime: seen,
+        ctime: seen,
         read: Ok(Report {
             format: FORMAT,
             client: id.into(),
@@ -135,6 +136,7 @@ fn an_unreadable_report_or_a_flood_delays_and_never_permits() {
     o.reports.files.push(ClientFile {
         file: format!("{A}.json"),
         mtime: NOW - 5,
+        ctime: NOW - 5,
         read: Err("malformed"),
     });
     let p = plan(&o, &policy());
