@@ -251,8 +251,9 @@ pub(super) fn decide(s: &Situation) -> Decision {
     }
     if let Some((targets, roots)) = &s.undo {
         // Undo: every shard but `/` drains, one at a time, whatever the band says.
+        // Asked for: no band, no cool-down, no time since the last scale-out is waited for.
         return match (&s.candidate, s.moves_wait) {
-            (Some(_), _) => scale_in(s),
+            (Some(c), _) => start_drain(c, 0),
             (None, None) => Decision::Undone {
                 targets: targets.clone(),
                 roots: roots.clone(),
@@ -342,11 +343,18 @@ fn scale_in(s: &Situation) -> Decision {
                 cooldown: s.cooldown,
             })
         }
-        Some(Candidate::Target(id)) => Decision::StartDrain {
+        Some(c) => start_drain(c, held),
+    }
+}
+
+/// The drain a scale-in starts: a shard's, or a whole target's.
+fn start_drain(candidate: &Candidate, held: u64) -> Decision {
+    match candidate {
+        Candidate::Target(id) => Decision::StartDrain {
             id: id.clone(),
             held,
         },
-        Some(Candidate::Shard { id, root }) => Decision::StartShardDrain {
+        Candidate::Shard { id, root } => Decision::StartShardDrain {
             id: id.clone(),
             root: root.clone(),
             held,

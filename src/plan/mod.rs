@@ -153,18 +153,9 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         migrating: seen.migrated.as_ref().map(|l| l.mount_targets.len()),
         candidate: scale_in_candidate(obs, &list, shards, &seen.counts, state, policy.undo)
             .filter(|_| !seen.modulo),
-        // Undo waits for no band and no cool-down: it was asked for.
-        below_since: if policy.undo {
-            Some(obs.now.secs())
-        } else {
-            state.below_since
-        },
-        last_scale_out: state.last_scale_out.filter(|_| !policy.undo),
-        cooldown: if policy.undo {
-            0
-        } else {
-            policy.scale_in_cooldown_secs
-        },
+        below_since: state.below_since,
+        last_scale_out: state.last_scale_out,
+        cooldown: policy.scale_in_cooldown_secs,
         now: obs.now.secs(),
         undo: (policy.undo && !seen.modulo).then(|| left_after_undo(obs)),
     });
