@@ -292,8 +292,7 @@ fn emit_metrics(
         desired: first.desired as u64,
         shards: end.current_shards as u64,
         desired_shards: first.desired_shards as u64,
-        // Held at version 1, the cap is the routers', not MAX_SHARDS: ListVersionHeld says so.
-        at_capacity: end.at_capacity && !end.list_version_held,
+        at_capacity: end.at_capacity,
         rollouts_failed: end.rollouts_failed.len() as u64,
         fleet_not_converged: end.fleet_stuck,
         clients_by_version: end.clients_by_version.clone(),

@@ -84,7 +84,8 @@ pub struct Plan {
     pub desired: usize,
     /// Shards wanted: `needed` within `MAX_SHARDS` (and, for a modulo list, the targets).
     pub desired_shards: usize,
-    /// Needed more shards than `MAX_SHARDS` (or, for a modulo list, the targets) allow.
+    /// Needed more shards than `MAX_SHARDS` (or, for a modulo list, the targets) allow; not
+    /// while the list is held at version 1 (`list_version_held` says so).
     pub at_capacity: bool,
     pub decision: Decision,
     /// The list clients should see once the steps have run.
@@ -205,7 +206,8 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         az_capacity: seen.room.az_capacity,
         desired: size.desired,
         desired_shards: size.desired_shards,
-        at_capacity: size.at_capacity,
+        // Held at version 1, the routers are the bound, not MAX_SHARDS: `list_version_held`.
+        at_capacity: size.at_capacity && !list_version_held,
         decision,
         list,
         steps,

@@ -63,6 +63,8 @@ fn no_report_from_a_services_tasks_holds_list_version_2() {
     let p = plan(&plain_app(o.clone()), &policy());
     assert_eq!(p.decision.name(), "at_capacity");
     assert!(p.list_version_held);
+    // The routers hold it, not MAX_SHARDS: the AtCapacity metric and alarm stay quiet.
+    assert!(!p.at_capacity);
     assert!(!p.list.needs_version_2());
     // Every running task reports: the list grows past one shard a target.
     let mut o = plain_app(o);
