@@ -348,6 +348,35 @@ mod tests {
         );
     }
 
+    /// A listing bounded at MOST_TASKS: ListTasks whose pages never end.
+    #[tokio::test]
+    async fn a_listing_that_never_ends_stops_at_its_bound() {
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        use aws_smithy_mocks::RuleMode;
+        // Every page full, and always another one after it.
+        let list = mock!(Client::list_tasks).then_compute_output(|input| {
+            let page: usize = input.next_token().map_or(0, |t| t.parse().unwrap());
+            ListTasksOutput::builder()
+                .set_task_arns(Some((0..100).map(|i| format!("t-{page}-{i}")).collect()))
+                .next_token((page + 1).to_string())
+                .build()
+        });
+        let ecs = Ecs::new(mock_client!(aws_sdk_ecs, RuleMode::MatchAny, [&list]));
+        let err = ecs.live_tasks("c", &["app".into()], &[]).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::TooManyTasks {
+                    most: MOST_TASKS,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // The pages one more task needs, and not one page more.
+        assert_eq!(list.num_calls(), MOST_TASKS / TASKS_A_CALL + 1);
+    }
+
     /// ListTasks in pages of 100 (the STOPPED-desired ones 150, the RUNNING one 1), and
     /// DescribeTasks of at most 100: `t-0` is STOPPED, `t-7` MISSING, `t-8` cannot be described.
     #[tokio::test]
