@@ -678,13 +678,7 @@ async fn a_target_in_a_protected_az_is_kept_and_another_drains_instead() {
         }
         runs.push(inv);
     }
-    let ids: BTreeSet<String> = tb
-        .world
-        .mount_targets()
-        .await
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
+    let ids = tb.world.mount_target_ids().await;
     assert_eq!(ids, BTreeSet::from([first.id.clone(), c.id.clone()]));
 
     // Now only the first shard and the protected one are left: none may go, run after run.
@@ -1747,13 +1741,7 @@ async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_cr
     tb.env("FILE_THRESHOLD", threshold.to_string());
     put_files(&tb.mount.watch_dir(), 0..400);
     let files = files_by_name(&tb.mount);
-    let before: BTreeSet<String> = tb
-        .world
-        .mount_targets()
-        .await
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
+    let before = tb.world.mount_target_ids().await;
     let mut list = published_list(&tb).await;
     for _ in 0..MAX_RUNS {
         tb.fleet_reports(&[1, 2]).await;
@@ -1807,13 +1795,7 @@ async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_cr
     check_eq!(inv, list.shard_count(), 1, "{}", list.to_json());
     check_eq!(inv, list.mount_targets[0].root.as_str(), "/");
     // The target it created is gone; both that were there before stay (b idle, unlisted).
-    let after: BTreeSet<String> = tb
-        .world
-        .mount_targets()
-        .await
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
+    let after = tb.world.mount_target_ids().await;
     check_eq!(inv, after, before);
     for step in [
         "start_shard_drain",

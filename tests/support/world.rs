@@ -322,6 +322,15 @@ impl World {
             .collect()
     }
 
+    /// The ids of the file system's mount targets.
+    pub async fn mount_target_ids(&self) -> std::collections::BTreeSet<String> {
+        self.mount_targets()
+            .await
+            .into_iter()
+            .map(|t| t.id)
+            .collect()
+    }
+
     pub async fn put_parameter(&self, value: &str) {
         self.aws
             .ssm
