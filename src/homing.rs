@@ -199,8 +199,9 @@ struct Mover<'a> {
     /// A rebalance's: the router's names unchanged this long are abandoned, cleaned up as the
     /// walk meets them. `None` for a drain.
     abandoned_after: Option<Duration>,
-    /// Cut-short moves the walk met in the current shard, given back once it has passed.
-    cut_short: Vec<PathBuf>,
+    /// Cut-short moves the walk met in the current shard, given back once it has passed:
+    /// each private directory's path, and its path relative to the shard's watched directory.
+    cut_short: Vec<(PathBuf, PathBuf)>,
     warnings: Vec<Warning>,
 }
 
@@ -360,7 +361,7 @@ impl<'a> Mover<'a> {
         };
         let path = dir.join(entry.path);
         if a.kind == Private::Moving && a.directory {
-            self.cut_short.push(path);
+            self.cut_short.push((path, entry.path.to_path_buf()));
         } else if !a.safe_to_remove() {
             self.warnings.push(Warning::CutShortMove {
                 path: path.display().to_string(),
@@ -376,12 +377,28 @@ impl<'a> Mover<'a> {
     }
 
     /// Gives back what the cut-short moves the walk met left in their private directories
-    /// ([`relocation::recover`]: the newer copy stays, an older one is dropped). After the
-    /// shard's walk: each is a move of its own, by path, not a step of the walk.
+    /// ([`relocation::recover`]: the newer copy stays, an older one is dropped, and one whose
+    /// path is now in no listed shard was deleted by a client meanwhile and is dropped). After
+    /// the shard's walk: each is a move of its own, by path, not a step of the walk.
     fn give_back(&mut self) {
-        for path in std::mem::take(&mut self.cut_short) {
-            match relocation::recover(&path) {
-                Ok(n) => self.moves.abandoned_removed += n,
+        for (path, rel) in std::mem::take(&mut self.cut_short) {
+            let within = rel.parent().unwrap_or(Path::new(""));
+            let own = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+            let found = |name: &std::ffi::OsStr| {
+                Ok(relocation::anything_at(&own.join(name))?
+                    || self.anywhere(&within.join(name))?)
+            };
+            match relocation::recover(&path, found) {
+                Ok(r) => {
+                    self.moves.abandoned_removed += r.settled + r.deleted;
+                    for (name, e) in r.left {
+                        let left = path.join(name);
+                        warn!(path = %left.display(), error = %e, "cut-short move not given back");
+                        self.warnings.push(Warning::CutShortMove {
+                            path: left.display().to_string(),
+                        });
+                    }
+                }
                 Err(e) => {
                     warn!(path = %path.display(), error = %e, "cut-short move not given back");
                     self.warnings.push(Warning::CutShortMove {
@@ -390,6 +407,17 @@ impl<'a> Mover<'a> {
                 }
             }
         }
+    }
+
+    /// Whether `rel` (relative to the watched directory) is anything in any listed shard, as
+    /// the server answers now.
+    fn anywhere(&self, rel: &Path) -> std::io::Result<bool> {
+        for t in self.list.shards() {
+            if relocation::anything_at(&self.config.watch_path(&t.root).join(rel))? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -627,6 +655,41 @@ mod tests {
         let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
         assert_eq!(moves.abandoned_removed, 0);
         assert_eq!(warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_cut_short_move_of_a_path_deleted_since_is_not_brought_back() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list =
+            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let (first, second) = (config.watch_path("/"), config.watch_path("/shards/x"));
+        let nested = first.join("2026/12");
+        fs::create_dir_all(&nested).unwrap();
+        fs::create_dir_all(second.join("2026/12")).unwrap();
+        // Moves cut short in the first shard's nested directory, each after it had linked its
+        // file into the second: one whose path a client has deleted since (the link at home
+        // gone), one whose path is still there.
+        for name in ["deleted", "kept"] {
+            let pd = cut_short_replace(&nested, name, name.as_bytes(), 20);
+            fs::hard_link(pd.join(name), second.join("2026/12").join(name)).unwrap();
+        }
+        fs::remove_file(second.join("2026/12/deleted")).unwrap();
+
+        let mut warnings = Vec::new();
+        let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+        assert_eq!(moves.abandoned_removed, 2, "{moves:?}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let everywhere = [names(&nested), names(&second.join("2026/12"))].concat();
+        assert!(
+            !everywhere.contains(&"deleted".to_owned()),
+            "{everywhere:?}"
+        );
+        assert!(everywhere.contains(&"kept".to_owned()), "{everywhere:?}");
+        assert!(
+            everywhere.iter().all(|n| !n.starts_with(".efs-router-")),
+            "{everywhere:?}"
+        );
     }
 
     #[test]
