@@ -25,6 +25,7 @@ pub const ENV_VARS: &[&str] = &[
     "ECS_CLIENT_FAMILIES",
     "CLIENT_REPORTS",
     "REBALANCE_MAX_VISITS",
+    "ABANDONED_AFTER_SECONDS",
 ];
 
 use crate::error::ConfigError;
@@ -80,6 +81,10 @@ pub struct Config {
     /// Files one rebalance run looks at, at most (`REBALANCE_MAX_VISITS`, unset: no limit but
     /// the deadline): it bounds one run's work, and makes a pass take several runs.
     pub rebalance_max_visits: Option<u64>,
+    /// How long a router's temporary file or cut-short move stays unchanged before a rebalance
+    /// counts it abandoned and cleans it up or gives it back (`ABANDONED_AFTER_SECONDS`, at least
+    /// [`ABANDONED_AT_LEAST`]; unset: an hour).
+    pub abandoned_after: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +166,7 @@ impl Config {
             client_families: env.list("ECS_CLIENT_FAMILIES")?.unwrap_or_default(),
             client_reports: client_reports(env.value("CLIENT_REPORTS").as_deref())?,
             rebalance_max_visits: env.positive("REBALANCE_MAX_VISITS")?,
+            abandoned_after: abandoned_after(&env)?,
         })
     }
 
@@ -228,6 +234,25 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
 
     fn list(&self, var: &'static str) -> Result<Option<Vec<String>>, ConfigError> {
         self.value(var).map(|v| id_list(var, &v)).transpose()
+    }
+}
+
+/// The least `ABANDONED_AFTER_SECONDS`: a move or a write still going after that long is
+/// stalled, and giving back what it took costs a duplicate name at worst, never a file.
+pub const ABANDONED_AT_LEAST: Duration = Duration::from_secs(60);
+
+fn abandoned_after<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Duration, ConfigError> {
+    match env.seconds("ABANDONED_AFTER_SECONDS")? {
+        None => Ok(crate::homing::ABANDONED_AFTER),
+        Some(d) if d < ABANDONED_AT_LEAST => Err(ConfigError {
+            var: "ABANDONED_AFTER_SECONDS",
+            problem: format!(
+                "{} is less than {} seconds: a move still going could be given back",
+                d.as_secs(),
+                ABANDONED_AT_LEAST.as_secs()
+            ),
+        }),
+        Some(d) => Ok(d),
     }
 }
 
@@ -396,6 +421,7 @@ mod tests {
         assert_eq!(c.scale_in_cooldown, Duration::from_secs(1800));
         assert!(c.protected_subnet_ids.is_empty());
         assert_eq!(c.subnet_exclusion, Duration::from_secs(86_400));
+        assert_eq!(c.abandoned_after, Duration::from_secs(3600));
         assert_eq!(c.api_timeouts, ApiTimeouts::default());
         assert_eq!(c.client_refresh, Duration::ZERO);
         assert_eq!(c.move_concurrency, 16);
@@ -505,6 +531,12 @@ mod tests {
             failing_var(&[("SUBNET_EXCLUSION_SECONDS", "1d")]),
             "SUBNET_EXCLUSION_SECONDS"
         );
+        for bad in ["59", "0", "1h"] {
+            assert_eq!(
+                failing_var(&[("ABANDONED_AFTER_SECONDS", bad)]),
+                "ABANDONED_AFTER_SECONDS"
+            );
+        }
         assert_eq!(
             failing_var(&[("API_ATTEMPT_TIMEOUT_SECONDS", "0")]),
             "API_ATTEMPT_TIMEOUT_SECONDS"

@@ -157,7 +157,7 @@ fn rebalance(
         from: record.next.as_ref(),
         max_visits: config.rebalance_max_visits.unwrap_or(u64::MAX),
         comparison: &comparison,
-        abandoned_after: homing::ABANDONED_AFTER,
+        abandoned_after: config.abandoned_after,
     };
     let moves = homing::rebalance(
         config,

@@ -133,6 +133,8 @@ use support::testbed::LONG;
 use support::world::MountTarget;
 use support::{event, strings, Testbed, World};
 
+/// `ABANDONED_AFTER_SECONDS` in the soak: the least the function accepts.
+const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
 /// A seed whose 400 steps create, drain and delete targets, kill runs, among moves too, delete
@@ -917,6 +919,8 @@ struct Stats {
     runs_beside_old_routers: usize,
     /// Lists of version 2 published.
     v2_published: usize,
+    /// Abandoned names rebalances cleaned up or gave back (`abandoned_removed`).
+    abandoned_removed: u64,
 }
 
 /// A client operation beside a function run.
@@ -1040,7 +1044,12 @@ impl Soak {
                 if views.tier { "20" } else { "2" },
             )
             .env("MOVE_CONCURRENCY", "4")
-            .env("ECS_CLIENT_FAMILIES", STANDALONE_FAMILY);
+            .env("ECS_CLIENT_FAMILIES", STANDALONE_FAMILY)
+            // Its least: what kills leave behind is given back within the soak's minutes.
+            .env(
+                "ABANDONED_AFTER_SECONDS",
+                ABANDONED_AFTER.as_secs().to_string(),
+            );
         tb.proxy.hold_rollouts();
         let ecs = support::Aws::at(&tb.proxy.endpoint()).await.ecs;
         fs::create_dir_all(views.function.join(WATCH_DIR))
@@ -1569,6 +1578,16 @@ impl Soak {
             // The wind-down deletes every target the function created, on the tier too.
             ("targets deleted", s.deleted),
             ("checkpoints", s.checkpoints),
+            // Names are abandoned after ABANDONED_AFTER_SECONDS (60 here): a run shorter than
+            // twice that (the host's 400 steps take about half a minute) may meet none.
+            (
+                "abandoned names cleaned up",
+                if self.started.elapsed() < 2 * ABANDONED_AFTER {
+                    1
+                } else {
+                    s.abandoned_removed as usize
+                },
+            ),
             (
                 "paths deleted",
                 s.client_ops.get("delete").copied().unwrap_or(0),
@@ -2177,6 +2196,7 @@ impl Soak {
         // Files move, and targets go, only while every client runs the published
         // list (publish → converge → move → publish → converge → delete).
         let moved = m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
+        self.stats.abandoned_removed += m["abandoned_removed"].as_u64().unwrap_or(0);
         if r["clients_behind"]
             .as_array()
             .is_some_and(|a| !a.is_empty())
@@ -2630,8 +2650,8 @@ impl Soak {
             self.started.elapsed().as_secs_f64()
         );
         println!(
-            "  runs {:?} (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}",
-            s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn
+            "  runs {:?} (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}; abandoned names cleaned up {}",
+            s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn, s.abandoned_removed
         );
         println!(
             "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",

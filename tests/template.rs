@@ -506,6 +506,7 @@ fn the_environment_is_exactly_the_contract() {
         ("CLIENT_REFRESH_SECONDS", "0"),
         ("MOVE_CONCURRENCY", "16"),
         ("CLIENT_REPORTS", "require"),
+        ("ABANDONED_AFTER_SECONDS", "3600"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -535,6 +536,7 @@ fn the_environment_is_exactly_the_contract() {
         ("EcsClientFamilies", "batch,report"),
         ("ClientReports", "ecs-may-hide-files"),
         ("RebalanceMaxVisits", "5000"),
+        ("AbandonedAfterSeconds", "60"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -559,6 +561,7 @@ fn the_environment_is_exactly_the_contract() {
         ("ECS_CLIENT_FAMILIES", "batch,report"),
         ("CLIENT_REPORTS", "ecs-may-hide-files"),
         ("REBALANCE_MAX_VISITS", "5000"),
+        ("ABANDONED_AFTER_SECONDS", "60"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
@@ -824,6 +827,12 @@ const EDGES: &[Edges] = &[
             ("Require", Refuses),
             ("", Accepts),
         ],
+    },
+    Edges {
+        param: "AbandonedAfterSeconds",
+        with: &[],
+        inside: &[],
+        outside: &[],
     },
     Edges {
         param: "RebalanceMaxVisits",
