@@ -105,6 +105,16 @@ pub async fn apply(
                 clients.ssm.write(&config.parameter_name, list).await?;
                 info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
             }
+            Step::RemoveShardDirs { roots } => {
+                // What is not empty stays, named, and the next run's undo says so again.
+                for (path, error) in crate::shard::remove_empty_shard_dirs(config, roots) {
+                    warn!(path = %path.display(), error = %error, "shard directory left");
+                    applied.warnings.push(Warning::ShardDirLeft {
+                        path: path.display().to_string(),
+                        error,
+                    });
+                }
+            }
             Step::ForceDeployment { service } => {
                 let id = clients
                     .ecs

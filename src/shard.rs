@@ -24,6 +24,77 @@ pub fn open_dir(
     efs_router::dir::open_beneath(&config.mount_path, &rel.to_string_lossy(), create)
 }
 
+/// Removes the shards' directories that are empty: the watched directory of each of `roots`
+/// and those above it up to the mount, then every directory under `/shards` and `/shards`
+/// itself. Each only if empty (the empty ones below it first), relative to its parent opened
+/// beneath the mount: no link is followed, and `rmdir` refuses a directory that holds
+/// anything, so nothing but empty directories goes. Answers each directory left, and why.
+/// For the undo, once only `/` is listed and every file is home.
+pub fn remove_empty_shard_dirs(
+    config: &crate::config::Config,
+    roots: &[String],
+) -> Vec<(std::path::PathBuf, String)> {
+    let mut left = Vec::new();
+    let shards = config.mount_path.join("shards");
+    let dirs = std::iter::once(shards).chain(
+        roots
+            .iter()
+            .filter(|r| r.as_str() != "/")
+            .map(|r| config.watch_path(r)),
+    );
+    for dir in dirs {
+        if let Err((path, e)) = remove_empty_upwards(config, &dir) {
+            if !left.iter().any(|(p, _)| *p == path) {
+                left.push((path, e));
+            }
+        }
+    }
+    left
+}
+
+/// `dir` and the directories above it up to the mount, each if empty (see
+/// [`remove_empty_shard_dirs`]); the first one left, and why.
+fn remove_empty_upwards(
+    config: &crate::config::Config,
+    dir: &std::path::Path,
+) -> Result<(), (std::path::PathBuf, String)> {
+    use rustix::fs::{unlinkat, AtFlags};
+    use rustix::io::Errno;
+    let failed =
+        |path: &std::path::Path, e: &dyn std::fmt::Display| (path.to_path_buf(), e.to_string());
+    match open_dir(config, dir, false) {
+        Ok(fd) => {
+            efs_router::dir::remove_empty_dirs_at(&fd).map_err(|e| failed(dir, &e))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(failed(dir, &e)),
+    }
+    let rel = dir.strip_prefix(&config.mount_path).unwrap_or(dir);
+    let parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    for n in (1..=parts.len()).rev() {
+        let path = config.mount_path.join(parts[..n].join("/"));
+        let parent = match open_dir(config, path.parent().unwrap_or(&config.mount_path), false) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(failed(&path, &e)),
+        };
+        match unlinkat(&parent, parts[n - 1].as_str(), AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            // Files in the directory itself are left, and said; above it, other directories
+            // (another shard's) are no reason to.
+            Err(Errno::NOTEMPTY | Errno::EXIST) if path == dir => {
+                return Err(failed(&path, &"not empty"))
+            }
+            Err(Errno::NOTEMPTY | Errno::EXIST) => return Ok(()),
+            Err(e) => return Err(failed(&path, &e)),
+        }
+    }
+    Ok(())
+}
+
 /// Gives every mount target that holds an AZ its shard root, in a stable order (the
 /// published list's, then the rest by AZ id):
 /// 1. the root the published list gives its id;
@@ -131,6 +202,49 @@ mod tests {
 
     fn root_of<'a>(shards: &'a [FirstRoot], id: &str) -> &'a str {
         &shards.iter().find(|s| s.target.id == id).unwrap().root
+    }
+
+    #[test]
+    fn the_undo_removes_only_empty_shard_directories_and_follows_no_link() {
+        use std::fs;
+        let mount = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let config = crate::config::Config::from_lookup(|k| match k {
+            "EFS_FILE_SYSTEM_ID" => Some("fs-1".into()),
+            "ECS_CLUSTER_NAME" => Some("c".into()),
+            "ECS_SERVICE_NAME" => Some("s".into()),
+            "EFS_MOUNT_PATH" => Some(mount.path().to_str().unwrap().into()),
+            "WATCH_DIR" => Some("data/analysis".into()),
+            _ => None,
+        })
+        .unwrap();
+        // Empty shards, nested empty directories in one; a file someone left in another; a
+        // link planted in a third, to a directory with an empty directory in it.
+        for root in ["/shards/a", "/shards/a.1", "/shards/b"] {
+            fs::create_dir_all(config.watch_path(root).join("2026/12")).unwrap();
+        }
+        fs::write(config.watch_path("/shards/b").join("kept.json"), b"{}").unwrap();
+        fs::create_dir_all(outside.path().join("empty")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), mount.path().join("shards/c")).unwrap();
+        // The first shard's directory and what is beside /shards stay.
+        fs::create_dir_all(config.watch_path("/")).unwrap();
+        let roots = ["/", "/shards/a", "/shards/b", "/shards/gone"].map(String::from);
+        let left = remove_empty_shard_dirs(&config, &roots);
+        let left: Vec<_> = left.iter().map(|(p, _)| p.clone()).collect();
+        assert_eq!(
+            left,
+            [mount.path().join("shards"), config.watch_path("/shards/b")]
+        );
+        assert!(!mount.path().join("shards/a").exists());
+        assert!(!mount.path().join("shards/a.1").exists());
+        assert!(config.watch_path("/shards/b").join("kept.json").exists());
+        assert!(outside.path().join("empty").is_dir());
+        assert!(config.watch_path("/").is_dir());
+        // Once the file is gone, everything goes.
+        fs::remove_file(config.watch_path("/shards/b").join("kept.json")).unwrap();
+        fs::remove_file(mount.path().join("shards/c")).unwrap();
+        assert!(remove_empty_shard_dirs(&config, &roots).is_empty());
+        assert!(!mount.path().join("shards").exists());
     }
 
     #[test]

@@ -1797,6 +1797,28 @@ async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_cr
     // The target it created is gone; both that were there before stay (b idle, unlisted).
     let after = tb.world.mount_target_ids().await;
     check_eq!(inv, after, before);
+    // The shard directories it made are gone, `/shards` with them: they were empty.
+    check!(
+        inv,
+        !tb.mount.has_shards(),
+        "left under /shards: {:?}",
+        tb.mount.shard_ids()
+    );
+    check_eq!(
+        inv,
+        strings(inv.response(), "warnings"),
+        Vec::<String>::new()
+    );
+    // Undone again: nothing left to remove, and only the removal's look done.
+    tb.fleet_reports(&[1, 2]).await;
+    let (again, _) = run_checked(&tb, &files, &json!({"action": "undo"})).await;
+    check_eq!(again, again.response()["decision"], json!("undone"));
+    check_eq!(
+        again,
+        again.response()["actions"],
+        json!(["remove_shard_directories"])
+    );
+    check_eq!(again, strings(again.response(), "warnings").len(), 0);
     for step in [
         "start_shard_drain",
         "start_drain",

@@ -126,8 +126,11 @@ impl Effect<'_> {
             | Decision::WaitForClients { .. }
             | Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
-            | Decision::AtCapacity(_)
-            | Decision::Undone { .. } => {}
+            | Decision::AtCapacity(_) => {}
+            // What the undo leaves of the shards is their directories: the empty ones go.
+            Decision::Undone { roots, .. } => out.steps.push(Step::RemoveShardDirs {
+                roots: roots.clone(),
+            }),
         }
         out
     }

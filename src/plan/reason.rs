@@ -82,10 +82,13 @@ fn undone(targets: &[String], roots: &[String]) -> String {
         targets.join(", ")
     );
     if !roots.is_empty() {
-        text.push_str(&format!(", shard directories {}", roots.join(", ")));
+        text.push_str(&format!(
+            ", shard directories {} (removed now where empty)",
+            roots.join(", ")
+        ));
     }
-    // Drains leave the directories of the shards they emptied (and of the targets deleted).
-    text.push_str(", what drains left under /shards (empty of files: rmdir removes only that)");
+    // Drains leave the directories of the shards they emptied; this run removes the empty
+    // ones, and a warning names any that is not.
     text.push_str(", and the two SSM parameters (docs/operations.md, \"Undo\")");
     text
 }

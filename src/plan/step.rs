@@ -46,6 +46,11 @@ pub enum Step {
     ForceDeployment {
         service: String,
     },
+    /// Remove the shards' directories that are empty, once only `/` is listed (the undo):
+    /// those of `roots`, then every empty one under `/shards`.
+    RemoveShardDirs {
+        roots: Vec<String>,
+    },
 }
 
 /// What a step is, without its data: the response's `actions`, the logs, and the one
@@ -65,6 +70,8 @@ pub enum StepKind {
     /// Last: the list goes out once what it names is there, then the fleet picks it up.
     Publish,
     ForceDeployment,
+    /// After all: the undo's last step, once the list without the shard runs everywhere.
+    RemoveShardDirs,
 }
 
 impl StepKind {
@@ -79,6 +86,7 @@ impl StepKind {
             StepKind::DeleteMountTarget => "delete_mount_target",
             StepKind::Publish => "publish",
             StepKind::ForceDeployment => "force_deployment",
+            StepKind::RemoveShardDirs => "remove_shard_directories",
         }
     }
 
@@ -122,6 +130,7 @@ impl Step {
             Step::DeleteMountTarget { .. } => StepKind::DeleteMountTarget,
             Step::Publish { .. } => StepKind::Publish,
             Step::ForceDeployment { .. } => StepKind::ForceDeployment,
+            Step::RemoveShardDirs { .. } => StepKind::RemoveShardDirs,
         }
     }
 }

@@ -27,6 +27,8 @@ pub enum Warning {
     ShardSkipped { root: String, why: String },
     /// A shard directory that could not be made (the shard is not published until it is).
     ShardDirNotMade { error: String },
+    /// The undo left a shard's directory: something is in it, or it could not be removed.
+    ShardDirLeft { path: String, error: String },
     /// Files under a root no mount target owns: not counted.
     Uncounted { root: String, files: u64 },
     /// A target that holds its AZ but serves nothing (`error`, `deleting`, unknown state).
@@ -108,6 +110,7 @@ impl Warning {
             Warning::MigrateInvalid { .. } => "migrate_invalid",
             Warning::ShardSkipped { .. } => "shard_skipped",
             Warning::ShardDirNotMade { .. } => "shard_dir_not_made",
+            Warning::ShardDirLeft { .. } => "shard_dir_left",
             Warning::Uncounted { .. } => "uncounted",
             Warning::TargetNotServing { .. } => "target_not_serving",
             Warning::OtherVpc { .. } => "other_vpc",
@@ -158,6 +161,9 @@ impl fmt::Display for Warning {
             ),
             Warning::ShardSkipped { root, why } => write!(f, "shard {root} skipped: {why}"),
             Warning::ShardDirNotMade { error } => f.write_str(error),
+            Warning::ShardDirLeft { path, error } => {
+                write!(f, "{path}: left ({error}); remove it by hand once empty")
+            }
             Warning::Uncounted { root, files } => write!(
                 f,
                 "{files} files under {root} belong to no mount target and are not counted"
