@@ -6,10 +6,17 @@ found from this file's place or named by the environment variable ``EFS_ROUTER_V
 """
 
 import hashlib
+import importlib.util
 import os
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 import unittest
-from typing import Any, List, Optional, Sequence, Sized, Tuple
+import urllib.request
+from typing import IO, Any, ClassVar, Dict, List, Optional, Sequence, Sized, Tuple
 from unittest import mock
 
 import efs_router
@@ -97,3 +104,77 @@ def no_hard_links(code: int) -> "mock._patch[mock.MagicMock]":
         os.lstat(src)
         raise OSError(code, os.strerror(code), src, None, dst)
     return mock.patch.object(os, "link", side_effect=link)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def moto_command() -> List[str]:
+    command = shutil.which("moto_server")
+    if command is not None:
+        return [command]
+    if importlib.util.find_spec("moto") is not None:
+        return [sys.executable, "-m", "moto.server"]
+    raise AssertionError("moto_server is not installed (pip install 'moto[server]'; make tools installs it)")
+
+
+def stop(server: "subprocess.Popen[bytes]") -> None:
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+class MotoServerCase(unittest.TestCase):
+    """Tests against a real moto_server: one for the class, on a free port of 127.0.0.1, stopped after the class's
+    tests (and when a subclass's ``setUpClass`` fails after this one's). Each test runs with ``env`` in
+    ``os.environ`` and has ``self.ssm``, a boto3 SSM client on the server. A subclass may add to ``env`` in its
+    ``setUpClass``, after calling this one."""
+
+    server: ClassVar["subprocess.Popen[bytes]"]
+    log: ClassVar[IO[bytes]]
+    endpoint: ClassVar[str]
+    env: ClassVar[Dict[str, str]]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        port = free_port()
+        cls.endpoint = "http://127.0.0.1:%d" % port
+        cls.log = tempfile.TemporaryFile()
+        cls.addClassCleanup(cls.log.close)
+        cls.server = subprocess.Popen(moto_command() + ["-H", "127.0.0.1", "-p", str(port)],
+                                      stdin=subprocess.DEVNULL, stdout=cls.log, stderr=subprocess.STDOUT)
+        cls.addClassCleanup(stop, cls.server)  # class cleanups run last first: before the log is closed
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(cls.endpoint + "/moto-api/", timeout=2):
+                    break
+            except OSError:
+                if cls.server.poll() is not None or time.monotonic() > deadline:
+                    stop(cls.server)  # before reading its log: the server shares the file's offset
+                    cls.log.seek(0)
+                    raise AssertionError("moto_server did not start on %s:\n%s"
+                                         % (cls.endpoint, cls.log.read().decode(errors="replace"))) from None
+                time.sleep(0.1)
+        # Dummy credentials, and nothing read from this machine's AWS configuration.
+        cls.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                   "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": cls.endpoint,
+                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+    def setUp(self) -> None:
+        super().setUp()
+        patcher = mock.patch.dict(os.environ, self.env)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        import boto3  # here, not at the top: a module of these tests imports without boto3 (and may skip)
+
+        self.ssm: Any = boto3.client("ssm", endpoint_url=self.endpoint, region_name="us-east-1",
+                                     aws_access_key_id="testing", aws_secret_access_key="testing")

@@ -14,16 +14,15 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any, ClassVar, Dict, List, Tuple
+from typing import Any, ClassVar, Dict, List, Tuple
 from unittest import mock
 
 from efs_router import Layout, ListError, MountTargetList, Router, Target
 from efs_router.report import parse_report
-from helpers import files_under, read
-from test_ssm import Clock, free_port, moto_command  # as the SSM tests: a router's clock, starting moto_server
+from helpers import MotoServerCase, files_under, read
+from test_ssm import Clock  # as the SSM tests: a router's clock
 
 # examples/ is not a package, and the tests run against the installed efs_router from outside the clone:
 # the example is found from this file's place in the repository.
@@ -62,61 +61,23 @@ class Metadata(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class ExampleApp(unittest.TestCase):
+class ExampleApp(MotoServerCase):
     writer: ClassVar[ModuleType]
-    server: ClassVar["subprocess.Popen[bytes]"]
-    log: ClassVar[IO[bytes]]
-    endpoint: ClassVar[str]
-    env: ClassVar[Dict[str, str]]
     metadata: ClassVar[http.server.ThreadingHTTPServer]
 
     @classmethod
     def setUpClass(cls) -> None:
+        super().setUpClass()
         cls.writer = load_writer()
         cls.metadata = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+        cls.addClassCleanup(cls.metadata.server_close)
         threading.Thread(target=cls.metadata.serve_forever, daemon=True).start()
-        port = free_port()
-        cls.endpoint = "http://127.0.0.1:%d" % port
-        cls.log = tempfile.TemporaryFile()
-        cls.server = subprocess.Popen(moto_command() + ["-H", "127.0.0.1", "-p", str(port)],
-                                      stdin=subprocess.DEVNULL, stdout=cls.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(cls.endpoint + "/moto-api/", timeout=2):
-                    break
-            except OSError:
-                if cls.server.poll() is not None or time.monotonic() > deadline:
-                    cls.tearDownClass()
-                    raise AssertionError("moto_server did not start on %s" % cls.endpoint) from None
-                time.sleep(0.1)
-        # Dummy credentials, and nothing read from this machine's AWS configuration; the task metadata
-        # endpoint, as ECS sets it in each container.
-        cls.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                   "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": cls.endpoint,
-                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-                   "ECS_CONTAINER_METADATA_URI_V4": "http://127.0.0.1:%d/v4" % cls.metadata.server_address[1]}
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.metadata.shutdown()
-        cls.metadata.server_close()
-        cls.server.terminate()
-        try:
-            cls.server.wait(10)
-        except subprocess.TimeoutExpired:
-            cls.server.kill()
-            cls.server.wait()
-        cls.log.close()
+        cls.addClassCleanup(cls.metadata.shutdown)
+        # The task metadata endpoint, as ECS sets it in each container.
+        cls.env = dict(cls.env, ECS_CONTAINER_METADATA_URI_V4="http://127.0.0.1:%d/v4" % cls.metadata.server_address[1])
 
     def setUp(self) -> None:
-        patcher = mock.patch.dict(os.environ, self.env)
-        patcher.start()
-        self.addCleanup(patcher.stop)
-        import boto3
-
-        self.ssm: Any = boto3.client("ssm", endpoint_url=self.endpoint, region_name="us-east-1",
-                                     aws_access_key_id="testing", aws_secret_access_key="testing")
+        super().setUp()
         self.name = "/efs-mount-autoscaling/%s/mount-targets" % self.id().rsplit(".", 1)[-1]
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)

@@ -3,19 +3,16 @@ injected clock, and against a real moto_server (skipped only when boto3 is not i
 
 import importlib.util
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
-from typing import IO, Any, Callable, ClassVar, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 from unittest import mock
 
 from efs_router import Layout, LayoutError, ListError, MountTargetList, Router, Target
+from helpers import MotoServerCase
 
 NAME = "/efs-mount-autoscaling/mount-targets"
 ONE = MountTargetList([Target("fsmt-0", "10.0.0.4", root="/")])
@@ -230,74 +227,12 @@ class Refresh(unittest.TestCase):
         self.assertEqual(set(homes(r)), {0, 1, 2})
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def moto_command() -> List[str]:
-    command = shutil.which("moto_server")
-    if command is not None:
-        return [command]
-    if importlib.util.find_spec("moto") is not None:
-        return [sys.executable, "-m", "moto.server"]
-    raise AssertionError("moto_server is not installed (pip install 'moto[server]'; make tools installs it)")
-
-
 # In CI a test that cannot run fails (boto3 missing is then an ImportError), never skips.
 @unittest.skipIf(importlib.util.find_spec("boto3") is None and not os.environ.get("CI"),
                  "boto3 is not installed: install the package with its 'ssm' extra to test reading SSM")
-class AgainstMotoServer(unittest.TestCase):
-    server: ClassVar["subprocess.Popen[bytes]"]
-    log: ClassVar[IO[bytes]]
-    endpoint: ClassVar[str]
-    env: ClassVar[Dict[str, str]]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        port = free_port()
-        cls.endpoint = "http://127.0.0.1:%d" % port
-        cls.log = tempfile.TemporaryFile()
-        cls.server = subprocess.Popen(moto_command() + ["-H", "127.0.0.1", "-p", str(port)],
-                                      stdin=subprocess.DEVNULL, stdout=cls.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(cls.endpoint + "/moto-api/", timeout=2):
-                    break
-            except OSError:
-                if cls.server.poll() is not None or time.monotonic() > deadline:
-                    cls.server.kill()
-                    cls.server.wait()
-                    cls.log.seek(0)
-                    raise AssertionError("moto_server did not start on %s:\n%s"
-                                         % (cls.endpoint, cls.log.read().decode(errors="replace"))) from None
-                time.sleep(0.1)
-        # Dummy credentials, and nothing read from this machine's AWS configuration.
-        cls.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                   "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": cls.endpoint,
-                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.server.terminate()
-        try:
-            cls.server.wait(10)
-        except subprocess.TimeoutExpired:
-            cls.server.kill()
-            cls.server.wait()
-        cls.log.close()
-
+class AgainstMotoServer(MotoServerCase):
     def setUp(self) -> None:
-        patcher = mock.patch.dict(os.environ, self.env)
-        patcher.start()
-        self.addCleanup(patcher.stop)
-        import boto3
-
-        self.ssm: Any = boto3.client("ssm", endpoint_url=self.endpoint, region_name="us-east-1",
-                                     aws_access_key_id="testing", aws_secret_access_key="testing")
+        super().setUp()
         self.name = "%s/%s" % (NAME, self.id().rsplit(".", 1)[-1])
         self._tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self._tmp.cleanup)
