@@ -1,7 +1,7 @@
 //! One invocation: observe → plan → apply, then the response and one summary log event.
 
 use crate::apply::{apply, Applied};
-use crate::aws::{ssm, Clients};
+use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
@@ -178,18 +178,9 @@ fn rebalance(
 }
 
 /// Saves the state with the rebalance's new record. A position too long for the parameter
-/// (beside what else the state holds) falls back to its shard's start.
-async fn save_rebalancing(
-    clients: &Clients,
-    config: &Config,
-    mut state: State,
-) -> Result<(), Error> {
+/// (beside what else the state holds) falls back to its shard's start ([`State::within`]).
+async fn save_rebalancing(clients: &Clients, config: &Config, state: State) -> Result<(), Error> {
     let name = &config.state_parameter_name;
-    if ssm::state_fits(name, &state).is_err() {
-        if let Some(next) = state.rebalancing.next.as_mut() {
-            next.path.clear();
-        }
-    }
     clients.ssm.write_state(name, &state).await?;
     info!(parameter = %name, rebalancing = ?state.rebalancing, "rebalance position saved");
     Ok(())

@@ -113,6 +113,54 @@ pub struct Created {
     pub at: u64,
 }
 
+/// The most characters of AWS's reason an exclusion keeps (its code and message run to about
+/// 235): a dozen refusals must not fill the parameter.
+pub const REASON_AT_MOST: usize = 160;
+/// What [`State::within`] shortens reasons to before it drops them.
+pub const REASON_SHORT: usize = 60;
+
+/// What [`State::within`] took out of a state so that it fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    ReasonsShortened,
+    ReasonsDropped,
+    PositionDropped,
+    ExclusionsDropped,
+}
+
+impl Cut {
+    /// The order [`State::within`] tries them in: what matters least first.
+    pub const IN_TURN: [Cut; 4] = [
+        Cut::ReasonsShortened,
+        Cut::ReasonsDropped,
+        Cut::PositionDropped,
+        Cut::ExclusionsDropped,
+    ];
+}
+
+impl Cut {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cut::ReasonsShortened => "reasons_shortened",
+            Cut::ReasonsDropped => "reasons_dropped",
+            Cut::PositionDropped => "position_dropped",
+            Cut::ExclusionsDropped => "exclusions_dropped",
+        }
+    }
+}
+
+/// `text`'s first `most` characters, an ellipsis last when something was cut.
+fn shortened(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(most.saturating_sub(1)).collect();
+    if most > 0 {
+        out.push('…');
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Exclusion {
@@ -178,8 +226,54 @@ impl State {
     /// Leaves `key` (a subnet id or an AZ id) out until `until`; forgets exclusions that ended.
     pub fn exclude(&mut self, key: &str, until: u64, reason: String, now: u64) {
         self.excluded.retain(|_, e| e.until > now);
+        let reason = shortened(&reason, REASON_AT_MOST);
         self.excluded
             .insert(key.to_owned(), Exclusion { until, reason });
+    }
+
+    /// This state as it fits in `limit` characters of JSON, with what had to go: AWS's reasons
+    /// shortened to [`REASON_SHORT`], then dropped, then the rebalance's position within its
+    /// shard (the next run starts that shard again), then the exclusions that end soonest
+    /// (their subnets are tried again early). What decides a deletion or a drain (`created`,
+    /// `draining`, `draining_shards`, `missing`) always stays: at its most (a target in each
+    /// of a region's AZs) it takes about 1.5 KB.
+    pub fn within(&self, limit: usize) -> (State, Vec<Cut>) {
+        let fits = |s: &State| s.to_json().chars().count() <= limit;
+        let mut state = self.clone();
+        let mut cuts = Vec::new();
+        for cut in Cut::IN_TURN {
+            if fits(&state) {
+                break;
+            }
+            match cut {
+                Cut::ReasonsShortened => state.shorten_reasons(REASON_SHORT),
+                Cut::ReasonsDropped => state.shorten_reasons(0),
+                Cut::PositionDropped => {
+                    if let Some(next) = state.rebalancing.next.as_mut() {
+                        next.path.clear();
+                    }
+                }
+                // Those whose time is up soonest: such a subnet is tried again early, and AWS
+                // refuses it again.
+                Cut::ExclusionsDropped => {
+                    while !fits(&state) {
+                        let soonest = state.excluded.iter().min_by_key(|(k, e)| (e.until, *k));
+                        let Some(key) = soonest.map(|(k, _)| k.clone()) else {
+                            break;
+                        };
+                        state.excluded.remove(&key);
+                    }
+                }
+            }
+            cuts.push(cut);
+        }
+        (state, cuts)
+    }
+
+    fn shorten_reasons(&mut self, most: usize) {
+        for e in self.excluded.values_mut() {
+            e.reason = shortened(&e.reason, most);
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -271,6 +365,132 @@ pub struct OldFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The most a state holds that must stay: a target created, draining, with its last shard
+    /// draining and missing, in each of 6 AZs (the most any region has), ids at AWS's longest.
+    fn worst_kept() -> State {
+        let mut s = State::default();
+        for az in 1..=6 {
+            let id = format!("fsmt-{az:017x}");
+            s.record_created(&id, &format!("use1-az{az}"), 1_800_000_000);
+            s.draining.insert(
+                id.clone(),
+                Drain {
+                    root: format!("/shards/use1-az{az}"),
+                    since: 1_800_000_000,
+                    unlisted: true,
+                    gone: true,
+                },
+            );
+            s.draining_shards.insert(
+                format!("/shards/use1-az{az}.255"),
+                ShardDrain {
+                    target: id.clone(),
+                    since: 1_800_000_000,
+                    unlisted: true,
+                },
+            );
+            s.missing.insert(id, 1_800_000_000);
+        }
+        s.rebalancing.pass = Some(crate::rebalancing::Pass {
+            shards: "f".repeat(64),
+            clean: false,
+        });
+        s.rebalancing.balanced = Some(crate::rebalancing::ShardSet {
+            sha256: "f".repeat(64),
+            targets: (1..=6)
+                .map(|az| (format!("/shards/use1-az{az}"), 255))
+                .collect(),
+        });
+        s
+    }
+
+    #[test]
+    fn the_worst_state_fits_its_parameter_and_keeps_what_decides() {
+        let kept = worst_kept();
+        let mut s = kept.clone();
+        // A dozen subnets and every AZ refused, each with AWS's longest reasons, and the
+        // longest position a rebalance keeps.
+        let aws = format!("NoFreeAddressesInSubnet: {}", "x".repeat(210));
+        for n in 0..12 {
+            s.exclude(&format!("subnet-{n:017x}"), 1_800_000_000, aws.clone(), 0);
+        }
+        for az in 1..=6 {
+            s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.clone(), 0);
+        }
+        s.rebalancing.next = Some(crate::rebalancing::Cursor {
+            root: "/shards/use1-az6.255".into(),
+            path: "é".repeat(crate::rebalancing::MAX_PATH_CHARS),
+        });
+        assert!(s
+            .excluded
+            .values()
+            .all(|e| e.reason.chars().count() == REASON_AT_MOST));
+        let (fitted, cuts) = s.within(4096);
+        assert!(
+            fitted.to_json().chars().count() <= 4096,
+            "{}",
+            fitted.to_json()
+        );
+        assert_eq!(cuts, [Cut::ReasonsShortened, Cut::ReasonsDropped]);
+        // What decides a deletion or a drain, and every exclusion's time, is all there.
+        let decides = |s: &State| {
+            (
+                s.created.clone(),
+                s.draining.clone(),
+                s.draining_shards.clone(),
+                s.missing.clone(),
+                s.rebalancing.pass.clone(),
+                s.rebalancing.balanced.clone(),
+            )
+        };
+        assert_eq!(decides(&fitted), decides(&kept));
+        let times = |s: &State| {
+            s.excluded
+                .iter()
+                .map(|(k, e)| (k.clone(), e.until))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(times(&fitted), times(&s));
+        assert_eq!(fitted.rebalancing.next, s.rebalancing.next);
+        // Twenty subnets refused (three or four in each AZ): the position within the shard goes
+        // too, never an exclusion.
+        let mut many = s.clone();
+        for n in 12..20 {
+            many.exclude(&format!("subnet-{n:017x}"), 1_800_000_000, aws.clone(), 0);
+        }
+        let (fitted, cuts) = many.within(4096);
+        assert!(fitted.to_json().chars().count() <= 4096);
+        assert_eq!(cuts, Cut::IN_TURN[..3]);
+        assert_eq!(times(&fitted), times(&many));
+        assert_eq!(decides(&fitted), decides(&kept));
+        let next = fitted.rebalancing.next.unwrap();
+        assert_eq!(
+            (next.root.as_str(), next.path.as_str()),
+            ("/shards/use1-az6.255", "")
+        );
+        // A hundred: those that end soonest go, the latest stay.
+        for n in 20..100 {
+            many.exclude(
+                &format!("subnet-{n:017x}"),
+                1_800_000_000 + n,
+                aws.clone(),
+                0,
+            );
+        }
+        let (fitted, cuts) = many.within(4096);
+        assert!(fitted.to_json().chars().count() <= 4096);
+        assert_eq!(cuts, Cut::IN_TURN);
+        assert_eq!(decides(&fitted), decides(&kept));
+        let soonest_kept = fitted.excluded.values().map(|e| e.until).min().unwrap();
+        let dropped: Vec<_> = many
+            .excluded
+            .iter()
+            .filter(|(k, _)| !fitted.excluded.contains_key(*k))
+            .collect();
+        assert!(!dropped.is_empty());
+        assert!(dropped.iter().all(|(_, e)| e.until <= soonest_kept));
+    }
 
     #[test]
     fn round_trips_and_refuses_unknown_fields() {

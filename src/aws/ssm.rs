@@ -75,7 +75,13 @@ impl Ssm {
         }
     }
 
+    /// Writes `state` as it fits the parameter ([`State::within`]), saying what had to go.
     pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
+        let (state, cuts) = state.within(STANDARD_VALUE_LIMIT);
+        if !cuts.is_empty() {
+            let cuts: Vec<_> = cuts.iter().map(|c| c.name()).collect();
+            tracing::warn!(parameter = %name, ?cuts, "state shortened to fit its parameter");
+        }
         self.put(name, state.to_json(), STATE_FIX).await
     }
 
@@ -130,8 +136,13 @@ pub fn list_fits(name: &str, list: &MountTargetList) -> Result<(), Error> {
     fits(name, &list.to_json(), LIST_FIX)
 }
 
+/// Whether `state` fits once shortened as [`Ssm::write_state`] does.
 pub fn state_fits(name: &str, state: &State) -> Result<(), Error> {
-    fits(name, &state.to_json(), STATE_FIX)
+    fits(
+        name,
+        &state.within(STANDARD_VALUE_LIMIT).0.to_json(),
+        STATE_FIX,
+    )
 }
 
 fn too_large_error(name: &str, chars: usize, fix: &'static str) -> Error {
