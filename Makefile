@@ -58,16 +58,20 @@ SOAK_BIN = $(call test_bin,--test soak)
 NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
 ## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
-## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure.
-# The Rust movers (the function's relocate_many, a plain link+unlink) run as router/examples/nfs_moves.rs.
-NFS_MOVES_BIN = $(CARGO) build --release -p efs-router --example nfs_moves --message-format=json 2>/dev/null | \
+## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure; BENCH_SHARDS=3,21,64 the
+## shard counts of the client's operations (default 3); BENCH_MOVES=0 leaves the moves out.
+# The Rust movers (the function's relocate_many, a plain link+unlink) run as router/examples/nfs_moves.rs,
+# the Rust client's operations as router/examples/nfs_ops.rs.
+nfs_example_bin = $(CARGO) build --release -p efs-router --example $(1) --message-format=json 2>/dev/null | \
   $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
 .PHONY: bench-nfs-tier
 bench-nfs-tier:
-	$(CARGO) build --release -p efs-router --example nfs_moves
-	bin=$$($(NFS_MOVES_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	$(CARGO) build --release -p efs-router --example nfs_moves --example nfs_ops
+	bin=$$($(call nfs_example_bin,nfs_moves)) && ops=$$($(call nfs_example_bin,nfs_ops)) && test -x "$$bin" && \
+	test -x "$$ops" && shares=$$($(NFS_SHARES)) && \
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) --env NFS_DELAY_MS=$(or $(NFS_DELAY_MS),0) \
-	  --env BENCH_FILES=$(or $(BENCH_FILES),200) --env EFS_NFS_MOVES_BIN=$$bin -- \
+	  --env BENCH_FILES=$(or $(BENCH_FILES),200) --env BENCH_SHARDS=$(or $(BENCH_SHARDS),3) \
+	  --env BENCH_MOVES=$(or $(BENCH_MOVES),1) --env EFS_NFS_MOVES_BIN=$$bin --env EFS_NFS_OPS_BIN=$$ops -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.

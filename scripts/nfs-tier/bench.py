@@ -2,8 +2,17 @@
 /proc/self/mountstats, and moves per second against a plain sequential link+unlink mover.
 
 Run on the NFS tier (``make bench-nfs-tier``, which passes ``--delay-ms`` and builds the Rust movers,
-router/examples/nfs_moves.rs, named by EFS_NFS_MOVES_BIN): each actor through its own mount, as in the tests.
-Prints one table; nothing is asserted (docs/benchmarks.md holds the figures).
+router/examples/nfs_moves.rs, named by EFS_NFS_MOVES_BIN, and the Rust client's operations,
+router/examples/nfs_ops.rs, named by EFS_NFS_OPS_BIN): each actor through its own mount, as in the tests.
+Prints two tables; nothing is asserted (docs/benchmarks.md holds the figures).
+
+The client's operations (``exists`` and ``read_with_fallback`` hitting at home, ``exists`` of a path that is
+nowhere, ``write`` of a new file, ``delete`` of a file at home), through the Python router and, when
+EFS_NFS_OPS_BIN is set, the Rust one, at each shard count of BENCH_SHARDS (default 3; e.g. ``3,21,64``): a
+list of 3 mount targets, their shards as directories of one file system (version 2 beyond 3 shards), all
+seen through one mount, every shard's directory looked up through it first. Each figure is over BENCH_FILES
+paths of its own, all homed in shard 1; files found at home were looked at once before, as a running task
+has; a miss and a write were not. BENCH_MOVES=0 leaves out the moves.
 
 Calls under the source directory's lock (Linux holds a directory's lock through a call that changes it: LINK
 locks the destination's, RENAME both directories, REMOVE and CREATE their own): for the plain mover its
@@ -25,6 +34,8 @@ from efs_router import Layout, MountTargetList, Router, Target, relocate
 MOUNTS = os.environ["EFS_NFS_MOUNTS"].split(",")
 BACKING = os.environ["EFS_NFS_BACKING"]
 ROOTS = ["/", "/shards/use1-az4", "/shards/use1-az1"]
+AZ_IDS = ["use1-az2", "use1-az4", "use1-az1"]
+OPS = ("exists, home hit", "read_with_fallback, home hit", "exists, miss", "write, new file", "delete, at home")
 # Operations that are bookkeeping of the session, not of the call.
 NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREATE_SESSION", "DESTROY_SESSION",
              "RECLAIM_COMPLETE", "TEST_STATEID", "FREE_STATEID", "SECINFO_NO_NAME", "FSINFO", "SERVER_CAPS",
@@ -84,6 +95,17 @@ def under_source_lock(c: Dict[str, int], n: int, private_dirs: bool) -> str:
     return "%.2f under the source's lock" % (calls / n)
 
 
+def shard_list(n: int) -> MountTargetList:
+    """``n`` shards on 3 mount targets, as even as can be (the first targets get one more): for 3, the roots of
+    ROOTS, one a target; beyond, each target's further shards at /shards/<az_id>.<k> (a version 2 list)."""
+    per = [n // 3 + (1 if i < n % 3 else 0) for i in range(3)]
+    ml = MountTargetList([Target("fsmt-%d" % i, "10.0.%d.4" % i, az_id=az, root=r, shards=k)
+                          for i, (r, az, k) in enumerate(zip(ROOTS, AZ_IDS, per))], efs_router.RENDEZVOUS)
+    ml.validate()
+    assert ml.shard_count() == n
+    return ml
+
+
 def router(mount: str) -> Router:
     ml = MountTargetList([Target("fsmt-%d" % i, "10.0.%d.4" % i, root=r) for i, r in enumerate(ROOTS)],
                          efs_router.RENDEZVOUS)
@@ -102,31 +124,119 @@ def homed(r: Router, home: int, tag: str, n: int) -> List[str]:
 
 def summary(c: Dict[str, int], n: int) -> str:
     total = sum(c.values())
-    parts = ", ".join("%s %.2g" % (k, v / n) for k, v in sorted(c.items()))
+    parts = ", ".join("%s %.3g" % (k, v / n) for k, v in sorted(c.items()))
     return "%.1f round trips (%s)" % (total / n, parts)
+
+
+def rust_ops(mount: str, ml: MountTargetList, base: str, op: str, paths: List[str],
+             expect: str) -> Tuple[Dict[str, int], float]:
+    """Runs router/examples/nfs_ops.rs: ``op`` of each of ``paths`` through the Rust router. The NFS calls it sent
+    through ``mount`` and the seconds its operations took (timed by itself, not counting its start)."""
+    with open("/tmp/bench-list.json", "w") as f:
+        f.write(ml.to_json())
+    with open("/tmp/bench-paths", "w") as f:
+        f.writelines(p + "\n" for p in paths)
+    result: Dict[str, object] = {}
+
+    def run() -> None:
+        out = subprocess.run([os.environ["EFS_NFS_OPS_BIN"], "/tmp/bench-list.json", base, op, "/tmp/bench-paths"],
+                             check=True, capture_output=True, text=True).stdout
+        result.update(json.loads(out))
+
+    c = counted(mount, run)
+    if result["outcomes"] != {expect: len(paths)}:
+        raise SystemExit("nfs_ops %s: %s" % (op, result["outcomes"]))
+    return c, float(str(result["seconds"]))
+
+
+def client_ops(mount: str, shards: int, n: int) -> List[Tuple[int, str, str, Dict[str, int], float]]:
+    """Each operation of OPS through ``mount`` at ``shards`` shards, ``n`` paths each, by the Python router and
+    (EFS_NFS_OPS_BIN) the Rust one: (shards, client, operation, NFS calls, seconds)."""
+    top = "bench-ops-%d" % shards
+    shutil.rmtree(os.path.join(BACKING, top), ignore_errors=True)
+    ml = shard_list(shards)
+    for t in ml.shards():
+        os.makedirs(os.path.join(BACKING, top, t.root.lstrip("/"), "data/analysis"))
+    base = os.path.join(mount, top)
+    r = Router(ml, Layout.single_mount(base))
+    for t in ml.shards():  # every shard's directory looked up once, as a running task's mount has
+        os.stat(os.path.join(base, t.root.lstrip("/"), "data/analysis"))
+    home = 1
+
+    def placed(tag: str) -> List[str]:
+        """New paths homed in shard ``home``, each a file there, written on the server (not through the mount)."""
+        paths = homed(r, home, tag, n)
+        for p in paths:
+            with open(os.path.join(BACKING, top, r.shards[home].root.lstrip("/"), p), "w") as f:
+                f.write("x")
+        return paths
+
+    rows: List[Tuple[int, str, str, Dict[str, int], float]] = []
+
+    def timed(fn: Callable[[], object]) -> Tuple[Dict[str, int], float]:
+        began = time.monotonic()
+        c = counted(mount, fn)
+        return c, time.monotonic() - began
+
+    def python_op(what: str, fn: Callable[[], object]) -> None:
+        c, secs = timed(fn)
+        rows.append((shards, "Python", what, c, secs))
+
+    hits = placed("hit")
+    for p in hits:  # the names are looked up once, as a running task has
+        r.exists(p)
+    python_op(OPS[0], lambda: [r.exists(p) for p in hits])
+    python_op(OPS[1], lambda: [r.read_with_fallback(p) for p in hits])
+    misses = homed(r, home, "miss", n)
+    python_op(OPS[2], lambda: [r.exists(p) for p in misses])
+    news = homed(r, home, "new", n)
+    python_op(OPS[3], lambda: [r.write(p, b"x") for p in news])
+    gone = placed("del")
+    for p in gone:
+        r.exists(p)
+    python_op(OPS[4], lambda: [r.delete(p) for p in gone])
+    for p in hits + news:
+        assert r.exists(p), p
+    for p in misses + gone:
+        assert not r.exists(p), p
+
+    if os.environ.get("EFS_NFS_OPS_BIN"):
+        def rust_op(what: str, op: str, paths: List[str], expect: str) -> None:
+            c, secs = rust_ops(mount, ml, base, op, paths, expect)
+            rows.append((shards, "Rust", what, c, secs))
+
+        hits = placed("rhit")
+        rust_ops(mount, ml, base, "exists", hits, "found")  # looked up once
+        rust_op(OPS[0], "exists", hits, "found")
+        rust_op(OPS[1], "read", hits, "home")
+        rust_op(OPS[2], "exists", homed(r, home, "rmiss", n), "missing")
+        rust_op(OPS[3], "write", homed(r, home, "rnew", n), "written")
+        gone = placed("rdel")
+        rust_ops(mount, ml, base, "exists", gone, "found")
+        rust_op(OPS[4], "delete", gone, "deleted, 3 rounds")
+    return rows
 
 
 def main() -> None:
     delay = os.environ.get("NFS_DELAY_MS", "0")
+    fn, task = MOUNTS[0], MOUNTS[1]
+    n = int(os.environ.get("BENCH_FILES", "200"))
+
+    # The client's operations, through a task's mount.
+    print("NFS tier, netem delay %s ms on lo, %d files each: a client's operations, NFS calls and time per "
+          "operation" % (delay, n))
+    for shards in (int(k) for k in os.environ.get("BENCH_SHARDS", "3").split(",")):
+        for shards_, client, what, c, secs in client_ops(task, shards, n):
+            print("  %2d shards  %-6s  %-29s %7.2f ms  %s" % (shards_, client, what, 1000 * secs / n, summary(c, n)))
+            sys.stdout.flush()
+    if os.environ.get("BENCH_MOVES", "1") == "0":
+        return
+
     shutil.rmtree(os.path.join(BACKING, "bench"), ignore_errors=True)
     for r in ROOTS:
         os.makedirs(os.path.join(BACKING, "bench", r.lstrip("/"), "data/analysis"))
-    fn, task = MOUNTS[0], MOUNTS[1]
-    rt, rf = router(task), router(fn)
+    rf = router(fn)
     rows: List[Tuple[str, str]] = []
-    n = int(os.environ.get("BENCH_FILES", "200"))
-
-    # Reads and checks through a task's mount: home hits, misses (no file anywhere).
-    hits = homed(rt, 1, "hit", n)
-    for p in hits:
-        with open(os.path.join(BACKING, "bench", "shards/use1-az4", p), "w") as f:
-            f.write("x")
-    for p in hits:  # the names are looked up once, as a running task has
-        rt.exists(p)
-    rows.append(("exists, home hit", summary(counted(task, lambda: [rt.exists(p) for p in hits]), n)))
-    rows.append(("read, home hit", summary(counted(task, lambda: [rt.read_with_fallback(p) for p in hits]), n)))
-    misses = homed(rt, 1, "miss", n)
-    rows.append(("exists, miss (3 shards)", summary(counted(task, lambda: [rt.exists(p) for p in misses]), n)))
 
     # Moves through the function's mount: misplaced files (home shard 1, found in shard 2), one at a time.
     def misplaced(tag: str) -> List[Tuple[str, str]]:
@@ -174,7 +284,7 @@ def main() -> None:
                  % (summary(c, n), under_source_lock(c, n, False), rust_plain_rate)))
     rows.append(("relocate_many / plain, Rust", "%.2f x" % (many_rate / rust_plain_rate)))
 
-    print("NFS tier, netem delay %s ms on lo, %d files each:" % (delay, n))
+    print("NFS tier, netem delay %s ms on lo, %d files each: moves, 3 shards" % (delay, n))
     for what, figure in rows:
         print("  %-44s %s" % (what, figure))
     sys.stdout.flush()
