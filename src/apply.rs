@@ -90,8 +90,9 @@ pub async fn apply(
                     until: wait_until,
                     concurrency: config.move_concurrency,
                 };
+                let roots = std::slice::from_ref(root);
                 let moves =
-                    homing::move_home(config, list, std::slice::from_ref(root), budget, true)?;
+                    homing::move_home(config, list, roots, budget, true, &mut applied.warnings)?;
                 applied.progressed |= moves.moved + moves.dropped_older > 0;
                 applied.moves.then(moves);
             }

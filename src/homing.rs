@@ -97,15 +97,23 @@ pub struct Budget {
 
 /// Moves misplaced files found in the shards rooted at `roots`, at most `max_moves`, and none
 /// once `until` has come. Every misplaced file not moved is counted in `remaining`. With
-/// `drain`, the directories it leaves empty are removed afterwards.
+/// `drain`, the directories it leaves empty are removed afterwards, and the router's names it
+/// meets are dealt with as a rebalance does (a drain waits for them): an abandoned one is
+/// cleaned up or given back, and a cut-short move not abandoned yet is named in `warnings`, as
+/// what holds the drain.
 pub fn move_home(
     config: &Config,
     list: &MountTargetList,
     roots: &[String],
     budget: Budget,
     drain: bool,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Moves, Error> {
     let mut mover = Mover::new(config, list, budget, None, u64::MAX);
+    if drain {
+        mover.abandoned_after = Some(config.abandoned_after);
+        mover.draining = true;
+    }
     for root in roots.iter().collect::<BTreeSet<_>>() {
         if Instant::now() >= budget.until {
             mover.moves.incomplete = true;
@@ -113,6 +121,7 @@ pub fn move_home(
         }
         mover.shard(root, Path::new(""), drain)?;
     }
+    warnings.append(&mut mover.warnings);
     let moves = mover.moves;
     log_moves(&moves);
     Ok(moves)
@@ -202,6 +211,8 @@ struct Mover<'a> {
     /// Cut-short moves the walk met in the current shard, given back once it has passed:
     /// each private directory's path, and its path relative to the shard's watched directory.
     cut_short: Vec<(PathBuf, PathBuf)>,
+    /// A drain's walk: a cut-short move not abandoned yet holds it, and is named.
+    draining: bool,
     warnings: Vec<Warning>,
 }
 
@@ -226,6 +237,7 @@ impl<'a> Mover<'a> {
             stopped: None,
             abandoned_after: None,
             cut_short: Vec::new(),
+            draining: false,
             warnings: Vec::new(),
         }
     }
@@ -356,10 +368,16 @@ impl<'a> Mover<'a> {
     /// file with one name may be the only copy of a version whose name is not known: it is
     /// never removed, and reported for a person to look at.
     fn abandoned(&mut self, entry: &dir::Entry<'_>, dir: &Path, after: Duration) {
+        let path = dir.join(entry.path);
         let Some(a) = dir::abandoned(entry, SystemTime::now(), after) else {
+            if self.draining && matches!(entry.kind, Kind::Private(Private::Moving)) {
+                self.warnings.push(Warning::DrainHeldByMove {
+                    path: path.display().to_string(),
+                    after: after.as_secs(),
+                });
+            }
             return;
         };
-        let path = dir.join(entry.path);
         if a.kind == Private::Moving && a.directory {
             self.cut_short.push((path, entry.path.to_path_buf()));
         } else if !a.safe_to_remove() {
@@ -690,6 +708,49 @@ mod tests {
             everywhere.iter().all(|n| !n.starts_with(".efs-router-")),
             "{everywhere:?}"
         );
+    }
+
+    #[test]
+    fn a_drain_gives_back_an_abandoned_move_and_names_one_that_holds_it() {
+        let mount = tempfile::tempdir().unwrap();
+        let mut config = config(mount.path());
+        let mut list =
+            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        list.mount_targets[1].draining = true;
+        let (home, drained) = (config.watch_path("/"), config.watch_path("/shards/x"));
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&drained).unwrap();
+        // A move out of the draining shard cut short in its retire: the file it linked home,
+        // and a writer's newer version its rename took, the only copy of that version.
+        put(&home.join("a"), b"linked", 10);
+        let pd = cut_short_replace(&drained, "b", b"the writer's, newest", 30);
+        fs::hard_link(home.join("a"), pd.join("a")).unwrap();
+        put(&home.join("b"), b"older", 20);
+        let budget = || Budget {
+            max_moves: 1000,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 2,
+        };
+        let roots = ["/shards/x".to_owned()];
+
+        // Not abandoned yet: it holds the drain, and the drain says so.
+        let mut warnings = Vec::new();
+        move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
+        let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+        assert_eq!(kinds, ["drain_held_by_move"]);
+        assert!(holds_files(&config, &drained).unwrap());
+
+        // Once abandoned, the drain gives it back and moves it home: the newest version wins.
+        config.abandoned_after = Duration::ZERO;
+        for _ in 0..2 {
+            warnings.clear();
+            move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        assert!(!holds_files(&config, &drained).unwrap());
+        assert_eq!(names(&home), ["a", "b"]);
+        assert_eq!(fs::read(home.join("b")).unwrap(), b"the writer's, newest");
+        assert_eq!(fs::read(home.join("a")).unwrap(), b"linked");
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub enum Warning {
     MovesWait(MovesWait),
     /// A mover died holding the only copy of a version under a private name.
     CutShortMove { path: String },
+    /// A drain's walk met a move's private name not abandoned yet: it may hold the only copy
+    /// of a file, so the drain waits until it is given back.
+    DrainHeldByMove { path: String, after: u64 },
     /// A live file named like a client's report that is none: it holds the moves.
     ReportUnreadable { file: String, kind: &'static str },
     /// Entries of the reports' directory not read (a flood, or out of time), or the directory
@@ -125,6 +128,7 @@ impl Warning {
             Warning::ForeignShardDrainMark { .. } => "foreign_shard_drain_mark",
             Warning::MovesWait(_) => "moves_wait",
             Warning::CutShortMove { .. } => "cut_short_move",
+            Warning::DrainHeldByMove { .. } => "drain_held_by_move",
             Warning::ReportUnreadable { .. } => "report_unreadable",
             Warning::ReportsUnread { .. } => "reports_unread",
             Warning::ListVersionHeld { .. } => "list_version_held",
@@ -223,6 +227,12 @@ impl fmt::Display for Warning {
                  the mark is removed"
             ),
             Warning::MovesWait(wait) => write!(f, "{wait}: no file moves"),
+            Warning::DrainHeldByMove { path, after } => write!(
+                f,
+                "{path}: a move's private name, which may hold the only copy of a file, holds \
+                 the drain; once unchanged for {after} s (ABANDONED_AFTER_SECONDS) the drain \
+                 gives it back and goes on"
+            ),
             Warning::CutShortMove { path } => write!(
                 f,
                 "{path} looks like a move that died with the only copy of a version: left for \
