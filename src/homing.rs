@@ -16,6 +16,7 @@
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::pinned::Pinned;
 use crate::plan::{Comparison, Warning};
 use crate::rebalancing::Cursor;
 use crate::shard;
@@ -27,12 +28,18 @@ use efs_router::sorted_walk::{walk_sorted_at, Walked};
 use efs_router::{NotARegularFile, Relocation};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
 /// Misplaced files are moved this many at a time (the paths of one batch are what is held).
 const BATCH: usize = 256;
+/// Directories a batch pins at most before it is moved: with the destinations', well within
+/// Lambda's 1,024 descriptors.
+const PINS_AT_MOST: usize = 128;
 
 /// A router's temporary file or cut-short move unchanged for this long is abandoned.
 pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
@@ -198,8 +205,11 @@ struct Mover<'a> {
     shards: Vec<efs_router::list::Target>,
     budget: Budget,
     moves: Moves,
-    /// Misplaced files found and not moved yet: (where it is, its home).
-    batch: Vec<(PathBuf, PathBuf)>,
+    /// Misplaced files found and not moved yet.
+    batch: Vec<Misplaced>,
+    /// The directories the batch's files are in, pinned as the walk opened them, by their
+    /// path relative to the shard's watched directory.
+    pins: HashMap<PathBuf, Rc<Pinned>>,
     /// `None`: every file against every shard.
     comparison: Option<&'a Comparison>,
     max_visits: u64,
@@ -208,9 +218,8 @@ struct Mover<'a> {
     /// A rebalance's: the router's names unchanged this long are abandoned, cleaned up as the
     /// walk meets them. `None` for a drain.
     abandoned_after: Option<Duration>,
-    /// Cut-short moves the walk met in the current shard, given back once it has passed:
-    /// each private directory's path, and its path relative to the shard's watched directory.
-    cut_short: Vec<(PathBuf, PathBuf)>,
+    /// Cut-short moves the walk met in the current shard, given back once it has passed.
+    cut_short: Vec<CutShort>,
     /// A drain's walk: a cut-short move not abandoned yet holds it, and is named.
     draining: bool,
     warnings: Vec<Warning>,
@@ -232,6 +241,7 @@ impl<'a> Mover<'a> {
             budget,
             moves: Moves::default(),
             batch: Vec::with_capacity(BATCH),
+            pins: HashMap::new(),
             comparison,
             max_visits,
             stopped: None,
@@ -273,7 +283,7 @@ impl<'a> Mover<'a> {
         if let Some(e) = walk_error {
             return Err(e);
         }
-        flush(self.config, &mut self.batch, self.budget, &mut self.moves)?;
+        self.flush()?;
         self.give_back();
         if drain {
             match dir::remove_empty_dirs_at(&fd) {
@@ -344,11 +354,23 @@ impl<'a> Mover<'a> {
                     moves.remaining += 1;
                     return Ok(flow);
                 }
-                let home = self.config.watch_path(home_root);
-                self.batch
-                    .push((dir.join(entry.path), home.join(entry.path)));
-                if self.batch.len() == BATCH {
-                    flush(self.config, &mut self.batch, budget, moves)?;
+                let home = self.config.watch_path(home_root).join(entry.path);
+                let within = entry.path.parent().unwrap_or(Path::new("")).to_path_buf();
+                let from = match self.pins.get(&within) {
+                    Some(pin) => Rc::clone(pin),
+                    None => match Pinned::dup(entry.dir, &dir.join(&within)) {
+                        Ok(pin) => Rc::clone(self.pins.entry(within).or_insert(Rc::new(pin))),
+                        Err(e) => {
+                            moves.failed += 1;
+                            warn!(path = %dir.join(entry.path).display(), error = %e, "not moved");
+                            return Ok(flow);
+                        }
+                    },
+                };
+                let name = entry.name().to_os_string();
+                self.batch.push(Misplaced { from, name, home });
+                if self.batch.len() == BATCH || self.pins.len() >= PINS_AT_MOST {
+                    self.flush()?;
                 }
             }
             Ok(_) => {}
@@ -379,7 +401,12 @@ impl<'a> Mover<'a> {
             return;
         };
         if a.kind == Private::Moving && a.directory {
-            self.cut_short.push((path, entry.path.to_path_buf()));
+            match CutShort::pin(entry, &path) {
+                Ok(c) => self.cut_short.push(c),
+                Err(e) => {
+                    warn!(path = %path.display(), error = %e, "cut-short move not given back")
+                }
+            }
         } else if !a.safe_to_remove() {
             self.warnings.push(Warning::CutShortMove {
                 path: path.display().to_string(),
@@ -399,18 +426,17 @@ impl<'a> Mover<'a> {
     /// path is now in no listed shard was deleted by a client meanwhile and is dropped). After
     /// the shard's walk: each is a move of its own, by path, not a step of the walk.
     fn give_back(&mut self) {
-        for (path, rel) in std::mem::take(&mut self.cut_short) {
-            let within = rel.parent().unwrap_or(Path::new(""));
-            let own = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        for c in std::mem::take(&mut self.cut_short) {
+            let within = c.within.clone();
             let found = |name: &std::ffi::OsStr| {
-                Ok(relocation::anything_at(&own.join(name))?
+                Ok(relocation::anything_at(&c.dir.join(name))?
                     || self.anywhere(&within.join(name))?)
             };
-            match relocation::recover(&path, found) {
+            match relocation::recover_pinned(c.pd.path(), c.dir.path(), &c.name, found) {
                 Ok(r) => {
                     self.moves.abandoned_removed += r.settled + r.deleted;
                     for (name, e) in r.left {
-                        let left = path.join(name);
+                        let left = c.pd.shown().join(name);
                         warn!(path = %left.display(), error = %e, "cut-short move not given back");
                         self.warnings.push(Warning::CutShortMove {
                             path: left.display().to_string(),
@@ -418,6 +444,7 @@ impl<'a> Mover<'a> {
                     }
                 }
                 Err(e) => {
+                    let path = c.pd.shown();
                     warn!(path = %path.display(), error = %e, "cut-short move not given back");
                     self.warnings.push(Warning::CutShortMove {
                         path: path.display().to_string(),
@@ -427,11 +454,18 @@ impl<'a> Mover<'a> {
         }
     }
 
+    /// Moves the batch ([`flush`]), then lets go of the directories it pinned.
+    fn flush(&mut self) -> Result<(), Error> {
+        flush(self.config, &mut self.batch, self.budget, &mut self.moves)?;
+        self.pins.clear();
+        Ok(())
+    }
+
     /// Whether `rel` (relative to the watched directory) is anything in any listed shard, as
     /// the server answers now.
     fn anywhere(&self, rel: &Path) -> std::io::Result<bool> {
         for t in self.list.shards() {
-            if relocation::anything_at(&self.config.watch_path(&t.root).join(rel))? {
+            if anything_beneath(self.config, &self.config.watch_path(&t.root).join(rel))? {
                 return Ok(true);
             }
         }
@@ -439,11 +473,63 @@ impl<'a> Mover<'a> {
     }
 }
 
+/// Whether anything is at `path`, as the server answers now, its directory opened beneath the
+/// mount without following a link (one on the way is an error: the entry asked about stays).
+fn anything_beneath(config: &Config, path: &Path) -> std::io::Result<bool> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(false);
+    };
+    match shard::open_dir(config, dir, false) {
+        Ok(fd) => relocation::anything_at(&Pinned::own(fd, dir)?.join(name)),
+        // Missing maybe only in this client's cache: asked again as the server answers, which
+        // can only turn it into a "yes", and a "yes" gives a copy back, never drops one.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => relocation::anything_at(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// A misplaced file the walk met: its directory pinned as the walk opened it, its name there,
+/// and where its home is.
+struct Misplaced {
+    from: Rc<Pinned>,
+    name: OsString,
+    home: PathBuf,
+}
+
+/// A cut-short move's private directory the walk met, and the directory that holds it, both
+/// pinned as the walk opened them: the recovery reads and gives back there, wherever their
+/// paths point by then.
+struct CutShort {
+    pd: Pinned,
+    dir: Pinned,
+    /// The private directory's name in its holder.
+    name: OsString,
+    /// The holding directory's path relative to the shard's watched directory.
+    within: PathBuf,
+}
+
+impl CutShort {
+    fn pin(entry: &dir::Entry<'_>, shown: &Path) -> std::io::Result<CutShort> {
+        use rustix::fs::{openat, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let pd = openat(entry.dir, entry.name(), flags, Mode::empty())?;
+        let holder = shown.parent().unwrap_or(shown);
+        Ok(CutShort {
+            pd: Pinned::own(pd, shown)?,
+            dir: Pinned::dup(entry.dir, holder)?,
+            name: entry.name().to_os_string(),
+            within: entry.path.parent().unwrap_or(Path::new("")).to_path_buf(),
+        })
+    }
+}
+
 /// Moves one batch, making each destination's directory first (beneath the mount, without
-/// following links); a pair whose time ran out counts as remaining.
+/// following links); a pair whose time ran out counts as remaining. Every path it moves by
+/// resolves through a pinned directory: the source's as the walk opened it, the destination's
+/// as just opened beneath the mount.
 fn flush(
     config: &Config,
-    batch: &mut Vec<(PathBuf, PathBuf)>,
+    batch: &mut Vec<Misplaced>,
     budget: Budget,
     moves: &mut Moves,
 ) -> Result<(), Error> {
@@ -452,27 +538,33 @@ fn flush(
     }
     let parents: BTreeSet<PathBuf> = batch
         .iter()
-        .filter_map(|(_, dst)| dst.parent().map(Path::to_path_buf))
+        .filter_map(|m| m.home.parent().map(Path::to_path_buf))
         .collect();
-    let mut unmade = BTreeSet::new();
+    let mut homes = HashMap::new();
     for parent in parents {
-        if let Err(e) = shard::open_dir(config, &parent, true) {
-            warn!(dir = %parent.display(), error = %e, "destination directory not made; its files stay");
-            unmade.insert(parent);
+        match shard::open_dir(config, &parent, true).and_then(|fd| Pinned::own(fd, &parent)) {
+            Ok(pin) => {
+                homes.insert(parent, pin);
+            }
+            Err(e) => {
+                warn!(dir = %parent.display(), error = %e, "destination directory not made; its files stay")
+            }
         }
     }
-    let pairs: Vec<(PathBuf, PathBuf)> = batch
-        .drain(..)
-        .filter(|(_, dst)| {
-            let ok = dst.parent().is_none_or(|p| !unmade.contains(p));
-            if !ok {
-                moves.failed += 1;
-            }
-            ok
-        })
-        .collect();
+    let mut pairs = Vec::with_capacity(batch.len());
+    let mut shown = Vec::with_capacity(batch.len());
+    for m in batch.iter() {
+        let Some(home) = m.home.parent().and_then(|p| homes.get(p)) else {
+            moves.failed += 1;
+            continue;
+        };
+        pairs.push((m.from.join(&m.name), home.join(&m.name)));
+        shown.push((m.from.shown().join(&m.name), m.home.clone()));
+    }
     let outcomes = relocate_many(&pairs, budget.concurrency.max(1), Some(budget.until));
-    for ((src, dst), outcome) in pairs.iter().zip(outcomes) {
+    // The paths name the pinned directories only while they are held: until the moves end.
+    batch.clear();
+    for ((src, dst), outcome) in shown.iter().zip(outcomes) {
         match outcome {
             None => moves.remaining += 1,
             Some(Ok(Relocation::Moved | Relocation::ReplacedOlder)) => moves.moved += 1,
@@ -751,6 +843,74 @@ mod tests {
         assert_eq!(names(&home), ["a", "b"]);
         assert_eq!(fs::read(home.join("b")).unwrap(), b"the writer's, newest");
         assert_eq!(fs::read(home.join("a")).unwrap(), b"linked");
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_walk_moves_nothing_of_its_target() {
+        let mount = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let (home, shard) = (config.watch_path("/"), config.watch_path("/shards/x"));
+        fs::create_dir_all(home.join("sub")).unwrap();
+        fs::create_dir_all(shard.join("sub")).unwrap();
+        put(&shard.join("sub/a"), b"misplaced", 10);
+        put(&victim.path().join("a"), b"someone else's", 10);
+        // The walk met `sub/a` and pinned `sub`; then a task swapped `sub` for a link to
+        // another directory holding a file of the same name.
+        let fd = shard::open_dir(&config, &shard.join("sub"), false).unwrap();
+        let from = Rc::new(Pinned::own(fd, &shard.join("sub")).unwrap());
+        fs::rename(shard.join("sub"), shard.join("was-sub")).unwrap();
+        std::os::unix::fs::symlink(victim.path(), shard.join("sub")).unwrap();
+        let mut batch = vec![Misplaced {
+            from,
+            name: "a".into(),
+            home: home.join("sub/a"),
+        }];
+        let budget = Budget {
+            max_moves: 10,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 1,
+        };
+        let mut moves = Moves::default();
+        flush(&config, &mut batch, budget, &mut moves).unwrap();
+        assert_eq!(moves.moved, 1, "{moves:?}");
+        // What moved is the file the walk saw; the link's target is untouched.
+        assert_eq!(fs::read(home.join("sub/a")).unwrap(), b"misplaced");
+        assert_eq!(names(victim.path()), ["a"]);
+        assert_eq!(
+            fs::read(victim.path().join("a")).unwrap(),
+            b"someone else's"
+        );
+        assert!(names(&shard.join("was-sub")).is_empty());
+    }
+
+    #[test]
+    fn a_cut_short_move_swapped_for_a_link_is_given_back_from_where_the_walk_saw_it() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        let dir = d.path().join("shard");
+        fs::create_dir(&dir).unwrap();
+        let pd = cut_short_replace(&dir, "a", b"taken", 10);
+        put(&victim.path().join("a"), b"someone else's", 20);
+        let name = pd.file_name().unwrap().to_os_string();
+        let open = |p: &Path| efs_router::dir::open_beneath(p, "", false).unwrap();
+        let pinned_pd = Pinned::own(open(&pd), &pd).unwrap();
+        let pinned_dir = Pinned::own(open(&dir), &dir).unwrap();
+        // A task moves the private directory away and links its name to another directory.
+        fs::rename(&pd, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(victim.path(), &pd).unwrap();
+        let r =
+            relocation::recover_pinned(pinned_pd.path(), pinned_dir.path(), &name, |_| Ok(true));
+        // The copy the walk saw is given back (the link in its place is not removed: rmdir
+        // refuses it, and says so); the link's target is untouched.
+        assert!(r.is_err(), "{r:?}");
+        assert_eq!(fs::read(dir.join("a")).unwrap(), b"taken");
+        assert_eq!(names(victim.path()), ["a"]);
+        assert_eq!(
+            fs::read(victim.path().join("a")).unwrap(),
+            b"someone else's"
+        );
+        assert!(names(&d.path().join("moved")).is_empty());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod apply;
 mod homing;
 mod observe;
 mod observed;
+mod pinned;
 mod plan;
 mod rebalancing;
 mod response;

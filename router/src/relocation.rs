@@ -667,17 +667,33 @@ pub fn recover(
     mut found: impl FnMut(&OsStr) -> io::Result<bool>,
 ) -> io::Result<Recovered> {
     let mut done = Recovered::default();
-    recover_in(pd, &mut found, &mut done, 0)?;
+    recover_in(pd, parent(pd), pd, &mut found, &mut done, 0)?;
     Ok(done)
 }
 
+/// [`recover`] of the private directory named `name` in `dir`, read through `pd`: for a
+/// caller that names the private directory and its holder by paths of its own that resolve to
+/// the very directories it walked (the function's), not to what their paths point to now.
+pub fn recover_pinned(
+    pd: &Path,
+    dir: &Path,
+    name: &OsStr,
+    mut found: impl FnMut(&OsStr) -> io::Result<bool>,
+) -> io::Result<Recovered> {
+    let mut done = Recovered::default();
+    recover_in(pd, dir, &dir.join(name), &mut found, &mut done, 0)?;
+    Ok(done)
+}
+
+/// Recovers what `pd` holds into `dir`, then removes `pd`, by the path `remove`, once empty.
 fn recover_in(
     pd: &Path,
+    dir: &Path,
+    remove: &Path,
     found: &mut dyn FnMut(&OsStr) -> io::Result<bool>,
     done: &mut Recovered,
     depth: usize,
 ) -> io::Result<()> {
-    let dir = parent(pd);
     // A recovery's own retire that died: what it holds goes back to its name in `pd` first.
     for name in names_in(pd)? {
         let kind = private_kind(name.as_encoded_bytes());
@@ -689,7 +705,7 @@ fn recover_in(
             Ok(m) if m.is_dir() && kind == Some(Private::Moving) && depth < NESTED_AT_MOST => {
                 // Given back into `pd`, which is no settling yet: that comes below.
                 let mut inner = Recovered::default();
-                let r = recover_in(&p, found, &mut inner, depth + 1);
+                let r = recover_in(&p, pd, &p, found, &mut inner, depth + 1);
                 done.deleted += inner.deleted;
                 for (n, e) in inner.left {
                     done.left
@@ -715,7 +731,7 @@ fn recover_in(
             Err(e) => done.left.push((name, e)),
         }
     }
-    match fs::remove_dir(pd) {
+    match fs::remove_dir(remove) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         // Not empty: what is left is named in `done.left`.
         Err(_) if !done.left.is_empty() => Ok(()),
