@@ -67,7 +67,7 @@ pub enum Error {
     },
 }
 
-fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+pub(crate) fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
     move |source| Error::Io {
         op,
         path: path.to_path_buf(),
@@ -234,7 +234,7 @@ impl Router {
 
     /// `fresh_hit`: whether a file found at home is confirmed too (a miss always is, and so is
     /// a copy found in another shard).
-    fn find(&self, home: &Resolved, fresh_hit: bool) -> Result<Found, Error> {
+    pub(crate) fn find(&self, home: &Resolved, fresh_hit: bool) -> Result<Found, Error> {
         if !fresh_hit && present(&home.real)? {
             return Ok(Found::Home);
         }
@@ -451,7 +451,7 @@ fn present(path: &Path) -> Result<bool, Error> {
 /// Makes `dir` and its parents when the server says it is missing. A directory another client
 /// made may be missing only in this client's cache, where `mkdir` would answer "exists" while
 /// the cache still says "missing": revalidated first, it is found.
-fn make_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn make_dir(dir: &Path) -> io::Result<()> {
     if revalidate_dir(dir)? {
         return Ok(());
     }
@@ -484,7 +484,7 @@ fn fresh_candidate(path: &Path) -> Result<Option<Opened>, Error> {
 }
 
 /// A new, empty file with a [`temporary_name`] in `dir`; on failure, the name tried.
-fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), (PathBuf, io::Error)> {
+pub(crate) fn create_temporary(dir: &Path) -> Result<(PathBuf, fs::File), (PathBuf, io::Error)> {
     let mut attempt = 0;
     loop {
         let tmp = dir.join(new_private_name(Private::Temporary));

@@ -18,16 +18,21 @@
 //! - [`pool`]: a few threads working through a list (probes, moves, counting) at once.
 //! - [`fs`]: [`Router`]: `exists`, atomic `write`, `read_with_fallback` that moves files home.
 //! - `delete`: [`Router::delete`], every copy of a path, home and elsewhere.
+//! - [`listing`]: [`Router::list_dir`] and [`Router::walk`], the logical tree: the union of the
+//!   shards' directories, one entry per name, the copy a read takes.
+//! - `create`: [`Router::create`], a path written only where it exists nowhere.
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
 mod batch;
 pub mod cache;
+mod create;
 mod delete;
 pub mod dir;
 pub mod fs;
 pub mod layout;
 pub mod list;
+pub mod listing;
 pub mod metadata;
 pub mod names;
 pub mod path;
@@ -38,10 +43,12 @@ pub mod reporter;
 pub mod shard;
 pub mod sorted_walk;
 
+pub use create::Creation;
 pub use delete::{Deleted, Left};
 pub use fs::{Error, Found, Location, Place, Read, Resolved, Router};
 pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};
+pub use listing::{Entry, EntryKind, Listing, Walk};
 pub use path::{LogicalPath, PathError};
 pub use relocation::{relocate, NotARegularFile, Relocation};
 pub use reporter::{ReportFault, Reporting};

@@ -473,6 +473,99 @@ fn the_sorted_walk_sends_no_lookup_per_entry() {
     assert!(sent("READDIR") >= 1);
 }
 
+/// A listing through a mount whose name cache still says "missing" shows the files another
+/// client wrote since, as the server has them: opening each shard's directory revalidates it
+/// (close-to-open on directories), and a directory that changed is read again. Prints what a
+/// listing of three shards sends, changed and unchanged.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_listing_shows_what_another_client_wrote_since() {
+    let t = "listing_fresh";
+    let m = setup(t);
+    let task1 = router(&m[1], t);
+    let (path, home1, other1) = misplaced(&task1, 1, 0, "l");
+    let name = path.rsplit('/').next().unwrap().to_owned();
+    let listed = |r: &Router| -> Vec<(String, usize, Vec<usize>)> {
+        r.list_dir("data/analysis")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.index, e.shards))
+            .collect()
+    };
+    // Task 1 lists the (empty) directories and misses the name.
+    assert_eq!(listed(&task1), []);
+    assert!(missing(&home1) && missing(&other1));
+    // Task 2 writes the file at home and a stale copy in shard 0.
+    write_atomically(&through(&other1, &m[1], &m[2]), b"stale");
+    write_atomically(&through(&home1, &m[1], &m[2]), b"v1");
+    assert!(
+        missing(&home1) && missing(&other1),
+        "{ON_THE_TIER}: the tier must show stale negative lookups, or this test proves nothing"
+    );
+    let sent = |before: &std::collections::BTreeMap<String, u64>| {
+        let after = ops(&m[1]);
+        ["READDIR", "GETATTR", "LOOKUP", "ACCESS"].map(|op| {
+            let n = |o: &std::collections::BTreeMap<String, u64>| o.get(op).copied().unwrap_or(0);
+            (op, n(&after) - n(before))
+        })
+    };
+    let before = ops(&m[1]);
+    assert_eq!(listed(&task1), [(name.clone(), 1, vec![0, 1])]);
+    println!("listing 3 shards, 2 changed: {:?}", sent(&before));
+    let before = ops(&m[1]);
+    assert_eq!(listed(&task1), [(name, 1, vec![0, 1])]);
+    println!("listing 3 shards, unchanged: {:?}", sent(&before));
+    assert_eq!(task1.read_with_fallback(&path).unwrap().data, b"v1");
+}
+
+/// What listing costs over a real NFSv4.1 client: each shard's directory opened once (a
+/// GETATTR) and read in READDIR replies of hundreds of names, with no LOOKUP or GETATTR per
+/// entry (the types come with the names); an unchanged directory is not read again.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_listing_sends_no_lookup_per_entry() {
+    const PER_SHARD: usize = 1000;
+    let t = "listing_cost";
+    let m = setup(t);
+    // Written on the server: no client has looked any of them up.
+    for (k, r) in ROOTS.iter().enumerate() {
+        let dir = backing()
+            .join(t)
+            .join(r.trim_start_matches('/'))
+            .join("data/analysis");
+        for i in 0..PER_SHARD {
+            fs::write(dir.join(format!("s{k}-{i:05}.json")), b"").unwrap();
+        }
+    }
+    let task = router(&m[1], t);
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        let before = ops(&m[1]);
+        assert_eq!(task.list_dir("data/analysis").unwrap().len(), 3 * PER_SHARD);
+        let after = ops(&m[1]);
+        let sent =
+            |op: &str| after.get(op).copied().unwrap_or(0) - before.get(op).copied().unwrap_or(0);
+        counts.push(["READDIR", "GETATTR", "LOOKUP", "ACCESS"].map(|op| (op, sent(op))));
+    }
+    println!(
+        "listing {} names in 3 shards: first {:?}; unchanged {:?}",
+        3 * PER_SHARD,
+        counts[0],
+        counts[1]
+    );
+    let [(_, readdir), (_, getattr), (_, lookup), _] = counts[0];
+    assert!(readdir >= 3, "a READDIR stream per shard: {readdir}");
+    assert!(
+        lookup == 0 && getattr <= 6,
+        "nothing per entry: LOOKUP {lookup}, GETATTR {getattr}"
+    );
+    assert_eq!(
+        counts[1][0],
+        ("READDIR", 0),
+        "an unchanged directory is not read again"
+    );
+}
+
 /// A delete through a mount whose name cache still says "missing" for copies another client
 /// wrote since, at home and in another shard: both go, as the server sees it (fact 13).
 #[test]
@@ -575,4 +668,138 @@ fn a_name_another_client_keeps_writing_never_looks_abandoned_through_this_mount(
         OLDER_THAN.as_secs()
     );
     assert!(after + ACREGMIN >= OLDER_THAN, "{after:?}");
+}
+
+/// Names under `dir` on the server that are the router's own (`.efs-router-…`): none may stay.
+fn private_names_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().starts_with(".efs-router-") {
+            out.push(e.path());
+        } else if e.file_type().unwrap().is_dir() {
+            out.extend(private_names_under(&e.path()));
+        }
+    }
+    out
+}
+
+/// Two clients, each through its own mount, racing to create the same new paths (homed in
+/// every shard): exactly one wins each path, the server holds the winner's bytes, and no
+/// temporary name is left. First the look: a create through a mount that cached a miss of a
+/// path another client has created since answers `AlreadyThere`, as the server sees it.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn racing_creates_through_two_mounts_have_one_winner_per_path() {
+    use efs_router::Creation;
+    const PATHS: usize = 30;
+    let t = "create_race";
+    let m = setup(t);
+    let (a, b) = (Arc::new(router(&m[1], t)), Arc::new(router(&m[2], t)));
+
+    let (path, home_a, _) = misplaced(&a, 1, 0, "c");
+    assert!(missing(&home_a));
+    assert!(b.create(&path, b"b first").unwrap().created());
+    assert!(
+        missing(&home_a),
+        "{ON_THE_TIER}: the tier must show a stale negative lookup"
+    );
+    let home = a.resolve(&path).unwrap();
+    assert_eq!(
+        a.create(&path, b"a second").unwrap(),
+        Creation::AlreadyThere {
+            index: home.index,
+            real: home.real.clone()
+        }
+    );
+    assert_eq!(fs::read(on_server(t, &m[1], &home_a)).unwrap(), b"b first");
+
+    let mut wins = [0usize; 2];
+    for i in 0..PATHS {
+        let p = format!("data/analysis/create-race-{i}.json");
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = [a.clone(), b.clone()]
+            .into_iter()
+            .enumerate()
+            .map(|(who, r)| {
+                let (barrier, p) = (barrier.clone(), p.clone());
+                thread::spawn(move || {
+                    let data = format!("client {who} ").repeat(100).into_bytes();
+                    barrier.wait();
+                    (data.clone(), r.create(&p, &data).unwrap())
+                })
+            })
+            .collect();
+        let got: Vec<(Vec<u8>, Creation)> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let home = a.resolve(&p).unwrap();
+        let kinds: Vec<&str> = got.iter().map(|(_, c)| c.as_str()).collect();
+        let winners: Vec<usize> = (0..2).filter(|&w| got[w].1.created()).collect();
+        assert_eq!(winners.len(), 1, "{p}: {kinds:?}");
+        wins[winners[0]] += 1;
+        assert!(got.iter().all(|(_, c)| c.index() == home.index), "{p}");
+        let on_disk = fs::read(on_server(t, &m[1], &home.real)).unwrap();
+        assert_eq!(on_disk, got[winners[0]].0, "{p}");
+    }
+    println!(
+        "racing creates over {PATHS} paths: client 0 won {}, client 1 won {}",
+        wins[0], wins[1]
+    );
+    assert_eq!(
+        private_names_under(&backing().join(t)),
+        Vec::<PathBuf>::new()
+    );
+}
+
+/// The NFS calls `mount` sent since `before` (an [`ops`]), those it sent, by name.
+fn sent_since(
+    mount: &Path,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    ops(mount)
+        .into_iter()
+        .map(|(op, n)| (op.clone(), n - before.get(&op).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// What a create costs on a real NFS client (router/README.md, "Creating a file"): a new path
+/// is the miss of `exists`, then the write of the temporary name, one LINK and one REMOVE, no
+/// RENAME; a path at home that this client has looked up costs at most a GETATTR (the link
+/// and the unlink changed the file's link count, so its cached attributes are dropped). A
+/// write of a new path beside it, for comparison.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_create_is_the_look_then_one_link_and_one_remove() {
+    let t = "create_cost";
+    let m = setup(t);
+    let task = router(&m[1], t);
+    let (path, home, _) = misplaced(&task, 1, 0, "k");
+    let (written, _, _) = misplaced(&task, 1, 0, "w");
+    assert!(missing(&home));
+    let n = |op: &str, sent: &std::collections::BTreeMap<String, u64>| {
+        sent.get(op).copied().unwrap_or(0)
+    };
+    let before = ops(&m[1]);
+    assert!(task.create(&path, b"new").unwrap().created());
+    let created = sent_since(&m[1], &before);
+    println!("create of a new path, 3 shards: {created:?}");
+    assert_eq!(
+        (
+            n("LINK", &created),
+            n("REMOVE", &created),
+            n("RENAME", &created)
+        ),
+        (1, 1, 0)
+    );
+    let before = ops(&m[1]);
+    assert!(!task.create(&path, b"again").unwrap().created());
+    let again = sent_since(&m[1], &before);
+    println!("create of a path at home, cached: {again:?}");
+    assert!(again.values().sum::<u64>() <= 1, "{again:?}");
+    let before = ops(&m[1]);
+    task.write(&written, b"new").unwrap();
+    let wrote = sent_since(&m[1], &before);
+    println!("write of a new path: {wrote:?}");
+    assert_eq!((n("LINK", &wrote), n("RENAME", &wrote)), (0, 1));
 }

@@ -121,6 +121,21 @@ class Probes(unittest.TestCase):
         self.assertEqual((read.data, read.place), (b"v1", HOME))
         self.assertEqual(task1.locate(path).found.kind, "home")
 
+    def test_a_listing_shows_what_another_client_wrote_since(self) -> None:
+        t = "py_listing_fresh"
+        m = setup(t)
+        task1 = router(m[1], t)
+        path, home1, other1 = misplaced(task1, 1, 0, "l")
+        self.assertEqual(task1.listdir("data/analysis"), [])
+        self.assertTrue(missing(home1) and missing(other1))
+        write_atomically(through(other1, m[1], m[2]), b"stale")
+        write_atomically(through(home1, m[1], m[2]), b"v1")
+        self.assertTrue(missing(home1) and missing(other1), ON_THE_TIER + ": the tier must show stale negative lookups")
+        # Opening each shard's directory revalidates it: the names are the server's.
+        entries = task1.scandir("data/analysis")
+        self.assertEqual([(e.path, e.index, e.shards) for e in entries], [(path, 1, (0, 1))])
+        self.assertEqual(task1.read_with_fallback(path).data, b"v1")
+
     def test_the_old_name_after_a_move_is_not_named(self) -> None:
         t = "py_probe_moved"
         m = setup(t)

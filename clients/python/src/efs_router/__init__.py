@@ -45,9 +45,10 @@ refresh are covered by the forced deployment, as before.
 """
 
 # One module per module of the Rust library (router/src/): errors, list, names, path, shard, layout, cache,
-# relocation, delete, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only gathers their
-# public names.
+# relocation, delete, create, listing, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only
+# gathers their public names.
 from .cache import revalidate_dir
+from .create import ALREADY_THERE, CREATED, Creation
 from .delete import Deleted, Left
 from .errors import (
     InsideAnotherShard,
@@ -67,6 +68,7 @@ from .fs import logger as logger
 from .layout import Layout
 from .list import MAX_LIST_SHARDS, MODULO_SHA256, RENDEZVOUS, STRATEGIES, MountTargetList, Target, extra_root
 from .list import root_is_valid as root_is_valid
+from .listing import Entry
 from .names import is_private_name
 from .path import normalise
 from .relocation import DROPPED_OLDER, MOVED, REPLACED_OLDER, SOURCE_GONE, relocate
@@ -81,5 +83,6 @@ __all__ = [
     "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router", "Deleted", "Left",
+    "Creation", "CREATED", "ALREADY_THERE", "Entry",
     "MOVED", "REPLACED_OLDER", "DROPPED_OLDER", "SOURCE_GONE", "relocate", "is_private_name", "revalidate_dir",
 ]

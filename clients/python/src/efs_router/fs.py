@@ -11,11 +11,13 @@ import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 from .cache import revalidate_dir
+from .create import ALREADY_THERE, CREATED, Creation, create_at
 from .delete import Deleted, delete_everywhere
 from .delete import Place as DeletePlace
 from .errors import InsideAnotherShard, NotARegularFile, NotFound
 from .layout import Layout, _relative_to
 from .list import MountTargetList, Target
+from .listing import Entry, _Lister
 from .names import _private_name
 from .path import _at_or_under, normalise
 from .relocation import MOVED, REPLACED_OLDER, SOURCE_GONE, _parent, _regular, _relocate
@@ -434,6 +436,51 @@ class Router:
 
         others = [place(j) for j in self._others(s, home.index)]
         return delete_everywhere(path, place(home.index), others, _probe)
+
+    def create(self, path: str, data: bytes) -> Creation:
+        """Writes ``data`` as ``path`` in its home shard only if ``exists`` would find it nowhere, atomically against
+        other writers at home: the same look, then a synced temporary name linked to the final name (never renamed
+        over it), then unlinked (create.py). ``Creation("created", home, real)``, or ``Creation("already-there",
+        index, real)`` naming the shard that holds it. Creates missing directories; the temporary name is removed on
+        every error."""
+        s = self._current()
+        home = self._resolve(s, path)
+        found = self._find(s, home, fresh_hit=False)
+        if found.kind == "elsewhere":
+            assert found.index is not None and found.real is not None
+            return Creation(ALREADY_THERE, found.index, found.real)
+        if found.kind == "home":
+            return Creation(ALREADY_THERE, home.index, home.real)
+        self.lease()  # like a write: past its lease this client may already count as gone
+        made = create_at(home.real, data, _create_temporary, _make_dir)
+        return Creation(CREATED if made else ALREADY_THERE, home.index, home.real)
+
+    def listdir(self, directory: str = "") -> List[str]:
+        """The names in the logical directory ``directory`` (``""`` for the roots), sorted: ``scandir``'s."""
+        return [e.name for e in self._lister().scandir(directory)]
+
+    def scandir(self, directory: str = "") -> List[Entry]:
+        """Every name in the logical directory ``directory``, sorted, one ``Entry`` each: the union of the
+        directory in every shard, read at once; for a file, the copy ``read_with_fallback`` reads (listing.py).
+        ``NotFound`` when no shard has it as a directory."""
+        return self._lister().scandir(directory)
+
+    def walk(self, top: str = "", onerror: Optional[Callable[[OSError], object]] = None
+             ) -> Iterator[Tuple[str, List[str], List[str]]]:
+        """``os.walk`` of the logical tree, top down: ``(directory, dirnames, filenames)``, logical paths; prune
+        ``dirnames`` in place. An ``OSError`` (``NotFound`` for a missing ``top``) is raised, or given to
+        ``onerror`` and the walk goes on."""
+        return self._lister().walk(top, onerror)
+
+    def glob(self, pattern: str) -> List[str]:
+        """The logical paths (files and directories) matching ``pattern``, sorted: ``fnmatch`` per component, ``**``
+        for any number of directories, a leading '.' matched only by a '.' (listing.py)."""
+        return self._lister().glob(pattern)
+
+    def _lister(self) -> _Lister:
+        """A listing by the list this operation begins with."""
+        s = self._current()
+        return _Lister(self.layout, s.shards, s.reserved, lambda p: self._resolve(s, p).index, PROBE_THREADS)
 
     def write(self, path: str, data: bytes) -> str:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).
