@@ -286,7 +286,8 @@ impl<'a> Mover<'a> {
         self.flush()?;
         self.give_back();
         if drain {
-            match dir::remove_empty_dirs_at(&fd) {
+            // Within the drain's time: what it does not reach is left for its next run.
+            match dir::remove_empty_dirs_until(&fd, Some(self.budget.until)) {
                 Ok(removed) => info!(root = %root, removed = ?removed, "empty directories removed"),
                 Err(e) => warn!(root = %root, error = %e, "empty directories left"),
             }
@@ -586,41 +587,66 @@ fn flush(
     Ok(())
 }
 
+/// What a walk of a draining shard's tree found ([`holds_files`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    Files,
+    Nothing,
+    /// The walk met its time before it could tell: the drain holds, nothing else waits.
+    Unknown,
+}
+
+/// How many entries a walk visits between two looks at the clock.
+const CLOCK_EVERY: u32 = 256;
+
 /// Whether the tree under `dir` (opened beneath the mount, links not followed) holds a file
-/// other than a write in progress (a temporary name), nested ones included. A move's private
-/// name counts as a file: a router killed mid-move may have left the only copy of a version
-/// in it, and a drain that called the shard empty would drop its root from every list, hiding
-/// that copy. The drain holds until the rebalance's walk has given it back. A missing `dir`
-/// holds nothing; a part of the tree that cannot be read counts as holding one.
-pub fn holds_files(config: &Config, dir: &Path) -> std::io::Result<bool> {
+/// other than a write in progress (a temporary name), nested ones included, walked until
+/// `until` at most. A move's private name counts as a file: a router killed mid-move may have
+/// left the only copy of a version in it, and a drain that called the shard empty would drop
+/// its root from every list, hiding that copy. The drain holds until a walk has given it
+/// back. A missing `dir` holds nothing; a part of the tree that cannot be read counts as
+/// holding one.
+pub fn holds_files(config: &Config, dir: &Path, until: Instant) -> std::io::Result<Holds> {
     let fd = match shard::open_dir(config, dir, false) {
         Ok(fd) => fd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Holds::Nothing),
         Err(e) => return Err(e),
     };
-    let mut any = false;
-    dir::walk_at(&fd, |entry| match entry.kind {
-        Kind::File | Kind::Other(_) | Kind::Failed(_) | Kind::Private(Private::Moving) => {
-            any = true;
-            Flow::Stop
+    let mut holds = Holds::Nothing;
+    let mut seen = 0u32;
+    dir::walk_at(&fd, |entry| {
+        seen = seen.wrapping_add(1);
+        if seen.is_multiple_of(CLOCK_EVERY) && Instant::now() >= until {
+            holds = Holds::Unknown;
+            return Flow::Stop;
         }
-        // Opened as a directory if it is one (then walked); if not, it is a file.
-        Kind::Unknown => {
-            match rustix::fs::statat(
-                entry.dir,
-                entry.name(),
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            ) {
-                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => Flow::Enter,
-                _ => {
-                    any = true;
-                    Flow::Stop
+        match entry.kind {
+            Kind::File | Kind::Other(_) | Kind::Failed(_) | Kind::Private(Private::Moving) => {
+                holds = Holds::Files;
+                Flow::Stop
+            }
+            // Opened as a directory if it is one (then walked); if not, it is a file.
+            Kind::Unknown => {
+                match rustix::fs::statat(
+                    entry.dir,
+                    entry.name(),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                ) {
+                    Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+                        Flow::Enter
+                    }
+                    _ => {
+                        holds = Holds::Files;
+                        Flow::Stop
+                    }
                 }
             }
+            Kind::Directory | Kind::Private(Private::Temporary | Private::Reports) => {
+                Flow::Continue
+            }
         }
-        Kind::Directory | Kind::Private(Private::Temporary | Private::Reports) => Flow::Continue,
     })?;
-    Ok(any)
+    Ok(holds)
 }
 
 #[cfg(test)]
@@ -644,6 +670,33 @@ mod tests {
         fs::create_dir(&qd).unwrap();
         put(&qd.join(name), data, secs);
         qd
+    }
+
+    /// [`holds_files`] with time enough.
+    fn holds(config: &Config, dir: &Path) -> bool {
+        let until = Instant::now() + Duration::from_secs(60);
+        holds_files(config, dir, until).unwrap() == Holds::Files
+    }
+
+    #[test]
+    fn a_drain_walk_out_of_time_holds_its_drain_and_says_so() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let watch = config.watch_path("/shards/use1-az2");
+        for i in 0..600 {
+            fs::create_dir_all(watch.join(format!("empty/{i}"))).unwrap();
+        }
+        // Empty, with the time to tell.
+        let later = Instant::now() + Duration::from_secs(60);
+        assert_eq!(holds_files(&config, &watch, later).unwrap(), Holds::Nothing);
+        // Out of time before the end: not called empty.
+        assert_eq!(
+            holds_files(&config, &watch, Instant::now()).unwrap(),
+            Holds::Unknown
+        );
+        // A file among them, with the time to find it.
+        put(&watch.join("empty/599/a.json"), b"{}", 0);
+        assert_eq!(holds_files(&config, &watch, later).unwrap(), Holds::Files);
     }
 
     fn names(dir: &Path) -> Vec<String> {
@@ -705,18 +758,18 @@ mod tests {
             b"half",
             0,
         );
-        assert!(!holds_files(&config, &watch).unwrap());
+        assert!(!holds(&config, &watch));
         // A move cut short, nested: its private directory may hold the only copy.
         let qd = cut_short_replace(&nested, "device-1.json", b"only copy", 0);
-        assert!(holds_files(&config, &watch).unwrap());
+        assert!(holds(&config, &watch));
         // Even empty, or a file under that name: what it holds cannot be known by its name.
         fs::remove_file(qd.join("device-1.json")).unwrap();
-        assert!(holds_files(&config, &watch).unwrap());
+        assert!(holds(&config, &watch));
         fs::remove_dir(&qd).unwrap();
         fs::write(&qd, b"planted").unwrap();
-        assert!(holds_files(&config, &watch).unwrap());
+        assert!(holds(&config, &watch));
         fs::remove_file(&qd).unwrap();
-        assert!(!holds_files(&config, &watch).unwrap());
+        assert!(!holds(&config, &watch));
     }
 
     #[test]
@@ -830,7 +883,7 @@ mod tests {
         move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
         let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
         assert_eq!(kinds, ["drain_held_by_move"]);
-        assert!(holds_files(&config, &drained).unwrap());
+        assert!(holds(&config, &drained));
 
         // Once abandoned, the drain gives it back and moves it home: the newest version wins.
         config.abandoned_after = Duration::ZERO;
@@ -839,7 +892,7 @@ mod tests {
             move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
             assert!(warnings.is_empty(), "{warnings:?}");
         }
-        assert!(!holds_files(&config, &drained).unwrap());
+        assert!(!holds(&config, &drained));
         assert_eq!(names(&home), ["a", "b"]);
         assert_eq!(fs::read(home.join("b")).unwrap(), b"the writer's, newest");
         assert_eq!(fs::read(home.join("a")).unwrap(), b"linked");

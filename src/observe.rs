@@ -20,7 +20,11 @@ const COUNTING_THREADS: usize = 64;
 
 /// What was observed, and how long counting the files took: AWS and the state first, then
 /// the files of every root a shard may have, all shards at once.
-pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Duration), Error> {
+pub async fn observe(
+    clients: &Clients,
+    config: &Config,
+    walk_until: Instant,
+) -> Result<(Observed, Duration), Error> {
     let (file_system, mount_targets, parameter, stored_state, deployments, tasks) = tokio::try_join!(
         clients.efs.file_system(&config.file_system_id),
         clients.efs.mount_targets(&config.file_system_id),
@@ -84,7 +88,10 @@ pub async fn observe(clients: &Clients, config: &Config) -> Result<(Observed, Du
 
     let (roots, draining_roots) = roots_to_count(parameter.as_ref(), &mount_targets, &state);
     let started = Instant::now();
-    let counted = count(config, roots, draining_roots).await?;
+    let counted = count(config, roots, draining_roots, walk_until).await?;
+    for root in &counted.walk_cut_short {
+        warnings.push(Warning::DrainWalkCutShort { root: root.clone() });
+    }
     let count_took = started.elapsed();
     let reports = read_reports(config).await?;
     Ok((
@@ -167,6 +174,7 @@ async fn count(
     config: &Config,
     roots: BTreeSet<String>,
     draining_roots: BTreeSet<String>,
+    walk_until: Instant,
 ) -> Result<Counted, Error> {
     let dirs: Vec<_> = roots
         .into_iter()
@@ -200,12 +208,17 @@ async fn count(
                 }
             }
         }
-        // Emptiness of a draining shard is decided from its whole tree, nested files included.
+        // Emptiness of a draining shard is decided from its whole tree, nested files included,
+        // walked until `walk_until`: a tree too large to walk in time holds its drain only.
         for root in draining_roots {
             let path = config.watch_path(&root);
-            match homing::holds_files(&config, &path) {
-                Ok(any) => {
-                    out.tree_has_files.insert(root, any);
+            match homing::holds_files(&config, &path, walk_until) {
+                Ok(holds) => {
+                    if holds == homing::Holds::Unknown {
+                        out.walk_cut_short.push(root.clone());
+                    }
+                    out.tree_has_files
+                        .insert(root, holds != homing::Holds::Nothing);
                 }
                 Err(e) => {
                     out.unreadable
@@ -239,6 +252,8 @@ struct Counted {
     files: BTreeMap<String, u64>,
     unreadable: BTreeMap<String, String>,
     tree_has_files: BTreeMap<String, bool>,
+    /// Draining roots whose walk met its time before it could tell.
+    walk_cut_short: Vec<String>,
 }
 
 /// The state when its parameter does not exist yet: the timers and refused subnets of the old

@@ -17,6 +17,13 @@ use crate::state::State;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
+/// Until when an observation may walk a draining shard's tree: half the time left, so that a
+/// tree too large to walk holds its own drain and never the run's other work.
+fn walk_until(wait_until: Instant) -> Instant {
+    let now = Instant::now();
+    now + wait_until.saturating_duration_since(now) / 2
+}
+
 /// Time kept back from the Lambda deadline for what follows a wait: observe again,
 /// publish, redeploy, respond.
 const MARGIN: Duration = Duration::from_secs(20);
@@ -62,7 +69,7 @@ pub async fn run(
         undo: action == Action::Undo,
         ..policy(config)
     };
-    let (observed, count_took) = observe(clients, config).await?;
+    let (observed, count_took) = observe(clients, config, walk_until(wait_until)).await?;
     let first = plan(&observed, &policy);
     for w in &first.warnings {
         warn!(warning = %w, kind = w.kind(), "observed");
@@ -234,7 +241,7 @@ async fn converge(
         }
         let head = only(&current.steps, |s| !s.kind().is_announcement());
         if apply(clients, config, &head, wait_until, applied).await? {
-            let (again, _) = observe(clients, config).await?;
+            let (again, _) = observe(clients, config, walk_until(wait_until)).await?;
             // One new mount target a run; after a refused subnet, the next one is tried.
             current = plan(
                 &again,

@@ -457,6 +457,8 @@ pub struct RemovedDirs {
     pub kept: u64,
     /// Directories that could not be read or removed, relative to the root, and why.
     pub failed: Vec<(PathBuf, io::Error)>,
+    /// Stopped at its time before the end.
+    pub incomplete: bool,
 }
 
 /// Removes every empty directory below `root`, bottom up (a directory emptied by removing its
@@ -468,16 +470,25 @@ pub struct RemovedDirs {
 pub fn remove_empty_dirs(root: &Path) -> io::Result<RemovedDirs> {
     let fd = rustix::fs::open(root, DIR_FLAGS, Mode::empty())?;
     let mut out = RemovedDirs::default();
-    clean(fd.as_fd(), &mut PathBuf::new(), 0, &mut out)?;
+    clean(fd.as_fd(), &mut PathBuf::new(), 0, None, &mut out)?;
     Ok(out)
 }
 
 /// [`remove_empty_dirs`] below the directory open as `root`.
 pub fn remove_empty_dirs_at(root: impl AsFd) -> io::Result<RemovedDirs> {
+    remove_empty_dirs_until(root, None)
+}
+
+/// [`remove_empty_dirs_at`], stopping once `until` has come ([`RemovedDirs::incomplete`]):
+/// what it has not reached stays, for the next time.
+pub fn remove_empty_dirs_until(
+    root: impl AsFd,
+    until: Option<std::time::Instant>,
+) -> io::Result<RemovedDirs> {
     let fd = root.as_fd();
     rustix::fs::seek(fd, SeekFrom::Start(0))?;
     let mut out = RemovedDirs::default();
-    clean(fd, &mut PathBuf::new(), 0, &mut out)?;
+    clean(fd, &mut PathBuf::new(), 0, until, &mut out)?;
     Ok(out)
 }
 
@@ -485,11 +496,16 @@ fn clean(
     fd: BorrowedFd<'_>,
     path: &mut PathBuf,
     depth: usize,
+    until: Option<std::time::Instant>,
     out: &mut RemovedDirs,
 ) -> io::Result<()> {
     let mut buf: Vec<MaybeUninit<u8>> = vec![MaybeUninit::uninit(); WALK_BUFFER_BYTES];
     let mut entries = RawDir::new(fd, &mut buf);
     while let Some(entry) = entries.next() {
+        if until.is_some_and(|u| std::time::Instant::now() >= u) {
+            out.incomplete = true;
+            return Ok(());
+        }
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         let maybe = match entry.file_type() {
@@ -510,7 +526,7 @@ fn clean(
             continue;
         }
         let below = match rustix::fs::openat(fd, name, SUBDIR_FLAGS, Mode::empty()) {
-            Ok(sub) => clean(sub.as_fd(), path, depth + 1, out).map(|()| true),
+            Ok(sub) => clean(sub.as_fd(), path, depth + 1, until, out).map(|()| true),
             Err(Errno::NOTDIR | Errno::LOOP) if maybe => Ok(false),
             Err(Errno::NOENT) => Ok(false),
             Err(e) => Err(describe(e)),
@@ -733,6 +749,24 @@ pub fn find_abandoned(root: &Path, older_than: Duration) -> io::Result<Vec<Aband
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn removing_empty_directories_stops_at_its_time() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..10 {
+            fs::create_dir_all(d.path().join(format!("a/{i}"))).unwrap();
+        }
+        let fd = rustix::fs::open(d.path(), DIR_FLAGS, Mode::empty()).unwrap();
+        let out = remove_empty_dirs_until(&fd, Some(std::time::Instant::now())).unwrap();
+        assert!(out.incomplete);
+        assert_eq!(out.removed, 0);
+        assert!(d.path().join("a/0").is_dir());
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let out = remove_empty_dirs_until(&fd, Some(later)).unwrap();
+        assert!(!out.incomplete);
+        assert_eq!(out.removed, 11);
+        assert!(!d.path().join("a").exists());
+    }
 
     #[test]
     fn counts_files_and_links_not_directories() {

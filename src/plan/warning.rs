@@ -73,6 +73,9 @@ pub enum Warning {
     MovesWait(MovesWait),
     /// A mover died holding the only copy of a version under a private name.
     CutShortMove { path: String },
+    /// The walk of a draining shard's tree met its time before it could tell whether the tree
+    /// is empty: the drain holds, the rest of the run goes on.
+    DrainWalkCutShort { root: String },
     /// A drain's walk met a move's private name not abandoned yet: it may hold the only copy
     /// of a file, so the drain waits until it is given back.
     DrainHeldByMove { path: String, after: u64 },
@@ -128,6 +131,7 @@ impl Warning {
             Warning::ForeignShardDrainMark { .. } => "foreign_shard_drain_mark",
             Warning::MovesWait(_) => "moves_wait",
             Warning::CutShortMove { .. } => "cut_short_move",
+            Warning::DrainWalkCutShort { .. } => "drain_walk_cut_short",
             Warning::DrainHeldByMove { .. } => "drain_held_by_move",
             Warning::ReportUnreadable { .. } => "report_unreadable",
             Warning::ReportsUnread { .. } => "reports_unread",
@@ -232,6 +236,11 @@ impl fmt::Display for Warning {
                 "{path}: a move's private name, which may hold the only copy of a file, holds \
                  the drain; once unchanged for {after} s (ABANDONED_AFTER_SECONDS) the drain \
                  gives it back and goes on"
+            ),
+            Warning::DrainWalkCutShort { root } => write!(
+                f,
+                "the tree of draining shard {root} could not be walked in the time this run had: \
+                 its drain holds, and the next run walks it again"
             ),
             Warning::CutShortMove { path } => write!(
                 f,
