@@ -40,6 +40,8 @@ const BATCH: usize = 256;
 /// Directories a batch pins at most before it is moved: with the destinations', well within
 /// Lambda's 1,024 descriptors.
 const PINS_AT_MOST: usize = 128;
+/// Entries that hold a drain named in one run at most: enough to act on, a small response.
+const NAMED_AT_MOST: usize = 10;
 
 /// A router's temporary file or cut-short move unchanged for this long is abandoned.
 pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
@@ -327,16 +329,22 @@ impl<'a> Mover<'a> {
             Kind::Other(other) => {
                 moves.skipped += 1;
                 warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
+                self.held_by(dir.join(entry.path), other.as_str());
                 return Ok(Flow::Continue);
             }
             Kind::Failed(ref e) => {
                 moves.failed += 1;
                 warn!(path = %dir.join(entry.path).display(), error = %e, "directory skipped");
+                self.held_by(dir.join(entry.path), "a directory that cannot be walked");
                 return Ok(Flow::Continue);
             }
         };
         let Some(rel_path) = entry.path.to_str() else {
             moves.failed += 1;
+            self.held_by(
+                dir.join(entry.path),
+                "a name that is not UTF-8, which no router routes",
+            );
             return Ok(flow);
         };
         let logical = match self.config.watch_dir.as_str() {
@@ -452,6 +460,23 @@ impl<'a> Mover<'a> {
                     });
                 }
             }
+        }
+    }
+
+    /// A drain's walk met an entry it will never move: the shard keeps it, so the drain holds
+    /// (dropping the root would hide it), and the first few are named for a person to deal
+    /// with.
+    fn held_by(&mut self, path: PathBuf, what: &'static str) {
+        let named = self
+            .warnings
+            .iter()
+            .filter(|w| matches!(w, Warning::DrainHeldByEntry { .. }))
+            .count();
+        if self.draining && named < NAMED_AT_MOST {
+            self.warnings.push(Warning::DrainHeldByEntry {
+                path: path.to_string_lossy().into_owned(),
+                what,
+            });
         }
     }
 
@@ -964,6 +989,58 @@ mod tests {
             b"someone else's"
         );
         assert!(names(&d.path().join("moved")).is_empty());
+    }
+
+    #[test]
+    fn a_drain_names_what_it_will_never_move_and_holds() {
+        use std::os::unix::ffi::OsStrExt;
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let mut list =
+            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        list.mount_targets[1].draining = true;
+        let (home, drained) = (config.watch_path("/"), config.watch_path("/shards/x"));
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(drained.join("sub")).unwrap();
+        put(&drained.join("sub/a.json"), b"moves", 10);
+        std::os::unix::fs::symlink("/etc", drained.join("link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            drained.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        put(
+            &drained.join(std::ffi::OsStr::from_bytes(b"bad-\xff")),
+            b"unroutable",
+            10,
+        );
+        let budget = Budget {
+            max_moves: 1000,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 2,
+        };
+        let mut warnings = Vec::new();
+        let roots = ["/shards/x".to_owned()];
+        let moves = move_home(&config, &list, &roots, budget, true, &mut warnings).unwrap();
+        assert_eq!(moves.moved, 1, "{moves:?}");
+        assert_eq!(fs::read(home.join("sub/a.json")).unwrap(), b"moves");
+        let mut held: Vec<_> = warnings
+            .iter()
+            .map(|w| match w {
+                Warning::DrainHeldByEntry { path, what } => {
+                    let name = Path::new(path).file_name().unwrap().to_string_lossy();
+                    (name.into_owned(), *what)
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        held.sort();
+        let names: Vec<_> = held.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["bad-\u{fffd}", "fifo", "link"]);
+        assert!(holds(&config, &drained));
     }
 
     #[test]

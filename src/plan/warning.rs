@@ -76,6 +76,9 @@ pub enum Warning {
     /// The walk of a draining shard's tree met its time before it could tell whether the tree
     /// is empty: the drain holds, the rest of the run goes on.
     DrainWalkCutShort { root: String },
+    /// A drain's walk met an entry it will never move (a link, a FIFO, a directory it cannot
+    /// walk, a name no router routes): the shard keeps it, so its drain holds.
+    DrainHeldByEntry { path: String, what: &'static str },
     /// A drain's walk met a move's private name not abandoned yet: it may hold the only copy
     /// of a file, so the drain waits until it is given back.
     DrainHeldByMove { path: String, after: u64 },
@@ -133,6 +136,7 @@ impl Warning {
             Warning::CutShortMove { .. } => "cut_short_move",
             Warning::DrainWalkCutShort { .. } => "drain_walk_cut_short",
             Warning::DrainHeldByMove { .. } => "drain_held_by_move",
+            Warning::DrainHeldByEntry { .. } => "drain_held_by_entry",
             Warning::ReportUnreadable { .. } => "report_unreadable",
             Warning::ReportsUnread { .. } => "reports_unread",
             Warning::ListVersionHeld { .. } => "list_version_held",
@@ -231,6 +235,11 @@ impl fmt::Display for Warning {
                  the mark is removed"
             ),
             Warning::MovesWait(wait) => write!(f, "{wait}: no file moves"),
+            Warning::DrainHeldByEntry { path, what } => write!(
+                f,
+                "{path}: {what}, never moved: the draining shard keeps it, so the drain holds \
+                 until a person moves or removes it"
+            ),
             Warning::DrainHeldByMove { path, after } => write!(
                 f,
                 "{path}: a move's private name, which may hold the only copy of a file, holds \
