@@ -7,8 +7,10 @@
 //! the moves (docs/design.md, "The fleet rule").
 
 use crate::observed::When;
+use efs_router::names::{private_kind, Private};
 use efs_router::report::{client_of_file, Report, DIR, LIFETIME_SECS, MAX_BYTES};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{unlinkat, AtFlags, FileType, Mode, OFlags};
+use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -80,7 +82,7 @@ pub struct Reports {
     pub unread: usize,
     /// The directory exists but cannot be read, and why: it holds the moves.
     pub dir_problem: Option<String>,
-    /// Stale reports removed.
+    /// Stale reports removed, and reporters' writes abandoned for [`REMOVE_AFTER_SECS`].
     pub removed: usize,
 }
 
@@ -113,15 +115,25 @@ fn read_under(mount_path: &Path, now: When, remove: bool) -> Reports {
 /// [`read`] of the open directory, until `until`; stale reports are removed when `remove`.
 pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Reports {
     let mut names: Vec<String> = Vec::new();
+    let mut temporaries: Vec<OsString> = Vec::new();
     let mut entries = 0usize;
-    let listed = efs_router::dir::for_each_file_at(dir, |name| {
+    // Every entry counts toward the bound, whatever it is: junk directories and names too.
+    let listed = efs_router::dir::for_each_name_at(dir, |name, kind| {
         entries += 1;
-        if let Some(name) = name.to_str().filter(|n| client_of_file(n).is_some()) {
-            names.push(name.to_owned());
+        let private = private_kind(name.as_encoded_bytes());
+        if private == Some(Private::Temporary) && kind != FileType::Directory {
+            temporaries.push(name.to_os_string());
+        } else if kind != FileType::Directory && private.is_none() {
+            if let Some(name) = name.to_str().filter(|n| client_of_file(n).is_some()) {
+                names.push(name.to_owned());
+            }
         }
         entries <= MAX_ENTRIES && Instant::now() < until
     });
     let mut out = Reports::default();
+    if remove {
+        out.removed += remove_abandoned_writes(dir.as_fd(), &temporaries, now, until);
+    }
     if let Err(e) = listed {
         out.dir_problem = Some(e.to_string());
     }
@@ -144,6 +156,35 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
     }
     out.files.sort_by(|a, b| a.file.cmp(&b.file));
     out
+}
+
+/// Removes the reporters' writes (`.efs-router-<hex>.tmp`) unchanged for
+/// [`REMOVE_AFTER_SECS`]: a router that died while writing its report left it, and it is no
+/// report. Only a regular file with one name, relative to the directory, without following a
+/// link; its age is by its `ctime`, which no writer can set. Answers how many went.
+fn remove_abandoned_writes(
+    dir: BorrowedFd<'_>,
+    names: &[OsString],
+    now: When,
+    until: Instant,
+) -> usize {
+    let mut removed = 0;
+    for name in names {
+        if Instant::now() >= until {
+            break;
+        }
+        let Ok(st) = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        #[allow(clippy::useless_conversion)] // st_nlink is u32 on aarch64
+        let one_name = u64::from(st.st_nlink) == 1;
+        let regular = rustix::fs::FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+        let old = now.secs().saturating_sub(secs(st.st_ctime)) >= REMOVE_AFTER_SECS;
+        if regular && one_name && old && unlinkat(dir, name.as_os_str(), AtFlags::empty()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// What one entry turned out to be.
@@ -373,6 +414,56 @@ mod tests {
         // Reading stops at the bound: the rest are unread, however many.
         assert!(r.unread >= 1, "{}", r.unread);
         assert_eq!(r.files.len(), MAX_ENTRIES);
+    }
+
+    #[test]
+    fn junk_of_any_kind_counts_toward_the_bound() {
+        // Directories and writes in progress were not counted: a flood of them was listed in
+        // full on every run, and held nothing.
+        let (tmp, fd) = dir();
+        for i in 0..MAX_ENTRIES / 2 + 1 {
+            std::fs::create_dir(tmp.path().join(format!("junk-{i}"))).unwrap();
+            std::fs::write(tmp.path().join(format!(".efs-router-{i:016x}.tmp")), b"").unwrap();
+        }
+        std::fs::write(tmp.path().join(format!("{ID}.json")), b"x").unwrap();
+        let r = read_dir(&fd, When::now(), later(), false);
+        assert!(r.unread >= 1, "{}", r.unread);
+    }
+
+    #[test]
+    fn a_dead_reporters_write_is_removed_once_abandoned() {
+        let (tmp, fd) = dir();
+        let name = |i: u64| tmp.path().join(format!(".efs-router-{i:016x}.tmp"));
+        std::fs::write(name(1), b"half a report").unwrap();
+        // Not a reporter's: two names, or a directory.
+        std::fs::write(name(2), b"linked").unwrap();
+        std::fs::hard_link(name(2), tmp.path().join("elsewhere")).unwrap();
+        std::fs::create_dir(name(3)).unwrap();
+        let now = When::now().secs();
+        // Young: it may be a write going on.
+        let r = read_dir(&fd, When::from_secs(now), later(), true);
+        assert_eq!(r.removed, 0);
+        assert!(name(1).exists());
+        // An hour on, as the function's clock has it.
+        let r = read_dir(
+            &fd,
+            When::from_secs(now + REMOVE_AFTER_SECS + 5),
+            later(),
+            true,
+        );
+        assert_eq!(r.removed, 1);
+        assert!(!name(1).exists());
+        assert!(name(2).exists() && name(3).is_dir());
+        // Looking removes nothing.
+        std::fs::write(name(4), b"half").unwrap();
+        let r = read_dir(
+            &fd,
+            When::from_secs(now + 2 * REMOVE_AFTER_SECS),
+            later(),
+            false,
+        );
+        assert_eq!(r.removed, 0);
+        assert!(name(4).exists());
     }
 
     #[test]

@@ -91,6 +91,30 @@ pub fn for_each_file_at(dir: impl AsFd, f: impl FnMut(&OsStr) -> bool) -> io::Re
     read_names(fd, f)
 }
 
+/// Every name in the directory open as `dir` with its type as the listing gives it
+/// (`FileType::Unknown` when the server does not say), `.` and `..` aside, until `f` answers
+/// false: for a caller that must bound the listing itself, whatever the names are.
+pub fn for_each_name_at(
+    dir: impl AsFd,
+    mut f: impl FnMut(&OsStr, FileType) -> bool,
+) -> io::Result<()> {
+    let fd = dir.as_fd();
+    rustix::fs::seek(fd, SeekFrom::Start(0))?;
+    let mut buf: Vec<MaybeUninit<u8>> = vec![MaybeUninit::uninit(); BUFFER_BYTES];
+    let mut entries = RawDir::new(fd, &mut buf);
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if !f(OsStr::from_bytes(name), entry.file_type()) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn open_dir(dir: &Path) -> io::Result<Option<OwnedFd>> {
     match rustix::fs::open(dir, DIR_FLAGS, Mode::empty()) {
         Ok(fd) => Ok(Some(fd)),
