@@ -25,7 +25,7 @@
 //! name, then the temporary file renamed over it. For that one round trip the name holds an empty
 //! file; a client killed in between leaves it empty. EFS has hard links: it never takes either.
 
-use crate::fs::{create_temporary, io_err, make_dir, Error, Found, Router};
+use crate::fs::{io_err, temporary_in, Error, Found, Router};
 use rustix::fs::{RenameFlags, CWD};
 use rustix::io::Errno;
 use std::fs;
@@ -123,15 +123,7 @@ fn create_at(dst: &Path, data: &[u8], place: Placer) -> Result<bool, Error> {
     let dir = dst
         .parent()
         .expect("a real path has a shard directory above it");
-    // As in a write, the directory is made only when the create finds it missing.
-    let (tmp, mut file) = match create_temporary(dir) {
-        Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
-            make_dir(dir).map_err(io_err("create directory", dir))?;
-            create_temporary(dir)
-        }
-        created => created,
-    }
-    .map_err(|(tmp, e)| io_err("create", &tmp)(e))?;
+    let (tmp, mut file) = temporary_in(dir)?;
     let placed = (|| {
         file.write_all(data).map_err(io_err("write", &tmp))?;
         file.sync_all().map_err(io_err("sync", &tmp))?;

@@ -284,16 +284,7 @@ impl Router {
             .real
             .parent()
             .expect("a real path has a shard directory above it");
-        // The directory is made only when the create finds it missing: over NFS making it
-        // first would cost round trips on every write.
-        let (tmp, mut file) = match create_temporary(dir) {
-            Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
-                make_dir(dir).map_err(io_err("create directory", dir))?;
-                create_temporary(dir)
-            }
-            created => created,
-        }
-        .map_err(|(tmp, e)| io_err("create", &tmp)(e))?;
+        let (tmp, mut file) = temporary_in(dir)?;
         let result = (|| {
             file.write_all(data).map_err(io_err("write", &tmp))?;
             file.sync_all().map_err(io_err("sync", &tmp))?;
@@ -481,6 +472,19 @@ fn fresh_candidate(path: &Path) -> Result<Option<Opened>, Error> {
         Err(Error::NotRegular { .. }) => Ok(None),
         other => other,
     }
+}
+
+/// A fresh temporary file in `dir`, the directory made when the create finds it missing:
+/// over NFS making it first would cost round trips on every write.
+pub(crate) fn temporary_in(dir: &Path) -> Result<(PathBuf, fs::File), Error> {
+    match create_temporary(dir) {
+        Err((_, e)) if e.kind() == io::ErrorKind::NotFound => {
+            make_dir(dir).map_err(io_err("create directory", dir))?;
+            create_temporary(dir)
+        }
+        created => created,
+    }
+    .map_err(|(tmp, e)| io_err("create", &tmp)(e))
 }
 
 /// A new, empty file with a [`temporary_name`] in `dir`; on failure, the name tried.
