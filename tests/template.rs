@@ -10,7 +10,9 @@
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
 //!   the narrowest resource IAM supports (`*` only where IAM has no resource-level
 //!   permission, [`UNSCOPABLE`], or where its resource is not the one IAM checks and a
-//!   condition scopes it instead, [`SCOPED_BY_CONDITION`]);
+//!   condition scopes it instead, [`SCOPED_BY_CONDITION`]); network interfaces are created only
+//!   in the subnets the function uses (`SUBNET_IDS` and `FunctionSubnetIds`) when the template
+//!   names them, and re-addressed only in `FunctionSubnetIds`;
 //! - the alarms and the dashboard name the namespace, metrics and dimensions that
 //!   `metrics.rs` emits; the dashboard shows the largest shard against `FILE_THRESHOLD`, shards
 //!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones.
@@ -1461,19 +1463,28 @@ fn every_action_is_on_the_narrowest_resource() {
                     "{action} on * although IAM can scope it"
                 );
             }
-            // Network interfaces are created and deleted only in the file system's VPC.
-            if matches!(
-                action.as_str(),
-                "ec2:CreateNetworkInterface"
-                    | "ec2:DeleteNetworkInterface"
-                    | "ec2:AssignPrivateIpAddresses"
-                    | "ec2:UnassignPrivateIpAddresses"
-            ) {
-                assert_eq!(
+            // Network interfaces are created, deleted and re-addressed only in the file
+            // system's VPC ([`network_interfaces_only_in_the_subnets_the_function_uses`]).
+            match action.as_str() {
+                "ec2:CreateNetworkInterface" => assert_eq!(
                     condition,
-                    json!({"ArnLike": {"ec2:Vpc": "arn:aws:ec2:us-east-1:*:vpc/vpc-0abc"}}),
+                    json!({"ArnLikeIfExists": {"ec2:Vpc": VPC_ARN}}),
                     "{action}: only in the file system's VPC"
-                );
+                ),
+                "ec2:DeleteNetworkInterface" => assert_eq!(
+                    condition,
+                    json!({"ArnLike": {"ec2:Vpc": VPC_ARN}}),
+                    "{action}: only in the file system's VPC"
+                ),
+                "ec2:AssignPrivateIpAddresses" | "ec2:UnassignPrivateIpAddresses" => assert_eq!(
+                    condition,
+                    json!({"ArnLike": {
+                        "ec2:Vpc": VPC_ARN,
+                        "ec2:Subnet": [subnet_arn("subnet-aaa"), subnet_arn("subnet-bbb")],
+                    }}),
+                    "{action}: only the function's own interfaces"
+                ),
+                _ => {}
             }
             // The cluster's tasks, and only its.
             if matches!(action.as_str(), "ecs:ListTasks" | "ecs:DescribeTasks") {
@@ -1516,6 +1527,124 @@ fn nothing_else_grants_the_function_permissions() {
             !CALLED_ACTIONS.contains(action),
             "{action} is called, not implied"
         );
+    }
+}
+
+/// The file system's VPC ([`Eval::new`]'s `FileSystemVpcId`), as `ec2:Vpc` names it.
+const VPC_ARN: &str = "arn:aws:ec2:us-east-1:*:vpc/vpc-0abc";
+
+/// A subnet as the role names it: any partition, region and account (a shared VPC's subnets
+/// belong to its owner), the one subnet id.
+fn subnet_arn(id: &str) -> String {
+    format!("arn:*:ec2:*:*:subnet/{id}")
+}
+
+/// CreateNetworkInterface serves CreateMountTarget (the mount target's interface, in a subnet
+/// of `SUBNET_IDS`) and Lambda (the function's interfaces, in `FunctionSubnetIds`). With
+/// `MountTargetSubnetIds` the role names exactly those subnets; without it the function may
+/// pick any subnet of the VPC, so any subnet, under `ec2:Vpc`. Re-addressing is Lambda's alone,
+/// on its interfaces in `FunctionSubnetIds`. Deleting stays VPC-wide: a target the function
+/// created in a subnet since dropped from the list must still go.
+#[test]
+fn network_interfaces_only_in_the_subnets_the_function_uses() {
+    let function_subnets = ["subnet-aaa", "subnet-bbb"];
+    let eni = format!("arn:aws:ec2:{REGION}:{ACCOUNT}:network-interface/*");
+    let security_groups = format!("arn:aws:ec2:{REGION}:*:security-group/*");
+    let any_subnet = format!("arn:aws:ec2:{REGION}:*:subnet/*");
+    for (given, mount_target_subnets) in [
+        ("", None),
+        ("subnet-0a1", Some(vec!["subnet-0a1"])),
+        (
+            "subnet-0a1,subnet-0b2",
+            Some(vec!["subnet-0a1", "subnet-0b2"]),
+        ),
+        // A function subnet may also be a mount target subnet.
+        (
+            "subnet-aaa,subnet-0c3",
+            Some(vec!["subnet-aaa", "subnet-0c3"]),
+        ),
+    ] {
+        let e = Eval::new(&[("MountTargetSubnetIds", given)]);
+        let config = config_of(&environment(&e)).expect("the template's environment is accepted");
+        assert_eq!(
+            config.subnet_ids,
+            mount_target_subnets
+                .clone()
+                .map(|ids| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            "MountTargetSubnetIds {given:?} is the function's SUBNET_IDS"
+        );
+        let allowed = allowed(&e);
+
+        let (resources, condition) = &allowed["ec2:CreateNetworkInterface"];
+        let mut want: BTreeSet<String> = [eni.clone(), security_groups.clone()].into();
+        match &config.subnet_ids {
+            Some(ids) => want.extend(
+                ids.iter()
+                    .map(String::as_str)
+                    .chain(function_subnets)
+                    .map(subnet_arn),
+            ),
+            None => {
+                want.insert(any_subnet.clone());
+            }
+        }
+        assert_eq!(resources, &want, "CreateNetworkInterface with {given:?}");
+        if config.subnet_ids.is_some() {
+            assert!(
+                resources.iter().all(|r| !r.ends_with("subnet/*")),
+                "{given:?}: no subnet wildcard beside the named subnets"
+            );
+        }
+        assert_eq!(
+            condition,
+            &json!({"ArnLikeIfExists": {"ec2:Vpc": VPC_ARN}}),
+            "CreateNetworkInterface with {given:?}: in the file system's VPC"
+        );
+
+        for action in [
+            "ec2:AssignPrivateIpAddresses",
+            "ec2:UnassignPrivateIpAddresses",
+        ] {
+            let (resources, condition) = &allowed[action];
+            assert_eq!(resources, &BTreeSet::from([eni.clone()]), "{action}");
+            let subnets: Vec<String> = function_subnets.into_iter().map(subnet_arn).collect();
+            assert_eq!(
+                condition,
+                &json!({"ArnLike": {"ec2:Vpc": VPC_ARN, "ec2:Subnet": subnets}}),
+                "{action} with {given:?}: the function's interfaces only"
+            );
+        }
+
+        let (resources, condition) = &allowed["ec2:DeleteNetworkInterface"];
+        assert_eq!(resources, &BTreeSet::from([eni.clone()]));
+        assert_eq!(
+            condition,
+            &json!({"ArnLike": {"ec2:Vpc": VPC_ARN}}),
+            "DeleteNetworkInterface with {given:?}: any interface of the VPC"
+        );
+    }
+}
+
+/// UpdateService is allowed on the named services with no condition: IAM has no key for what
+/// the function changes (a forced deployment) or must not (desired count, deployment settings),
+/// and none AWS documents as absent when no task definition is named (docs/operations.md, "What
+/// IAM cannot limit UpdateService to").
+/// A condition added here must come with that evidence.
+#[test]
+fn the_forced_deployment_has_no_condition() {
+    let e = Eval::new(&[("EcsServiceName", "api,worker")]);
+    let allowed = allowed(&e);
+    for action in ["ecs:UpdateService", "ecs:DescribeServices"] {
+        let (resources, condition) = &allowed[action];
+        assert_eq!(
+            resources,
+            &BTreeSet::from([
+                format!("arn:aws:ecs:{REGION}:{ACCOUNT}:service/prod/api"),
+                format!("arn:aws:ecs:{REGION}:{ACCOUNT}:service/prod/worker"),
+            ]),
+            "{action}"
+        );
+        assert_eq!(condition, &Value::Null, "{action}");
     }
 }
 
