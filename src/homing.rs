@@ -23,7 +23,7 @@ use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
 use efs_router::names::Private;
-use efs_router::relocation::{self, relocate_many};
+use efs_router::relocation::{self, relocate_many, OtherOwners};
 use efs_router::sorted_walk::{walk_sorted_at, Walked};
 use efs_router::{NotARegularFile, Relocation};
 use serde::Serialize;
@@ -602,6 +602,10 @@ fn flush(
             Some(Err(e)) if NotARegularFile::of(&e).is_some() => {
                 moves.skipped += 1;
                 warn!(from = %src.display(), error = %e, "not a regular file; left alone");
+            }
+            Some(Err(e)) if OtherOwners::of(&e).is_some() => {
+                moves.skipped += 1;
+                warn!(from = %src.display(), to = %dst.display(), error = %e, "two owners' files at one name; both left");
             }
             Some(Err(e)) => {
                 moves.failed += 1;

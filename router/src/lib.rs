@@ -50,6 +50,6 @@ pub use layout::{Layout, LayoutError};
 pub use list::{ListError, MountTargetList, Strategy, Target};
 pub use listing::{Entry, EntryKind, Listing, Walk};
 pub use path::{LogicalPath, PathError};
-pub use relocation::{relocate, NotARegularFile, Relocation};
+pub use relocation::{relocate, NotARegularFile, OtherOwners, Relocation};
 pub use reporter::{ReportFault, Reporting};
 pub use shard::{modulo_sha256, rendezvous_score, shard_index, RouteError};

@@ -98,11 +98,64 @@ impl fmt::Display for NotARegularFile {
 
 impl std::error::Error for NotARegularFile {}
 
-/// What a move needs to know of a file: which one it is, how new, what type.
+/// The error (inside an [`io::Error`] of kind `PermissionDenied`; see [`OtherOwners::of`]) of
+/// a move whose source and destination are two files of different owners: which is newer is
+/// the writers' to say (an mtime anyone can set), so neither takes the other's name and both
+/// stay where they are.
+#[derive(Debug)]
+pub struct OtherOwners {
+    pub src: PathBuf,
+    pub dst: PathBuf,
+    pub src_uid: u32,
+    pub dst_uid: u32,
+}
+
+impl OtherOwners {
+    /// The [`OtherOwners`] inside `e`, if that is what `e` is.
+    pub fn of(e: &io::Error) -> Option<&OtherOwners> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl fmt::Display for OtherOwners {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (uid {}) and {} (uid {}) have different owners: neither replaces the other; \
+             both left for a person to look at",
+            self.src.display(),
+            self.src_uid,
+            self.dst.display(),
+            self.dst_uid
+        )
+    }
+}
+
+impl std::error::Error for OtherOwners {}
+
+/// An error unless `s` (at `src`) and `d` (at `dst`) have one owner: the rule for every move
+/// that would replace one file by another or drop one for another.
+fn same_owner(src: &Path, s: &Stamp, dst: &Path, d: &Stamp) -> io::Result<()> {
+    if s.uid == d.uid {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        OtherOwners {
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            src_uid: s.uid,
+            dst_uid: d.uid,
+        },
+    ))
+}
+
+/// What a move needs to know of a file: which one it is, whose, how new, what type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
+    uid: u32,
     mtime: (i64, i64),
     what: Option<&'static str>,
 }
@@ -130,6 +183,7 @@ impl Stamp {
         Stamp {
             dev: m.dev(),
             ino: m.ino(),
+            uid: m.uid(),
             mtime: (m.mtime(), m.mtime_nsec()),
             what,
         }
@@ -289,6 +343,7 @@ fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
             return Ok(Next::Retire(s, Relocation::Moved));
         }
         d.regular(dst)?;
+        same_owner(src, &s, dst, &d)?;
         if s.newer_than(&d) {
             return replace(src, dst, &s);
         }
@@ -361,6 +416,10 @@ fn place_replacement(src: &Path, dst: &Path, q: &Path) -> io::Result<Next> {
         Some(now) if now.same_file(&linked) => (false, Relocation::Moved),
         Some(now) => {
             now.regular(dst)?;
+            if let Err(e) = same_owner(src, &linked, dst, &now) {
+                remove_private(q)?;
+                return Err(e);
+            }
             (linked.newer_than(&now), Relocation::ReplacedOlder)
         }
     };
@@ -462,7 +521,14 @@ pub(crate) fn settle_listed(
         give_back(p, src);
         return Err(e);
     }
-    let placed = place(p, &taken, dst)?;
+    let placed = match place(p, &taken, dst) {
+        // Another owner's file at home: this version goes back where it was taken from.
+        Err(e) if OtherOwners::of(&e).is_some() => {
+            give_back(p, src);
+            return Err(e);
+        }
+        other => other?,
+    };
     Ok(match outcome {
         Relocation::DroppedOlder if placed => Relocation::ReplacedOlder,
         other => other,
@@ -512,6 +578,7 @@ fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
             }
             Some(d) => {
                 d.regular(dst)?;
+                same_owner(p, taken, dst, &d)?;
                 if taken.newer_than(&d) {
                     fs::rename(p, dst)?;
                     remove_private(p)?; // left by rename if `dst` became this file meanwhile
@@ -538,6 +605,7 @@ fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
         }
         Some(d) => {
             d.regular(dst)?;
+            same_owner(src, s, dst, &d)?;
             (Relocation::ReplacedOlder, s.newer_than(&d))
         }
     };
@@ -963,6 +1031,46 @@ pub(crate) mod tests {
         // What is left stays in the private directory, nothing followed or opened.
         assert_eq!(names(&pd), ["dir", "fifo", "link"]);
         assert_eq!(fs::read(pd.join("dir")).unwrap(), b"home is a directory");
+    }
+
+    /// Gives `path` to `uid` (the tests run as root, as the function does).
+    fn own(path: &Path, uid: u32) {
+        std::os::unix::fs::chown(path, Some(uid), None)
+            .expect("chown: these tests run as root, as the function does");
+    }
+
+    #[test]
+    fn one_owners_file_never_takes_anothers_name() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&a).unwrap();
+        fs::create_dir(&b).unwrap();
+        // Another owner's file at home, older than the copy: not replaced.
+        put(&b.join("f"), b"theirs", 10);
+        own(&b.join("f"), 1000);
+        put(&a.join("f"), b"planted, dated later", 20);
+        let e = relocate(&a.join("f"), &b.join("f")).unwrap_err();
+        let other = OtherOwners::of(&e).expect("other owners");
+        assert_eq!((other.src_uid, other.dst_uid), (0, 1000));
+        assert_eq!(fs::read(b.join("f")).unwrap(), b"theirs");
+        assert_eq!(fs::read(a.join("f")).unwrap(), b"planted, dated later");
+        // Newer than the copy: the copy is not dropped for it either.
+        put(&b.join("g"), b"theirs, dated later", 30);
+        own(&b.join("g"), 1000);
+        put(&a.join("g"), b"mine", 20);
+        let e = relocate(&a.join("g"), &b.join("g")).unwrap_err();
+        assert!(OtherOwners::of(&e).is_some());
+        assert_eq!(fs::read(a.join("g")).unwrap(), b"mine");
+        // One owner: the latest write wins, as ever.
+        put(&b.join("h"), b"older", 10);
+        put(&a.join("h"), b"newer", 20);
+        assert_eq!(
+            relocate(&a.join("h"), &b.join("h")).unwrap(),
+            Relocation::ReplacedOlder
+        );
+        assert_eq!(fs::read(b.join("h")).unwrap(), b"newer");
+        assert_eq!(names(&a), ["f", "g"]);
+        assert_eq!(names(&b), ["f", "g", "h"]);
     }
 
     #[test]

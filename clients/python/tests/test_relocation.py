@@ -16,6 +16,7 @@ from efs_router import (
     REPLACED_OLDER,
     SOURCE_GONE,
     NotARegularFile,
+    OtherOwners,
     relocate,
 )
 from efs_router.relocation import recover
@@ -362,3 +363,38 @@ class Relocate(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Owners(unittest.TestCase):
+    """One owner's file never takes another's name (Rust relocation::tests, one_owners_file_never_takes_anothers_name).
+    These tests run as root, as the function does: chown must work."""
+
+    def test_one_owners_file_never_takes_anothers_name(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a"), os.path.join(d, "b")
+            os.mkdir(a)
+            os.mkdir(b)
+
+            def put(path: str, data: bytes, secs: int, uid: Optional[int] = None) -> None:
+                with open(path, "wb") as f:
+                    f.write(data)
+                os.utime(path, ns=(0, (1_700_000_000 + secs) * 1_000_000_000))
+                if uid is not None:
+                    os.chown(path, uid, -1)
+
+            put(os.path.join(b, "f"), b"theirs", 10, uid=1000)
+            put(os.path.join(a, "f"), b"planted, dated later", 20)
+            with self.assertRaises(OtherOwners) as caught:
+                relocate(os.path.join(a, "f"), os.path.join(b, "f"))
+            self.assertEqual((caught.exception.src_uid, caught.exception.dst_uid), (os.getuid(), 1000))
+            put(os.path.join(b, "g"), b"theirs, dated later", 30, uid=1000)
+            put(os.path.join(a, "g"), b"mine", 20)
+            with self.assertRaises(OtherOwners):
+                relocate(os.path.join(a, "g"), os.path.join(b, "g"))
+            put(os.path.join(b, "h"), b"older", 10)
+            put(os.path.join(a, "h"), b"newer", 20)
+            self.assertEqual(relocate(os.path.join(a, "h"), os.path.join(b, "h")), REPLACED_OLDER)
+            for name, data in (("f", b"theirs"), ("g", b"theirs, dated later"), ("h", b"newer")):
+                with open(os.path.join(b, name), "rb") as f:
+                    self.assertEqual(f.read(), data)
+            self.assertEqual(sorted(os.listdir(a)), ["f", "g"])

@@ -56,6 +56,7 @@ from .errors import (
     ListError,
     NotARegularFile,
     NotFound,
+    OtherOwners,
     PathError,
     Reappearing,
     RouteError,
@@ -79,7 +80,7 @@ from .shard import modulo_sha256, rendezvous_score, shard_index
 __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
-    "NotARegularFile", "ReportError", "ReportFault", "Reappearing",
+    "NotARegularFile", "OtherOwners", "ReportError", "ReportFault", "Reappearing",
     "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router", "Deleted", "Left",

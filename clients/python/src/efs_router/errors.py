@@ -76,3 +76,19 @@ class NotARegularFile(RouterError, OSError):
 
     def __str__(self) -> str:
         return "%s is a %s, not a regular file: not data, left alone" % (self.path, self.what)
+
+
+
+class OtherOwners(RouterError, OSError):
+    """A move between two files of different owners: which is newer is the writers' to say (an mtime anyone
+    can set), so neither takes the other's name and both stay. ``src`` and ``dst`` name them, ``src_uid`` and
+    ``dst_uid`` their owners (Rust ``relocation::OtherOwners``)."""
+
+    def __init__(self, src: str, dst: str, src_uid: int, dst_uid: int):
+        super().__init__(errno.EACCES, "%s (uid %d) and %s (uid %d) have different owners: neither replaces the "
+                         "other; both left for a person to look at" % (src, src_uid, dst, dst_uid))
+        self.src, self.dst, self.src_uid, self.dst_uid = src, dst, src_uid, dst_uid
+
+    def __str__(self) -> str:
+        return "%s (uid %d) and %s (uid %d) have different owners: neither replaces the other; both left for a " \
+               "person to look at" % (self.src, self.src_uid, self.dst, self.dst_uid)

@@ -8,7 +8,7 @@ import stat
 from typing import List, Optional, Tuple, Union
 
 from .cache import revalidate_dir
-from .errors import NotARegularFile
+from .errors import NotARegularFile, OtherOwners
 from .names import _private_name, is_private_name
 
 # The latest version wins ("newer": the modification time, to the nanosecond; the destination wins a tie),
@@ -57,6 +57,12 @@ def _regular(st: os.stat_result, path: str) -> None:
     what = _what(st)
     if what is not None:
         raise NotARegularFile(path, what)
+
+
+def _same_owner(src: str, s: os.stat_result, dst: str, d: os.stat_result) -> None:
+    """The rule for every move that would replace one file by another or drop one for another."""
+    if s.st_uid != d.st_uid:
+        raise OtherOwners(src, dst, s.st_uid, d.st_uid)
 
 
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
@@ -196,6 +202,7 @@ def _settle(src: str, dst: str, s: os.stat_result) -> str:
                 raise _same_entry_error(src, dst)
             return _retire(src, dst, s, MOVED)
         _regular(d, dst)
+        _same_owner(src, s, dst, d)
         if _newer(s, d):
             return _replace(src, dst, s)
         return _retire(src, dst, s, DROPPED_OLDER)
@@ -258,6 +265,9 @@ def _place_replacement(src: str, dst: str, q: str) -> Optional[Tuple[os.stat_res
         go, outcome = False, MOVED
     else:
         _regular(now, dst)
+        if now.st_uid != linked.st_uid:
+            _remove_private(q)
+            _same_owner(src, linked, dst, now)
         go, outcome = _newer(linked, now), REPLACED_OLDER
     if go:
         os.rename(q, dst)
@@ -341,7 +351,16 @@ def _settle_taken(src: str, dst: str, pd: str, p: str, expected: os.stat_result,
         except OSError:
             pass
         raise NotARegularFile(src, what)
-    placed = _place(p, taken, dst)
+    try:
+        placed = _place(p, taken, dst)
+    except OtherOwners:
+        # Another owner's file at home: this version goes back where it was taken from.
+        try:
+            os.link(p, src, **_LINK_OPTIONS)
+            os.unlink(p)
+        except OSError:
+            pass
+        raise
     return REPLACED_OLDER if outcome == DROPPED_OLDER and placed else outcome
 
 
@@ -366,6 +385,7 @@ def _place(p: str, taken: os.stat_result, dst: str) -> bool:
             _remove_private(p)
             return True
         _regular(d, dst)
+        _same_owner(p, taken, dst, d)
         if _newer(taken, d):
             os.rename(p, dst)
             _remove_private(p)  # left by rename if dst became this file meanwhile
@@ -387,6 +407,7 @@ def _without_links(src: str, dst: str, s: os.stat_result) -> str:
         return _retire(src, dst, s, MOVED)
     else:
         _regular(d, dst)
+        _same_owner(src, s, dst, d)
         outcome, replace = REPLACED_OLDER, _newer(s, d)
     if not replace:
         return _retire(src, dst, s, DROPPED_OLDER)
