@@ -27,21 +27,25 @@ unit:
 	$(CARGO) test --workspace
 
 ## The Python client: ruff, and mypy --strict on the package and its tests (settings in its pyproject.toml).
+# pytest too: mypy reads its types to check the fsspec suites' fixtures.
 python-lint:
-	scripts/ensure-tools.sh mypy ruff
+	scripts/ensure-tools.sh mypy ruff pytest
 	cd clients/python && ruff check && mypy --strict
 
 # The Python client's tests run against the package as pip installs it (not editable), in a
-# virtual environment made anew each time that also sees this Python's boto3 and moto, from an
-# empty directory outside the clone: `import efs_router` can only find the installed package.
+# virtual environment made anew each time that also sees this Python's boto3, moto, pytest, fsspec
+# and pandas, from an empty directory outside the clone: `import efs_router` can only find the
+# installed package. Then fsspec's own suites for implementations (fsspec.tests.abstract, written
+# for pytest) on the efs-router file system, tests/fsspec_suites.py, the same way.
 PYTHON_TEST_VENV := $(CURDIR)/.venv-python-test
 python-test:
-	scripts/ensure-tools.sh moto
+	scripts/ensure-tools.sh moto pytest fsspec pandas
 	$(PYTHON) -m venv --clear --system-site-packages $(PYTHON_TEST_VENV)
-	$(PYTHON_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check './clients/python[ssm]'
+	$(PYTHON_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check './clients/python[ssm,fsspec,test]'
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && cd "$$dir" && \
 	  EFS_ROUTER_VECTORS=$(CURDIR)/tests/vectors/routing.json \
-	  $(PYTHON_TEST_VENV)/bin/python -m unittest discover -s $(CURDIR)/clients/python/tests -p 'test_*.py' -v
+	  $(PYTHON_TEST_VENV)/bin/python -m unittest discover -s $(CURDIR)/clients/python/tests -p 'test_*.py' -v && \
+	  $(PYTHON_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -q -rs $(CURDIR)/clients/python/tests/fsspec_suites.py
 
 template-test:
 	cfn-lint template.yaml

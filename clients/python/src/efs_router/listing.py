@@ -1,4 +1,6 @@
-"""Listing the logical tree (router/src/listing.rs): ``Router.listdir``, ``scandir``, ``walk`` and ``glob``.
+"""Listing the logical tree (router/src/listing.rs): ``Router.listdir``, ``scandir``, ``walk`` and ``glob``; and, for
+the fsspec file system (fsspec_fs.py) only, one name looked up by the same rules (``_Lister.entry``) and a listing's
+sizes (``_Lister.with_stats``).
 
 A logical directory is the union of that directory in every distinct shard directory, read at once (one READDIR
 stream per shard that holds it, a bounded ``ThreadPoolExecutor``). Each name appears once:
@@ -175,6 +177,56 @@ class _Lister:
             return []
         return sorted(out)
 
+    def entry(self, path: str) -> Optional[Entry]:
+        """The one name ``path`` (not ``""``) as ``scandir`` of its directory would list it, or None when it would not
+        be listed: the name looked at (``lstat``) in each shard's directory at once, by the same rules, without
+        reading the directory. Costs ``scandir``'s opens and one ``lstat`` per shard. For a file, ``stat()`` is the
+        winning copy's ``lstat`` already."""
+        d, _, name = self.directory(path).rpartition("/")
+        held: Held = []
+        stats: Dict[int, os.stat_result] = {}
+        for j, st in zip(self.distinct, self._map(lambda j: self._lstats(j, d, [name], regular=False)[0],
+                                                  self.distinct)):
+            if st is not None:
+                held.append((j, _kind(st)))
+                stats[j] = st
+        got = self._settle(d, {name: held}) if held else []
+        if not got:
+            return None
+        e = got[0]
+        if e.is_file() and e._stat is None:
+            e._stat = stats[e.index]
+        return e
+
+    def with_stats(self, d: str, entries: List[Entry]) -> List[Entry]:
+        """``entries`` (of ``scandir(d)``), each file with its winning copy's ``lstat`` kept for ``stat()``: one
+        open of ``d`` per shard holding a winner and one ``lstat`` per file, the shards at once. A copy gone (or no
+        longer a regular file) since the listing is looked for again by ``entry`` (a read may have moved it home),
+        and left out when it is gone."""
+        asks: Dict[int, List[Entry]] = {}
+        for e in entries:
+            if e.is_file() and e._stat is None:
+                asks.setdefault(e.index, []).append(e)
+        shards = sorted(asks)
+        gone: Dict[str, Optional[Entry]] = {}
+        for j, got in zip(shards, self._map(lambda j: self._lstats(j, d, [e.name for e in asks[j]]), shards)):
+            for e, st in zip(asks[j], got):
+                if st is None:
+                    gone[e.name] = None
+                else:
+                    e._stat = st
+        for name in gone:
+            gone[name] = self.entry(_join(d, name))
+        out: List[Entry] = []
+        for e in entries:
+            if e.name not in gone:
+                out.append(e)
+                continue
+            again = gone[e.name]
+            if again is not None:
+                out.append(again)
+        return out
+
     def listed(self, d: str, shards: Sequence[int]) -> Optional[List[Entry]]:
         """``_union``, except that a directory above another shard's (``shards`` under ``/``) holding nothing else
         is not there: the parent's listing does not show it either."""
@@ -271,8 +323,9 @@ class _Lister:
                 out.append(self._entry(d, c.name, FILE, winner, _holding(c.held, FILE), seen[(winner, c.name)]))
         return out
 
-    def _lstats(self, j: int, d: str, names: List[str]) -> List[Optional[os.stat_result]]:
-        """The ``lstat`` of each of ``names`` in ``d`` of shard ``j`` that is a regular file there now."""
+    def _lstats(self, j: int, d: str, names: List[str], regular: bool = True) -> List[Optional[os.stat_result]]:
+        """The ``lstat`` of each of ``names`` in ``d`` of shard ``j`` that is a regular file there now (with
+        ``regular=False``: whatever it is)."""
         fd = self._open(j, d)
         if fd is None:
             return [None] * len(names)
@@ -284,7 +337,7 @@ class _Lister:
                 except FileNotFoundError:
                     out.append(None)
                     continue
-                out.append(st if stat.S_ISREG(st.st_mode) else None)
+                out.append(st if stat.S_ISREG(st.st_mode) or not regular else None)
         finally:
             os.close(fd)
         return out
@@ -345,6 +398,12 @@ class _Lister:
                st: Optional[os.stat_result] = None) -> Entry:
         real, mount, beneath = self._place(j, d)
         return Entry(name, _join(d, name), kind, j, os.path.join(real, name), tuple(shards), mount, beneath, st)
+
+
+def _kind(st: os.stat_result) -> str:
+    if stat.S_ISDIR(st.st_mode):
+        return DIRECTORY
+    return FILE if stat.S_ISREG(st.st_mode) else _OTHER
 
 
 def _holding(held: Held, kind: str) -> List[int]:
