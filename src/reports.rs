@@ -84,13 +84,62 @@ pub struct Reports {
     pub dir_problem: Option<String>,
     /// Stale reports removed, and reporters' writes abandoned for [`REMOVE_AFTER_SECS`].
     pub removed: usize,
+    /// What the function did so that every router can write there ([`keep_open`]).
+    pub repaired: Option<Repair>,
+}
+
+/// What [`keep_open`] did to the reports' directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// It was missing: made, mode 1777.
+    Made,
+    /// Its mode was this, not 1777 (a task chmodded it, or it was made so): set back.
+    ModeRestored { was: u32 },
+}
+
+/// The mode every router needs: anyone may add a report, only its owner remove it.
+const OPEN_MODE: u32 = 0o1777;
+
+/// Keeps `<mount_path>/.efs-router-clients` a directory every router can write its report in:
+/// made when missing, its mode set back to 1777 when a task changed it (a shared name must not
+/// let one writer lock every router out). Relative to the mount, without following a link; a
+/// link or a file in its place is left, and the read after says so. What it cannot do (the
+/// function's access point is not root) is left as it is.
+fn keep_open(mount_path: &Path) -> Option<Repair> {
+    let base = efs_router::dir::open_beneath(mount_path, "", false).ok()?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let (fd, made) = match rustix::fs::openat(&base, DIR, flags, Mode::empty()) {
+        Ok(fd) => (fd, false),
+        Err(rustix::io::Errno::NOENT) => {
+            rustix::fs::mkdirat(&base, DIR, Mode::from_raw_mode(OPEN_MODE)).ok()?;
+            (
+                rustix::fs::openat(&base, DIR, flags, Mode::empty()).ok()?,
+                true,
+            )
+        }
+        Err(_) => return None,
+    };
+    let was = rustix::fs::fstat(&fd).ok()?.st_mode & 0o7777;
+    if was != OPEN_MODE {
+        // The umask takes bits off a new directory's mode: set it whole.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(OPEN_MODE)).ok()?;
+    }
+    match (made, was != OPEN_MODE) {
+        (true, _) => Some(Repair::Made),
+        (false, true) => Some(Repair::ModeRestored { was }),
+        (false, false) => None,
+    }
 }
 
 /// Reads the reports under `<mount_path>/.efs-router-clients` (`EFS_MOUNT_PATH`'s), and removes
 /// stale ones; no directory means no reports. Never fails: a problem is part of what it
 /// returns, and holds the moves.
 pub fn read(mount_path: &Path, now: When) -> Reports {
-    read_under(mount_path, now, true)
+    let repaired = keep_open(mount_path);
+    Reports {
+        repaired,
+        ..read_under(mount_path, now, true)
+    }
 }
 
 /// [`read`] as of now, removing nothing: for operators (`efs-route clients`).
@@ -464,6 +513,41 @@ mod tests {
         );
         assert_eq!(r.removed, 0);
         assert!(name(4).exists());
+    }
+
+    #[test]
+    fn the_directory_is_kept_open_to_every_router() {
+        use std::os::unix::fs::PermissionsExt;
+        let mount = tempfile::tempdir().unwrap();
+        let dir = mount.path().join(DIR);
+        let mode = || std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        // Missing: made for the routers (day one needs no operator for it).
+        assert_eq!(read(mount.path(), When::now()).repaired, Some(Repair::Made));
+        assert_eq!(mode(), 0o1777);
+        assert_eq!(read(mount.path(), When::now()).repaired, None);
+        // A task locks the others out: set back.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let r = read(mount.path(), When::now());
+        assert_eq!(r.repaired, Some(Repair::ModeRestored { was: 0o755 }));
+        assert_eq!(mode(), 0o1777);
+        // A link in its place is neither followed nor removed; the read says what is wrong.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        symlink(elsewhere.path(), &dir).unwrap();
+        let r = read(mount.path(), When::now());
+        assert_eq!(r.repaired, None);
+        assert!(r.dir_problem.is_some());
+        let m = std::fs::metadata(elsewhere.path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777;
+        assert_eq!(m, 0o700);
+        // Looking, as efs-route does, changes nothing.
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(look(mount.path()).repaired, None);
+        assert!(!dir.exists());
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub enum Warning {
     MovesWait(MovesWait),
     /// A mover died holding the only copy of a version under a private name.
     CutShortMove { path: String },
+    /// The reports' directory was missing, or not open to every router: made, or its mode set
+    /// back to 1777.
+    ReportsDirRepaired { repair: crate::reports::Repair },
     /// The walk of a draining shard's tree met its time before it could tell whether the tree
     /// is empty: the drain holds, the rest of the run goes on.
     DrainWalkCutShort { root: String },
@@ -134,6 +137,7 @@ impl Warning {
             Warning::ForeignShardDrainMark { .. } => "foreign_shard_drain_mark",
             Warning::MovesWait(_) => "moves_wait",
             Warning::CutShortMove { .. } => "cut_short_move",
+            Warning::ReportsDirRepaired { .. } => "reports_dir_repaired",
             Warning::DrainWalkCutShort { .. } => "drain_walk_cut_short",
             Warning::DrainHeldByMove { .. } => "drain_held_by_move",
             Warning::DrainHeldByEntry { .. } => "drain_held_by_entry",
@@ -251,6 +255,16 @@ impl fmt::Display for Warning {
                 "the tree of draining shard {root} could not be walked in the time this run had: \
                  its drain holds, and the next run walks it again"
             ),
+            Warning::ReportsDirRepaired { repair } => match repair {
+                crate::reports::Repair::Made => {
+                    f.write_str("/.efs-router-clients was missing: made, mode 1777")
+                }
+                crate::reports::Repair::ModeRestored { was } => write!(
+                    f,
+                    "/.efs-router-clients had mode {was:o}, which locks routers out of their \
+                     reports: set back to 1777"
+                ),
+            },
             Warning::CutShortMove { path } => write!(
                 f,
                 "{path} looks like a move that died with the only copy of a version: left for \
