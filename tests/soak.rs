@@ -1573,9 +1573,6 @@ impl Soak {
             ("faults that fired", s.faults.values().sum()),
             ("runs killed", s.kills),
             ("kills among moves", s.kills_among_moves),
-            // A kill that left a move's private name: inside the function's move phase, not
-            // merely beside a fallback read's move or a delete (seed 26: 2, host and tier).
-            ("kills within a move", s.kills_within_a_move),
             ("targets created", s.created),
             ("drains", s.drains),
             // The wind-down deletes every target the function created, on the tier too.
