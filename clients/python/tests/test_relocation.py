@@ -301,6 +301,17 @@ class Relocate(unittest.TestCase):
                 self.assertEqual(read(self.dst), want)
                 self.assertEqual(names(self.d), ["b"])
 
+    def test_a_cut_short_move_of_a_path_deleted_since_is_not_brought_back(self) -> None:
+        # The move linked the file home, its retire took the source's name and died; a client then deleted the
+        # path at home. With ``found``, the hidden name is dropped; a path still somewhere goes back.
+        pd = os.path.join(self.d, efs_router.names._private_name(".moving"))
+        os.mkdir(pd)
+        put_at(os.path.join(pd, "gone"), b"deleted", 10)
+        put_at(os.path.join(pd, "kept"), b"kept", 10)
+        put_at(os.path.join(self.d, "elsewhere-kept"), b"", 10)
+        self.assertEqual(recover(pd, lambda name: name == "kept"), 2)
+        self.assertEqual(sorted(names(self.d)), ["elsewhere-kept", "kept"])
+
     def test_other_failures_raise(self) -> None:
         put(self.src, b"x")
         with self.assertRaises(FileNotFoundError):  # the destination's directory must exist

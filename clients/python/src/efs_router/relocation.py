@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 from .cache import revalidate_dir
 from .errors import NotARegularFile, OtherOwners
@@ -278,18 +278,30 @@ def _place_replacement(src: str, dst: str, q: str) -> Optional[Tuple[os.stat_res
     return linked, outcome
 
 
-def recover(pd: Union[str, os.PathLike[str]]) -> int:
+def recover(pd: Union[str, os.PathLike[str]], found: Optional[Callable[[str], bool]] = None) -> int:
     """Puts back what a move cut short left in its private directory ``pd`` (a retire's source, under its own
     name, beside where it was; a replace's new version, under the name it was to replace): each entry goes to
     its name in ``pd``'s directory by ``relocate``, so the newer of it and whatever is there now stays and an
     older copy is dropped; then the emptied ``pd`` is removed. Returns how many entries were given back or
-    dropped. Only for a ``pd`` no move is using: one unchanged for an hour (Rust ``relocation::recover``)."""
+    dropped. Only for a ``pd`` no move is using: one unchanged for an hour (Rust ``relocation::recover``).
+
+    ``found(name)`` answers whether the name's path is a file anywhere a router looks, as the server answers
+    now (Rust's ``found``); where it is nowhere, a client deleted the path while the move hid this copy, and the
+    entry (a regular file) is dropped rather than brought back. Without ``found``, every entry goes back."""
     pd = os.fspath(pd)
     settled = 0
     for name in sorted(os.listdir(pd)):
         if is_private_name(name):
             continue  # a recovery's own retire that died too: the next recovery of it
-        if relocate(os.path.join(pd, name), os.path.join(_parent(pd), name)) != SOURCE_GONE:
+        p = os.path.join(pd, name)
+        if found is not None and not found(name):
+            st = _look(p)
+            if st is not None:
+                _regular(st, p)
+                _remove_private(p)
+                settled += 1
+            continue
+        if relocate(p, os.path.join(_parent(pd), name)) != SOURCE_GONE:
             settled += 1
     try:
         os.rmdir(pd)
