@@ -63,7 +63,8 @@ NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/nu
 
 ## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
 ## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure; BENCH_SHARDS=3,21,64 the
-## shard counts of the client's operations (default 3); BENCH_MOVES=0 leaves the moves out.
+## shard counts of the client's operations (default 3); BENCH_MOVES=0 leaves the moves out; BENCH_OPS=create,list
+## some of the operations (bench.py); BENCH_LIST_NAMES=10000 names in the listed directory, BENCH_LIST_REPEATS=3 listings.
 # The Rust movers (the function's relocate_many, a plain link+unlink) run as router/examples/nfs_moves.rs,
 # the Rust client's operations as router/examples/nfs_ops.rs.
 nfs_example_bin = $(CARGO) build --release -p efs-router --example $(1) --message-format=json 2>/dev/null | \
@@ -75,7 +76,10 @@ bench-nfs-tier:
 	test -x "$$ops" && shares=$$($(NFS_SHARES)) && \
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) --env NFS_DELAY_MS=$(or $(NFS_DELAY_MS),0) \
 	  --env BENCH_FILES=$(or $(BENCH_FILES),200) --env BENCH_SHARDS=$(or $(BENCH_SHARDS),3) \
-	  --env BENCH_MOVES=$(or $(BENCH_MOVES),1) --env EFS_NFS_MOVES_BIN=$$bin --env EFS_NFS_OPS_BIN=$$ops -- \
+	  --env BENCH_MOVES=$(or $(BENCH_MOVES),1) $(if $(BENCH_OPS),--env BENCH_OPS=$(BENCH_OPS)) \
+	  $(if $(BENCH_LIST_NAMES),--env BENCH_LIST_NAMES=$(BENCH_LIST_NAMES)) \
+	  $(if $(BENCH_LIST_REPEATS),--env BENCH_LIST_REPEATS=$(BENCH_LIST_REPEATS)) \
+	  --env EFS_NFS_MOVES_BIN=$$bin --env EFS_NFS_OPS_BIN=$$ops -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.

@@ -6,9 +6,11 @@
 //!
 //! `LIST` holds the published list (JSON), `BASE` is the single mount's directory the list's
 //! roots are under (`Layout::single_mount`), `PATHS` one logical path a line. `OP`: `exists`,
-//! `read` (`read_with_fallback`), `write` (a few bytes) or `delete`. Building the router touches
-//! no file. Prints one line of JSON: the operation, the paths, the seconds the operations took
-//! (not the start of the process) and the outcomes by kind.
+//! `read` (`read_with_fallback`), `write` (a few bytes), `create` (a few bytes; the outcome is
+//! `created` or `already-there`), `delete`, or `list`: `list_dir` of each line as a logical
+//! directory, the outcome `N names`. Building the router touches no file. Prints one line of
+//! JSON: the operation, the paths, the seconds the operations took (not the start of the
+//! process) and the outcomes by kind.
 
 use efs_router::{Layout, MountTargetList, Router};
 use std::collections::BTreeMap;
@@ -17,7 +19,7 @@ use std::time::Instant;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [list, base, op, paths] = args.as_slice() else {
-        eprintln!("usage: nfs_ops LIST BASE exists|read|write|delete PATHS");
+        eprintln!("usage: nfs_ops LIST BASE exists|read|write|create|delete|list PATHS");
         std::process::exit(2);
     };
     let list = MountTargetList::from_json(&std::fs::read_to_string(list).expect("LIST"))
@@ -46,6 +48,20 @@ fn main() {
             .iter()
             .map(|p| match router.write(p, b"x") {
                 Ok(_) => "written".to_owned(),
+                Err(e) => format!("error: {e}"),
+            })
+            .collect(),
+        "create" => paths
+            .iter()
+            .map(|p| match router.create(p, b"x") {
+                Ok(c) => c.as_str().to_owned(),
+                Err(e) => format!("error: {e}"),
+            })
+            .collect(),
+        "list" => paths
+            .iter()
+            .map(|d| match router.list_dir(d) {
+                Ok(entries) => format!("{} names", entries.len()),
                 Err(e) => format!("error: {e}"),
             })
             .collect(),

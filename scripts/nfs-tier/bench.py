@@ -7,12 +7,17 @@ router/examples/nfs_ops.rs, named by EFS_NFS_OPS_BIN): each actor through its ow
 Prints two tables; nothing is asserted (docs/benchmarks.md holds the figures).
 
 The client's operations (``exists`` and ``read_with_fallback`` hitting at home, ``exists`` of a path that is
-nowhere, ``write`` of a new file, ``delete`` of a file at home), through the Python router and, when
+nowhere, ``write`` of a new file, ``delete`` of a file at home, ``create`` of a new path and of a path already at
+home, and a listing, ``listdir`` / ``list_dir``, of one directory of BENCH_LIST_NAMES names, default 10,000, each
+in its home shard, so spread over them all), through the Python router and, when
 EFS_NFS_OPS_BIN is set, the Rust one, at each shard count of BENCH_SHARDS (default 3; e.g. ``3,21,64``): a
 list of 3 mount targets, their shards as directories of one file system (version 2 beyond 3 shards), all
 seen through one mount, every shard's directory looked up through it first. Each figure is over BENCH_FILES
 paths of its own, all homed in shard 1; files found at home were looked at once before, as a running task
-has; a miss and a write were not. BENCH_MOVES=0 leaves out the moves.
+has; a miss, a write and a create of a new path were not. The listing is of a directory of its own for each
+client, written on the server: its first listing (the client has not seen the directory), then
+BENCH_LIST_REPEATS - 1 more (default 3 in all), reported per listing. BENCH_OPS, a comma list of exists, read,
+miss, write, delete, create and list (default all), picks the operations. BENCH_MOVES=0 leaves out the moves.
 
 Calls under the source directory's lock (Linux holds a directory's lock through a call that changes it: LINK
 locks the destination's, RENAME both directories, REMOVE and CREATE their own): for the plain mover its
@@ -35,7 +40,9 @@ MOUNTS = os.environ["EFS_NFS_MOUNTS"].split(",")
 BACKING = os.environ["EFS_NFS_BACKING"]
 ROOTS = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 AZ_IDS = ["use1-az2", "use1-az4", "use1-az1"]
-OPS = ("exists, home hit", "read_with_fallback, home hit", "exists, miss", "write, new file", "delete, at home")
+OPS = ("exists, home hit", "read_with_fallback, home hit", "exists, miss", "write, new file", "delete, at home",
+       "create, new path", "create, at home", "listing, first", "listing, again")
+OP_KEYS = ("exists", "read", "miss", "write", "delete", "create", "list")
 # Operations that are bookkeeping of the session, not of the call.
 NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREATE_SESSION", "DESTROY_SESSION",
              "RECLAIM_COMPLETE", "TEST_STATEID", "FREE_STATEID", "SECINFO_NO_NAME", "FSINFO", "SERVER_CAPS",
@@ -149,9 +156,14 @@ def rust_ops(mount: str, ml: MountTargetList, base: str, op: str, paths: List[st
     return c, float(str(result["seconds"]))
 
 
-def client_ops(mount: str, shards: int, n: int) -> List[Tuple[int, str, str, Dict[str, int], float]]:
-    """Each operation of OPS through ``mount`` at ``shards`` shards, ``n`` paths each, by the Python router and
-    (EFS_NFS_OPS_BIN) the Rust one: (shards, client, operation, NFS calls, seconds)."""
+Row = Tuple[int, str, str, Dict[str, int], float, int]
+
+
+def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
+               repeats: int) -> List[Row]:
+    """Each operation of OPS named in ``which`` (OP_KEYS) through ``mount`` at ``shards`` shards, ``n`` paths each
+    (a listing: ``names`` names, listed ``repeats`` times), by the Python router and (EFS_NFS_OPS_BIN) the Rust
+    one: (shards, client, operation, NFS calls, seconds, operations)."""
     top = "bench-ops-%d" % shards
     shutil.rmtree(os.path.join(BACKING, top), ignore_errors=True)
     ml = shard_list(shards)
@@ -171,7 +183,18 @@ def client_ops(mount: str, shards: int, n: int) -> List[Tuple[int, str, str, Dic
                 f.write("x")
         return paths
 
-    rows: List[Tuple[int, str, str, Dict[str, int], float]] = []
+    def listed_dir(tag: str) -> str:
+        """A new directory of ``names`` empty files, each in its home shard, written on the server; the shards'
+        ``data`` directories above it were looked up before."""
+        d = "data/listing-%s" % tag
+        for t in ml.shards():
+            os.makedirs(os.path.join(BACKING, top, t.root.lstrip("/"), d))
+        for i in range(names):
+            p = "%s/device-%05d-1700000000.json" % (d, i)
+            open(os.path.join(BACKING, top, r.shards[r.resolve(p).index].root.lstrip("/"), p), "w").close()
+        return d
+
+    rows: List[Row] = []
 
     def timed(fn: Callable[[], object]) -> Tuple[Dict[str, int], float]:
         began = time.monotonic()
@@ -180,40 +203,91 @@ def client_ops(mount: str, shards: int, n: int) -> List[Tuple[int, str, str, Dic
 
     def python_op(what: str, fn: Callable[[], object]) -> None:
         c, secs = timed(fn)
-        rows.append((shards, "Python", what, c, secs))
+        rows.append((shards, "Python", what, c, secs, n))
 
-    hits = placed("hit")
-    for p in hits:  # the names are looked up once, as a running task has
-        r.exists(p)
-    python_op(OPS[0], lambda: [r.exists(p) for p in hits])
-    python_op(OPS[1], lambda: [r.read_with_fallback(p) for p in hits])
-    misses = homed(r, home, "miss", n)
-    python_op(OPS[2], lambda: [r.exists(p) for p in misses])
-    news = homed(r, home, "new", n)
-    python_op(OPS[3], lambda: [r.write(p, b"x") for p in news])
-    gone = placed("del")
-    for p in gone:
-        r.exists(p)
-    python_op(OPS[4], lambda: [r.delete(p) for p in gone])
-    for p in hits + news:
-        assert r.exists(p), p
-    for p in misses + gone:
-        assert not r.exists(p), p
+    if "exists" in which or "read" in which:
+        hits = placed("hit")
+        for p in hits:  # the names are looked up once, as a running task has
+            r.exists(p)
+        if "exists" in which:
+            python_op(OPS[0], lambda: [r.exists(p) for p in hits])
+        if "read" in which:
+            python_op(OPS[1], lambda: [r.read_with_fallback(p) for p in hits])
+        for p in hits:
+            assert r.exists(p), p
+    if "miss" in which:
+        misses = homed(r, home, "miss", n)
+        python_op(OPS[2], lambda: [r.exists(p) for p in misses])
+        for p in misses:
+            assert not r.exists(p), p
+    if "write" in which:
+        news = homed(r, home, "new", n)
+        python_op(OPS[3], lambda: [r.write(p, b"x") for p in news])
+        for p in news:
+            assert r.exists(p), p
+    if "delete" in which:
+        gone = placed("del")
+        for p in gone:
+            r.exists(p)
+        python_op(OPS[4], lambda: [r.delete(p) for p in gone])
+        for p in gone:
+            assert not r.exists(p), p
+    if "create" in which:
+        def python_create(what: str, paths: List[str], kind: str) -> None:
+            got: List[str] = []
+            python_op(what, lambda: got.extend(r.create(p, b"x").kind for p in paths))
+            if got != [kind] * len(paths):
+                raise SystemExit("create: %s" % sorted(set(got)))
+
+        created = homed(r, home, "cnew", n)
+        python_create(OPS[5], created, efs_router.CREATED)
+        for p in created:
+            assert r.exists(p), p
+        there = placed("chome")
+        for p in there:  # looked at once before, as a hit is
+            r.exists(p)
+        python_create(OPS[6], there, efs_router.ALREADY_THERE)
+    if "list" in which:
+        d = listed_dir("py")
+        got: List[int] = []
+        for k in range(repeats):
+            c, secs = timed(lambda: got.append(len(r.listdir(d))))
+            if got[-1] != names:
+                raise SystemExit("listdir %s: %d names, not %d" % (d, got[-1], names))
+            rows.append((shards, "Python", OPS[7 if k == 0 else 8], c, secs, 1))
 
     if os.environ.get("EFS_NFS_OPS_BIN"):
         def rust_op(what: str, op: str, paths: List[str], expect: str) -> None:
             c, secs = rust_ops(mount, ml, base, op, paths, expect)
-            rows.append((shards, "Rust", what, c, secs))
+            rows.append((shards, "Rust", what, c, secs, len(paths)))
 
-        hits = placed("rhit")
-        rust_ops(mount, ml, base, "exists", hits, "found")  # looked up once
-        rust_op(OPS[0], "exists", hits, "found")
-        rust_op(OPS[1], "read", hits, "home")
-        rust_op(OPS[2], "exists", homed(r, home, "rmiss", n), "missing")
-        rust_op(OPS[3], "write", homed(r, home, "rnew", n), "written")
-        gone = placed("rdel")
-        rust_ops(mount, ml, base, "exists", gone, "found")
-        rust_op(OPS[4], "delete", gone, "deleted, 3 rounds")
+        if "exists" in which or "read" in which:
+            hits = placed("rhit")
+            rust_ops(mount, ml, base, "exists", hits, "found")  # looked up once
+            if "exists" in which:
+                rust_op(OPS[0], "exists", hits, "found")
+            if "read" in which:
+                rust_op(OPS[1], "read", hits, "home")
+        if "miss" in which:
+            rust_op(OPS[2], "exists", homed(r, home, "rmiss", n), "missing")
+        if "write" in which:
+            rust_op(OPS[3], "write", homed(r, home, "rnew", n), "written")
+        if "delete" in which:
+            gone = placed("rdel")
+            rust_ops(mount, ml, base, "exists", gone, "found")
+            rust_op(OPS[4], "delete", gone, "deleted, 3 rounds")
+        if "create" in which:
+            created = homed(r, home, "rcnew", n)
+            rust_op(OPS[5], "create", created, "created")
+            rust_ops(mount, ml, base, "exists", created, "found")
+            there = placed("rchome")
+            rust_ops(mount, ml, base, "exists", there, "found")
+            rust_op(OPS[6], "create", there, "already-there")
+        if "list" in which:
+            d = listed_dir("rs")
+            for k in range(repeats):
+                c, secs = rust_ops(mount, ml, base, "list", [d], "%d names" % names)
+                rows.append((shards, "Rust", OPS[7 if k == 0 else 8], c, secs, 1))
     return rows
 
 
@@ -225,9 +299,19 @@ def main() -> None:
     # The client's operations, through a task's mount.
     print("NFS tier, netem delay %s ms on lo, %d files each: a client's operations, NFS calls and time per "
           "operation" % (delay, n))
+    which = os.environ.get("BENCH_OPS", ",".join(OP_KEYS)).split(",")
+    unknown = set(which) - set(OP_KEYS)
+    if unknown:
+        raise SystemExit("BENCH_OPS: unknown %s (of %s)" % (", ".join(sorted(unknown)), ", ".join(OP_KEYS)))
+    names = int(os.environ.get("BENCH_LIST_NAMES", "10000"))
+    repeats = int(os.environ.get("BENCH_LIST_REPEATS", "3"))
+    if "list" in which:
+        print("  a listing: one directory of %d names over the shards, listed %d times, per listing"
+              % (names, repeats))
     for shards in (int(k) for k in os.environ.get("BENCH_SHARDS", "3").split(",")):
-        for shards_, client, what, c, secs in client_ops(task, shards, n):
-            print("  %2d shards  %-6s  %-29s %7.2f ms  %s" % (shards_, client, what, 1000 * secs / n, summary(c, n)))
+        for shards_, client, what, c, secs, count in client_ops(task, shards, n, which, names, repeats):
+            print("  %2d shards  %-6s  %-29s %9.2f ms  %s"
+                  % (shards_, client, what, 1000 * secs / count, summary(c, count)))
             sys.stdout.flush()
     if os.environ.get("BENCH_MOVES", "1") == "0":
         return
