@@ -36,7 +36,10 @@ impl Pinned {
     pub fn own(fd: OwnedFd, shown: &Path) -> io::Result<Pinned> {
         let path = Path::new(FDS).join(fd.as_raw_fd().to_string());
         // Without /proc the name would not be the directory: refuse rather than resolve paths.
-        if !std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+        // Looked at once a process, not once a pin: a stat through the pin would reach the
+        // directory itself, a round trip over NFS for every directory a batch moves from.
+        static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if !*PROC.get_or_init(|| std::fs::metadata(FDS).is_ok_and(|m| m.is_dir())) {
             return Err(io::Error::other(format!(
                 "{}: cannot be pinned: {FDS} does not name it (is /proc mounted?)",
                 shown.display()
