@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::pinned::Pinned;
 use crate::plan::{Comparison, Warning};
-use crate::rebalancing::Cursor;
+use crate::rebalancing::{path_digest, Cursor};
 use crate::shard;
 use efs_router::dir::{self, Flow, Kind};
 use efs_router::list::MountTargetList;
@@ -167,15 +167,23 @@ pub fn rebalance(
         let from = match walk.from {
             // Walked earlier in this pass.
             Some(c) if root.as_str() < c.root.as_str() => continue,
-            Some(c) if *root == c.root => c.path.as_str(),
-            _ => "",
+            Some(c) if *root == c.root => c.clone(),
+            _ => Cursor::at(root, Path::new("")),
         };
         if Instant::now() >= budget.until {
             mover.moves.incomplete = true;
-            mover.stopped = Some(Cursor::at(root, Path::new(from)));
+            mover.stopped = Some(from);
             break;
         }
-        mover.shard(root, Path::new(from), false)?;
+        let (start, seek) = from.start();
+        let start = start.to_path_buf();
+        mover.seeking = seek.map(|digest| Seeking {
+            within: start.clone(),
+            digest: digest.to_owned(),
+            cursor: from.clone(),
+            left: false,
+        });
+        mover.shard(root, &start, false)?;
         if mover.stopped.is_some() {
             break;
         }
@@ -200,6 +208,17 @@ fn log_moves(moves: &Moves) {
     );
 }
 
+/// A walk resuming at a position kept by its digest ([`Cursor::at`]): it visits nothing until
+/// it meets that path, below the directory it starts from.
+struct Seeking {
+    within: PathBuf,
+    digest: String,
+    /// The position as it was kept: kept again if the run ends before it is met.
+    cursor: Cursor,
+    /// The walk left `within` without meeting it.
+    left: bool,
+}
+
 /// One run's moving: what it routes by, what it may still do, what it did.
 struct Mover<'a> {
     config: &'a Config,
@@ -217,6 +236,8 @@ struct Mover<'a> {
     max_visits: u64,
     /// Where the walk stopped before its end.
     stopped: Option<Cursor>,
+    /// A walk resuming at a position kept by its digest, until it meets it.
+    seeking: Option<Seeking>,
     /// A rebalance's: the router's names unchanged this long are abandoned, cleaned up as the
     /// walk meets them. `None` for a drain.
     abandoned_after: Option<Duration>,
@@ -247,6 +268,7 @@ impl<'a> Mover<'a> {
             comparison,
             max_visits,
             stopped: None,
+            seeking: None,
             abandoned_after: None,
             cut_short: Vec::new(),
             draining: false,
@@ -274,10 +296,20 @@ impl<'a> Mover<'a> {
                 Flow::Stop
             }
         });
-        match walked {
-            Ok(Walked::Ended) => {}
-            Ok(Walked::StoppedAt(at)) => self.stopped = Some(Cursor::at(root, &at)),
-            Err(source) => {
+        match (walked, self.seeking.take()) {
+            // Out of time before the position was met: it is kept as it was.
+            (Ok(Walked::StoppedAt(_)), Some(seek)) if !seek.left => {
+                self.stopped = Some(seek.cursor)
+            }
+            // The position is gone (the walk left its directory, or ended, without meeting
+            // it): the next run visits that directory from its start, never past it.
+            (Ok(_), Some(seek)) => {
+                self.moves.incomplete = true;
+                self.stopped = Some(Cursor::at(root, &seek.within));
+            }
+            (Ok(Walked::Ended), None) => {}
+            (Ok(Walked::StoppedAt(at)), None) => self.stopped = Some(Cursor::at(root, &at)),
+            (Err(source), _) => {
                 warn!(root = %root, error = %source, "shard skipped: cannot read its directory");
                 self.moves.failed += 1;
             }
@@ -305,6 +337,16 @@ impl<'a> Mover<'a> {
         if Instant::now() >= budget.until {
             self.moves.incomplete = true;
             return Ok(Flow::Stop);
+        }
+        if let Some(seek) = &mut self.seeking {
+            if !entry.path.starts_with(&seek.within) {
+                seek.left = true;
+                return Ok(Flow::Stop);
+            }
+            if path_digest(entry.path) != seek.digest {
+                return Ok(Flow::Enter);
+            }
+            self.seeking = None;
         }
         if matches!(entry.kind, Kind::File | Kind::Unknown) {
             if self.moves.visited >= self.max_visits {
@@ -772,6 +814,113 @@ mod tests {
             abandoned_after,
         };
         rebalance(config, list, &roots, budget, walk, warnings).unwrap()
+    }
+
+    /// One rebalance run from `from`, looking at `cap` files at most.
+    fn capped_run(
+        config: &Config,
+        list: &MountTargetList,
+        from: Option<&Cursor>,
+        cap: u64,
+    ) -> Moves {
+        let roots: Vec<String> = list.shards().into_iter().map(|t| t.root).collect();
+        let budget = Budget {
+            max_moves: 1000,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 2,
+        };
+        let comparison = crate::plan::comparison(list, None);
+        let walk = Walk {
+            from,
+            max_visits: cap,
+            comparison: &comparison,
+            abandoned_after: Duration::from_secs(3600),
+        };
+        rebalance(config, list, &roots, budget, walk, &mut Vec::new()).unwrap()
+    }
+
+    #[test]
+    fn a_capped_rebalance_resumes_after_any_name_and_ends_its_pass() {
+        use std::os::unix::ffi::OsStrExt;
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list =
+            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let first = config.watch_path("/");
+        // Before the misplaced files in the walk's order: a directory whose name is not UTF-8,
+        // and a path longer than a position holds, each with more files than a run looks at.
+        let foreign = first.join(std::ffi::OsStr::from_bytes(b"a\xff"));
+        let long = first.join(format!("b{}/{}", "x".repeat(254), "y".repeat(255)));
+        for dir in [&foreign, &long] {
+            fs::create_dir_all(dir).unwrap();
+            for i in 0..7 {
+                put(&dir.join(format!("{i}.json")), b"{}", 0);
+            }
+        }
+        // Misplaced files after them: every name that routes to the second shard.
+        fs::create_dir_all(first.join("c")).unwrap();
+        let shards = list.shards();
+        let away: Vec<String> = (0..200)
+            .map(|i| format!("c/{i}.json"))
+            .filter(|p| {
+                let logical = format!("{}/{p}", config.watch_dir);
+                let i = efs_router::shard_index(&logical, &shards, list.strategy).unwrap();
+                shards[i].root == "/shards/x"
+            })
+            .take(5)
+            .collect();
+        for p in &away {
+            put(&first.join(p), b"{}", 0);
+        }
+
+        let (mut from, mut runs, mut seeks) = (None, 0, 0);
+        loop {
+            runs += 1;
+            assert!(runs <= 20, "the pass never ends: at {from:?}");
+            let moves = capped_run(&config, &list, from.as_ref(), 3);
+            from = moves.resume_at;
+            seeks += from.as_ref().is_some_and(|c| c.start().1.is_some()) as u32;
+            if from.is_none() {
+                break;
+            }
+        }
+        // 19 files, each visited at most twice (once more in the shard it moved to), 3 a run,
+        // and the run that ends the pass. Positions inside both directories were kept by
+        // digest; before, each run went back to where it had started, for ever.
+        assert!(runs <= (2 * 19usize).div_ceil(3) + 1, "{runs} runs");
+        assert!(seeks >= 3, "{seeks} positions kept by digest");
+        let second = config.watch_path("/shards/x");
+        for p in &away {
+            assert!(second.join(p).is_file(), "{p} not moved home");
+        }
+    }
+
+    #[test]
+    fn a_position_kept_by_digest_and_gone_since_is_walked_again_from_its_directory() {
+        use std::os::unix::ffi::OsStrExt;
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
+        let first = config.watch_path("/");
+        let dir = first.join("d");
+        fs::create_dir_all(&dir).unwrap();
+        for name in [&b"0\xff"[..], b"1\xff", b"2\xff", b"3\xff"] {
+            put(&dir.join(std::ffi::OsStr::from_bytes(name)), b"{}", 0);
+        }
+        put(&first.join("e.json"), b"{}", 0);
+        let moves = capped_run(&config, &list, None, 2);
+        let at = moves.resume_at.unwrap();
+        assert_eq!(at.start().0, Path::new("d"));
+        // Met again: the next run goes on after it.
+        let moves = capped_run(&config, &list, Some(&at), 2);
+        assert_eq!(moves.visited, 2);
+        let next = moves.resume_at.unwrap();
+        assert_eq!(next.path, "e.json");
+        // Gone: the next run visits nothing past it, and resumes at its directory's start.
+        fs::remove_file(dir.join(std::ffi::OsStr::from_bytes(b"2\xff"))).unwrap();
+        let moves = capped_run(&config, &list, Some(&at), 2);
+        assert_eq!(moves.visited, 0);
+        assert_eq!(moves.resume_at.unwrap().path, "d");
     }
 
     #[test]

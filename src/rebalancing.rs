@@ -20,8 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
 
 /// The longest position kept, in characters of its JSON form: the state parameter holds at
-/// most 4,096. A longer one is cut back to the deepest directory on its way that fits (the
-/// next run visits that directory's entries again, never fewer), or to the shard's start.
+/// most 4,096. A longer one is kept by its digest ([`Cursor::at`]).
 pub const MAX_PATH_CHARS: usize = 512;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,27 +117,80 @@ impl ShardSet {
 }
 
 impl Cursor {
-    /// The position `path` (relative, as the walk reports it) in the shard at `root`, cut back
-    /// as [`MAX_PATH_CHARS`] says; a part that is not UTF-8 cuts it back the same way.
+    /// The position `path` (relative, as the walk reports it) in the shard at `root`. A path
+    /// that is UTF-8 and fits [`MAX_PATH_CHARS`] is kept as it is. Any other (a name that is not
+    /// UTF-8, a path too long) is kept as the deepest directory on its way that fits, followed
+    /// by a [`SEEK`] component naming the path by its digest: the next run walks that directory
+    /// without visiting anything until it meets the path, and goes on from there. So every
+    /// entry the file system can hold is a place a walk can stop at and resume after.
     pub fn at(root: &str, path: &Path) -> Cursor {
-        let mut kept = String::new();
-        for c in path.components() {
-            let Component::Normal(part) = c else { continue };
-            let Some(part) = part.to_str() else { break };
-            let longer = match kept.is_empty() {
-                true => part.to_owned(),
-                false => format!("{kept}/{part}"),
+        let (kept, whole) = utf8_prefix(path, MAX_PATH_CHARS);
+        if whole {
+            return Cursor {
+                root: root.to_owned(),
+                path: kept,
             };
-            if json_chars(&longer) > MAX_PATH_CHARS {
-                break;
-            }
-            kept = longer;
         }
+        let (kept, _) = utf8_prefix(path, MAX_PATH_CHARS - SEEK_CHARS);
+        let seek = format!("{SEEK}{}", path_digest(path));
         Cursor {
             root: root.to_owned(),
-            path: kept,
+            path: match kept.is_empty() {
+                true => seek,
+                false => format!("{kept}/{seek}"),
+            },
         }
     }
+
+    /// Where a walk goes on: the path it starts from, and the digest of the entry it seeks
+    /// there before it visits anything (see [`Cursor::at`]).
+    pub fn start(&self) -> (&Path, Option<&str>) {
+        match self.path.rsplit_once('/') {
+            Some((dir, last)) if last.starts_with(SEEK) => (Path::new(dir), Some(&last[1..])),
+            None if self.path.starts_with(SEEK) => (Path::new(""), Some(&self.path[1..])),
+            _ => (Path::new(&self.path), None),
+        }
+    }
+}
+
+/// Marks a position's last component as a digest to seek. No name holds a NUL, and a build that
+/// does not know the mark sorts it before every name: it walks that directory from its start.
+pub const SEEK: char = '\0';
+/// What a seek component costs in the JSON form: the mark, escaped, its digest and a slash.
+const SEEK_CHARS: usize = 6 + DIGEST_HEX + 1;
+/// The digest's length: 64 bits of SHA-256, so that two paths of one tree never share one.
+const DIGEST_HEX: usize = 16;
+
+/// SHA-256 of a relative path's bytes, as the walk reports it, in [`DIGEST_HEX`] characters.
+pub fn path_digest(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let digest = Sha256::digest(path.as_os_str().as_bytes());
+    digest
+        .iter()
+        .take(DIGEST_HEX / 2)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The leading components of `path` that are UTF-8 and fit in `limit` JSON characters, and
+/// whether they are all of it.
+fn utf8_prefix(path: &Path, limit: usize) -> (String, bool) {
+    let mut kept = String::new();
+    for c in path.components() {
+        let Component::Normal(part) = c else { continue };
+        let Some(part) = part.to_str() else {
+            return (kept, false);
+        };
+        let longer = match kept.is_empty() {
+            true => part.to_owned(),
+            false => format!("{kept}/{part}"),
+        };
+        if json_chars(&longer) > limit {
+            return (kept, false);
+        }
+        kept = longer;
+    }
+    (kept, true)
 }
 
 fn json_chars(s: &str) -> usize {
@@ -218,18 +270,41 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_long_or_foreign_position_is_cut_back_to_a_directory_that_fits() {
-        let c = Cursor::at("/", Path::new("a/b/c.json"));
-        assert_eq!(c.path, "a/b/c.json");
-        let long = format!("a/{}", "x".repeat(MAX_PATH_CHARS));
-        assert_eq!(Cursor::at("/", Path::new(&long)).path, "a");
-        assert_eq!(Cursor::at("/", Path::new(&"y".repeat(600))).path, "");
+    fn any_position_is_kept_in_its_bound_exactly_or_by_its_digest() {
         use std::os::unix::ffi::OsStrExt;
+        let c = Cursor::at("/", Path::new("a/b/c.json"));
+        assert_eq!(
+            (c.path.as_str(), c.start()),
+            ("a/b/c.json", (Path::new("a/b/c.json"), None))
+        );
+        // Too long: the deepest directory that fits, and the path's digest to seek below it.
+        let long = format!("a/{}", "x".repeat(MAX_PATH_CHARS));
+        let c = Cursor::at("/", Path::new(&long));
+        let digest = path_digest(Path::new(&long));
+        assert_eq!(c.start(), (Path::new("a"), Some(digest.as_str())));
+        let c = Cursor::at("/", Path::new(&"y".repeat(600)));
+        assert_eq!(c.start().0, Path::new(""));
+        assert!(c.start().1.is_some());
+        // Not UTF-8: the same, whatever its length.
         let foreign = Path::new(std::ffi::OsStr::from_bytes(b"d/\xff/f"));
-        assert_eq!(Cursor::at("/", foreign).path, "d");
-        // Escapes count as they are written.
+        let c = Cursor::at("/", foreign);
+        let digest = path_digest(foreign);
+        assert_eq!(c.start(), (Path::new("d"), Some(digest.as_str())));
+        // Escapes count as they are written; every form fits its bound.
         let escaped = "\u{1}".repeat(100);
-        assert_eq!(Cursor::at("/", Path::new(&escaped)).path, "");
+        assert_eq!(
+            Cursor::at("/", Path::new(&escaped)).start().0,
+            Path::new("")
+        );
+        let deep = format!("{}/{}", "z/".repeat(250), "w".repeat(200));
+        for path in [long.as_str(), escaped.as_str(), deep.as_str()] {
+            assert!(json_chars(&Cursor::at("/", Path::new(path)).path) <= MAX_PATH_CHARS);
+        }
+        // Two paths never share a digest position.
+        assert_ne!(
+            Cursor::at("/", Path::new(&long)),
+            Cursor::at("/", Path::new(&format!("{long}y")))
+        );
     }
 
     #[test]
