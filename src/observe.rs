@@ -94,12 +94,14 @@ pub async fn observe(
     }
     let count_took = started.elapsed();
     let reports = read_reports(config).await?;
-    match reports.repaired {
+    match &reports.repaired {
         // Day one's prerequisite, done: nothing to warn of.
         Some(crate::reports::Repair::Made) => {
             tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports")
         }
-        Some(repair) => warnings.push(Warning::ReportsDirRepaired { repair }),
+        Some(repair) => warnings.push(Warning::ReportsDirRepaired {
+            repair: repair.clone(),
+        }),
         None => {}
     }
     Ok((

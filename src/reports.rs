@@ -89,45 +89,79 @@ pub struct Reports {
 }
 
 /// What [`keep_open`] did to the reports' directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Repair {
     /// It was missing: made, mode 1777.
     Made,
     /// Its mode was this, not 1777 (a task chmodded it, or it was made so): set back.
     ModeRestored { was: u32 },
+    /// Something else had its name (`what`: a file, a link, ...): renamed to `to` beside it,
+    /// neither followed nor removed, and the directory made, mode 1777.
+    Displaced { what: &'static str, to: String },
 }
 
 /// The mode every router needs: anyone may add a report, only its owner remove it.
 const OPEN_MODE: u32 = 0o1777;
 
-/// Keeps `<mount_path>/.efs-router-clients` a directory every router can write its report in:
-/// made when missing, its mode set back to 1777 when a task changed it (a shared name must not
-/// let one writer lock every router out). Relative to the mount, without following a link; a
-/// link or a file in its place is left, and the read after says so. What it cannot do (the
-/// function's access point is not root) is left as it is.
+/// Keeps `<mount_path>/.efs-router-clients` a directory every router can write its report in
+/// (a shared name must not let one writer lock every router out): made when missing, its mode
+/// set back to 1777 when a task changed it, and anything else in its place (a file, a link)
+/// renamed aside, to `.efs-router-clients.displaced-<Unix nanoseconds>`, before it is made: nothing is
+/// followed or removed, so whatever was planted there is kept for a person to look at. All of
+/// it relative to the mount. What it cannot do (the function's access point is not root) is
+/// left as it is, and the read after says what is wrong.
 fn keep_open(mount_path: &Path) -> Option<Repair> {
     let base = efs_router::dir::open_beneath(mount_path, "", false).ok()?;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let (fd, made) = match rustix::fs::openat(&base, DIR, flags, Mode::empty()) {
-        Ok(fd) => (fd, false),
-        Err(rustix::io::Errno::NOENT) => {
-            rustix::fs::mkdirat(&base, DIR, Mode::from_raw_mode(OPEN_MODE)).ok()?;
-            (
-                rustix::fs::openat(&base, DIR, flags, Mode::empty()).ok()?,
-                true,
-            )
+    let mut displaced = None;
+    let (fd, made) = loop {
+        match rustix::fs::openat(&base, DIR, flags, Mode::empty()) {
+            Ok(fd) => break (fd, displaced.is_some()),
+            Err(rustix::io::Errno::NOENT) => {
+                match rustix::fs::mkdirat(&base, DIR, Mode::from_raw_mode(OPEN_MODE)) {
+                    // Made by a router meanwhile: opened as it is.
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(_) => return None,
+                }
+                let fd = rustix::fs::openat(&base, DIR, flags, Mode::empty()).ok()?;
+                break (fd, true);
+            }
+            // Not a directory, or a link (O_NOFOLLOW): moved aside once, then made.
+            Err(rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) if displaced.is_none() => {
+                let what = match rustix::fs::statat(&base, DIR, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => kind_of(st.st_mode),
+                    Err(_) => "an entry",
+                };
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                let to = format!("{DIR}.displaced-{}", now.map_or(0, |d| d.as_nanos()));
+                rustix::fs::renameat(&base, DIR, &base, &to).ok()?;
+                displaced = Some(Repair::Displaced { what, to });
+            }
+            Err(_) => return None,
         }
-        Err(_) => return None,
     };
     let was = rustix::fs::fstat(&fd).ok()?.st_mode & 0o7777;
     if was != OPEN_MODE {
         // The umask takes bits off a new directory's mode: set it whole.
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(OPEN_MODE)).ok()?;
     }
-    match (made, was != OPEN_MODE) {
-        (true, _) => Some(Repair::Made),
-        (false, true) => Some(Repair::ModeRestored { was }),
-        (false, false) => None,
+    match (displaced, made, was != OPEN_MODE) {
+        (Some(repair), _, _) => Some(repair),
+        (None, true, _) => Some(Repair::Made),
+        (None, false, true) => Some(Repair::ModeRestored { was }),
+        (None, false, false) => None,
+    }
+}
+
+/// What a mode's file type is, in words.
+fn kind_of(mode: u32) -> &'static str {
+    match rustix::fs::FileType::from_raw_mode(mode) {
+        rustix::fs::FileType::RegularFile => "a file",
+        rustix::fs::FileType::Symlink => "a symbolic link",
+        rustix::fs::FileType::Fifo => "a FIFO",
+        rustix::fs::FileType::Socket => "a socket",
+        rustix::fs::FileType::Directory => "a directory",
+        _ => "a device",
     }
 }
 
@@ -530,24 +564,66 @@ mod tests {
         let r = read(mount.path(), When::now());
         assert_eq!(r.repaired, Some(Repair::ModeRestored { was: 0o755 }));
         assert_eq!(mode(), 0o1777);
-        // A link in its place is neither followed nor removed; the read says what is wrong.
+        // A link in its place is neither followed nor removed: renamed aside, and the
+        // directory made again. Its target is untouched.
         let elsewhere = tempfile::tempdir().unwrap();
         std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::remove_dir(&dir).unwrap();
         symlink(elsewhere.path(), &dir).unwrap();
         let r = read(mount.path(), When::now());
-        assert_eq!(r.repaired, None);
-        assert!(r.dir_problem.is_some());
+        let Some(Repair::Displaced { what, to }) = r.repaired else {
+            panic!("{:?}", r.repaired)
+        };
+        assert_eq!(what, "a symbolic link");
+        assert_eq!(
+            std::fs::read_link(mount.path().join(&to)).unwrap(),
+            elsewhere.path()
+        );
+        assert_eq!((r.dir_problem, mode()), (None, 0o1777));
         let m = std::fs::metadata(elsewhere.path())
             .unwrap()
             .permissions()
             .mode()
             & 0o7777;
         assert_eq!(m, 0o700);
+        // A file in its place: kept, with what it holds, under the name beside it.
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::write(&dir, b"planted").unwrap();
+        let r = read(mount.path(), When::now());
+        let Some(Repair::Displaced { what, to }) = r.repaired else {
+            panic!("{:?}", r.repaired)
+        };
+        assert_eq!(what, "a file");
+        assert_eq!(std::fs::read(mount.path().join(&to)).unwrap(), b"planted");
+        assert_eq!(mode(), 0o1777);
         // Looking, as efs-route does, changes nothing.
-        std::fs::remove_file(&dir).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
         assert_eq!(look(mount.path()).repaired, None);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_router_locked_out_by_a_file_in_the_directorys_place_writes_again_after_a_run() {
+        use efs_router::{Layout, Reporting, Router};
+        let mount = tempfile::tempdir().unwrap();
+        std::fs::write(mount.path().join(DIR), b"planted").unwrap();
+        let list = r#"{"version":1,"strategy":"rendezvous","mount_targets":[{"id":"fsmt-1","ip":"10.0.0.1","root":"/"}]}"#;
+        let layout = Layout::single_mount(mount.path());
+        let router = Router::reporting(list, layout, Reporting::default()).unwrap();
+        // No report can be written: the router writes nothing it could not answer for.
+        let err = router.write("data/x.json", b"x").unwrap_err();
+        assert!(
+            matches!(&err, efs_router::Error::Report(f) if f.kind() == "report-lapsed"),
+            "{err}"
+        );
+        // The function's next run moves the file aside and makes the directory.
+        let r = read(mount.path(), When::now());
+        assert!(matches!(
+            r.repaired,
+            Some(Repair::Displaced { what: "a file", .. })
+        ));
+        router.write("data/x.json", b"x").unwrap();
+        assert!(router.report_file().unwrap().is_file());
     }
 
     #[test]

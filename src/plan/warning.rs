@@ -264,6 +264,12 @@ impl fmt::Display for Warning {
                     "/.efs-router-clients had mode {was:o}, which locks routers out of their \
                      reports: set back to 1777"
                 ),
+                crate::reports::Repair::Displaced { what, to } => write!(
+                    f,
+                    "{what} had the name /.efs-router-clients, which locks routers out of their \
+                     reports: renamed to /{to} (neither followed nor removed), and the \
+                     directory made, mode 1777"
+                ),
             },
             Warning::CutShortMove { path } => write!(
                 f,
