@@ -20,16 +20,18 @@ use crate::pinned::Pinned;
 use crate::plan::{Comparison, Warning};
 use crate::rebalancing::{path_digest, Cursor};
 use crate::shard;
-use efs_router::dir::{self, Flow, Kind};
+use efs_router::dir::{self, Flow, Kind, NAMED_MARK};
 use efs_router::list::MountTargetList;
 use efs_router::names::Private;
 use efs_router::relocation::{self, relocate_many, OtherOwners};
 use efs_router::sorted_walk::{walk_sorted_at, Walked};
 use efs_router::{NotARegularFile, Relocation};
+use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
@@ -69,6 +71,11 @@ pub struct Moves {
     pub incomplete: bool,
     /// Files (and entries of unknown type) the walk looked at.
     pub visited: u64,
+    /// The router's private names met that hold what no move can give back (a cut-short
+    /// move's entries it cannot place, a nameless private file): each is named once, by
+    /// warning `cut_short_move`, and counted on every pass that meets it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kept_hidden: u64,
     /// Where the next rebalance run goes on; absent when this run ended its pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resume_at: Option<Cursor>,
@@ -88,6 +95,7 @@ impl Moves {
         self.moved += later.moved;
         self.dropped_older += later.dropped_older;
         self.abandoned_removed += later.abandoned_removed;
+        self.kept_hidden = later.kept_hidden;
         self.visited += later.visited;
         self.remaining = later.remaining;
         self.skipped = later.skipped;
@@ -459,9 +467,16 @@ impl<'a> Mover<'a> {
                 }
             }
         } else if !a.safe_to_remove() {
-            self.warnings.push(Warning::CutShortMove {
-                path: path.display().to_string(),
-            });
+            self.moves.kept_hidden += 1;
+            if !a.named {
+                self.warnings.push(Warning::CutShortMove {
+                    path: path.display().to_string(),
+                });
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                if let Ok(fd) = rustix::fs::openat(entry.dir, entry.name(), flags, Mode::empty()) {
+                    mark_named(&fd);
+                }
+            }
         } else {
             match rustix::fs::unlinkat(entry.dir, entry.name(), rustix::fs::AtFlags::empty()) {
                 Ok(()) => self.moves.abandoned_removed += 1,
@@ -483,24 +498,31 @@ impl<'a> Mover<'a> {
                 Ok(relocation::anything_at(&c.dir.join(name))?
                     || self.anywhere(&within.join(name))?)
             };
-            match relocation::recover_pinned(c.pd.path(), c.dir.path(), &c.name, found) {
-                Ok(r) => {
-                    self.moves.abandoned_removed += r.settled + r.deleted;
-                    for (name, e) in r.left {
-                        let left = c.pd.shown().join(name);
-                        warn!(path = %left.display(), error = %e, "cut-short move not given back");
-                        self.warnings.push(Warning::CutShortMove {
-                            path: left.display().to_string(),
-                        });
+            // What is left is named once: the private directory is marked after.
+            let named = rustix::fs::fstat(&c.pd).is_ok_and(|st| st.st_mode & NAMED_MARK != 0);
+            let left: Vec<(PathBuf, String)> =
+                match relocation::recover_pinned(c.pd.path(), c.dir.path(), &c.name, found) {
+                    Ok(r) => {
+                        self.moves.abandoned_removed += r.settled + r.deleted;
+                        let shown = c.pd.shown();
+                        r.left
+                            .into_iter()
+                            .map(|(name, e)| (shown.join(name), e.to_string()))
+                            .collect()
                     }
-                }
-                Err(e) => {
-                    let path = c.pd.shown();
-                    warn!(path = %path.display(), error = %e, "cut-short move not given back");
+                    Err(e) => vec![(c.pd.shown().to_path_buf(), e.to_string())],
+                };
+            self.moves.kept_hidden += left.len() as u64;
+            for (path, e) in &left {
+                warn!(path = %path.display(), error = %e, named, "cut-short move not given back");
+                if !named {
                     self.warnings.push(Warning::CutShortMove {
                         path: path.display().to_string(),
                     });
                 }
+            }
+            if !left.is_empty() && !named {
+                mark_named(&c.pd);
             }
         }
     }
@@ -588,6 +610,15 @@ impl CutShort {
             name: entry.name().to_os_string(),
             within: entry.path.parent().unwrap_or(Path::new("")).to_path_buf(),
         })
+    }
+}
+
+/// Marks a private name the function has named to a person ([`dir::NAMED_MARK`]), so that the
+/// next passes count it without naming it again. A mark that cannot be set names it again.
+fn mark_named(fd: &impl AsFd) {
+    if let Ok(st) = rustix::fs::fstat(fd) {
+        let mode = rustix::fs::Mode::from_raw_mode((st.st_mode & 0o7777) | NAMED_MARK);
+        let _ = rustix::fs::fchmod(fd, mode);
     }
 }
 
@@ -991,11 +1022,50 @@ mod tests {
             matches!(&warnings[0], Warning::CutShortMove { path } if *path == legacy.display().to_string())
         );
 
-        // The next run: the directories are gone, so only the nameless file is reported again.
-        warnings.clear();
+        // The next runs: the directories are gone; the nameless file is counted, not named
+        // again, and neither its bytes nor its time changed.
+        let before = fs::metadata(&legacy).unwrap().modified().unwrap();
+        for _ in 0..2 {
+            warnings.clear();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!((moves.abandoned_removed, moves.kept_hidden), (0, 1));
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        assert_eq!(fs::metadata(&legacy).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn what_a_give_back_leaves_is_named_once_and_counted_on_every_pass() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
+        let watch = config.watch_path("/");
+        fs::create_dir_all(&watch).unwrap();
+        // A cut-short replace holding a newer version it can give back, and a link it never
+        // places.
+        put(&watch.join("a"), b"older", 0);
+        let pd = cut_short_replace(&watch, "a", b"a", 10);
+        std::os::unix::fs::symlink("/etc/passwd", pd.join("b")).unwrap();
+        let mut warnings = Vec::new();
         let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
-        assert_eq!(moves.abandoned_removed, 0);
-        assert_eq!(warnings.len(), 1);
+        assert_eq!((moves.abandoned_removed, moves.kept_hidden), (1, 1));
+        let named: Vec<_> = warnings
+            .iter()
+            .map(|w| match w {
+                Warning::CutShortMove { path } => path.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(named, [pd.join("b").display().to_string()]);
+        assert_eq!(fs::read(watch.join("a")).unwrap(), b"a");
+        // Later passes count it and name nothing; the link is still there, unfollowed.
+        for _ in 0..2 {
+            warnings.clear();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!(moves.kept_hidden, 1);
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        assert!(fs::symlink_metadata(pd.join("b")).unwrap().is_symlink());
     }
 
     #[test]

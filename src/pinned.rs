@@ -11,7 +11,7 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// Where the process's open descriptors are named.
@@ -19,8 +19,8 @@ const FDS: &str = "/proc/self/fd";
 
 #[derive(Debug)]
 pub struct Pinned {
-    /// Held for `path` to name it; never read.
-    _fd: OwnedFd,
+    /// Held for `path` to name it.
+    fd: OwnedFd,
     path: PathBuf,
     /// Where it was when it was opened, for logs.
     shown: PathBuf,
@@ -46,7 +46,7 @@ impl Pinned {
             )));
         }
         Ok(Pinned {
-            _fd: fd,
+            fd,
             path,
             shown: shown.to_path_buf(),
         })
@@ -64,6 +64,12 @@ impl Pinned {
 
     pub fn shown(&self) -> &Path {
         &self.shown
+    }
+}
+
+impl AsFd for Pinned {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

@@ -708,7 +708,14 @@ pub struct Abandoned {
     pub regular: bool,
     /// Whether it is a directory (not a link to one): a move's private directory.
     pub directory: bool,
+    /// Whether it bears [`NAMED_MARK`]: the function has named it to a person already.
+    pub named: bool,
 }
+
+/// The mode bit the function sets on a private name it has named to a person (what no move
+/// can give back), so that it is named once, not on every pass: the sticky bit, which a
+/// router never sets there and which changes nothing for a regular file.
+pub const NAMED_MARK: u32 = 0o1000;
 
 impl Abandoned {
     /// Whether removing it can lose no data: a temporary file was never visible under a real
@@ -753,6 +760,7 @@ pub fn abandoned(entry: &Entry<'_>, now: SystemTime, older_than: Duration) -> Op
         links,
         regular: file_type == FileType::RegularFile,
         directory: file_type == FileType::Directory,
+        named: st.st_mode & NAMED_MARK != 0,
     })
 }
 
