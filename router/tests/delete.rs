@@ -388,9 +388,15 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
             .collect();
         if !back.is_empty() {
             let at_home = fs::metadata(&dst).map(|m| m.ino()).ok();
+            // The replacement renamed over home after the delete's last look there: the move
+            // then reports ReplacedOlder, or SourceGone when the delete took the source before
+            // the move retired it. The inode at home is the evidence either way.
             let replace_landed_late = matches!(kind, Mover::Replace)
                 && back == [to]
-                && moved == Some(Relocation::ReplacedOlder)
+                && matches!(
+                    moved,
+                    Some(Relocation::ReplacedOlder | Relocation::SourceGone)
+                )
                 && at_home == Some(src_ino);
             assert!(
                 replace_landed_late,
