@@ -256,6 +256,7 @@ pub(crate) mod tests {
     /// comparison's tests.
     pub(crate) fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
         MountTargetList {
+            open: None,
             mount_targets: shards
                 .iter()
                 .enumerate()

@@ -191,6 +191,7 @@ fn drain(rtt: Duration) {
     println!("### Drain: {n} files out of a draining shard into the three others\n");
     let roots = ["/", "/shards/a", "/shards/b", "/shards/c"];
     let list = MountTargetList {
+        open: None,
         mount_targets: roots
             .iter()
             .enumerate()
@@ -262,6 +263,7 @@ fn client(rtt: Duration) {
             })
             .collect();
         let list = MountTargetList {
+            open: None,
             mount_targets: roots
                 .iter()
                 .enumerate()

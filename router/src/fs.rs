@@ -84,6 +84,8 @@ pub struct Resolved {
     pub logical: LogicalPath,
     /// Where the file is, or will be, on this host.
     pub real: PathBuf,
+    /// The application's spelling, which a `modulo-sha256` placement hashes.
+    pub raw: String,
 }
 
 /// Where a file was found, without moving it.
@@ -207,6 +209,7 @@ impl Router {
             index,
             logical,
             real,
+            raw: path.to_owned(),
         })
     }
 
@@ -217,6 +220,27 @@ impl Router {
         (0..t.len()).filter(move |&j| {
             t[j].root != t[home].root && !t[..j].iter().any(|k| k.root == t[j].root)
         })
+    }
+
+    /// The shards a miss of `home`'s path looks in besides home: where an open placement homes
+    /// it ([`crate::placement`]), in a version 3 list; every other shard ([`Router::others`])
+    /// in the earlier forms, and when the list says `everywhere`.
+    pub fn miss_shards(&self, home: &Resolved) -> Vec<usize> {
+        let t = self.shards();
+        let home_root = &t[home.index].root;
+        let roots = self
+            .list
+            .open
+            .as_ref()
+            .and_then(|o| o.miss_roots(&home.raw, &home.logical, home_root));
+        match roots {
+            None => self.others(home.index).collect(),
+            // A list checks that each root is one of its shards.
+            Some(roots) => roots
+                .iter()
+                .filter_map(|r| t.iter().position(|s| &s.root == r))
+                .collect(),
+        }
     }
 
     fn real_in(&self, index: usize, logical: &LogicalPath) -> PathBuf {
@@ -244,7 +268,8 @@ impl Router {
             return Ok(Found::Home);
         }
         let others: Vec<(usize, PathBuf)> = self
-            .others(home.index)
+            .miss_shards(home)
+            .into_iter()
             .map(|j| (j, self.real_in(j, &home.logical)))
             .collect();
         if others.is_empty() {
@@ -318,7 +343,8 @@ impl Router {
             });
         }
         let others: Vec<(usize, PathBuf)> = self
-            .others(home.index)
+            .miss_shards(&home)
+            .into_iter()
             .map(|j| (j, self.real_in(j, &home.logical)))
             .collect();
         if others.is_empty() {

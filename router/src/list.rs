@@ -10,6 +10,7 @@
 //!   A list is written as version 2 only when some target serves more than one shard; clients
 //!   older than version 2 refuse the `version` key, so no two clients route one list differently.
 
+use crate::placement::{Open, Placement};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -151,6 +152,9 @@ impl Target {
 pub struct MountTargetList {
     pub mount_targets: Vec<Target>,
     pub strategy: Strategy,
+    /// Version 3: the earlier placements whose files may still be away from home
+    /// ([`crate::placement`]). `None` in the earlier forms, whose misses look everywhere.
+    pub open: Option<Open>,
 }
 
 #[derive(Deserialize)]
@@ -161,12 +165,16 @@ struct RawList {
     strategy: Option<Strategy>,
     #[serde(default)]
     version: Option<u32>,
+    #[serde(default)]
+    open: Option<Open>,
 }
 
-/// The document as written: `version` only when it is 2.
+/// The document as written: `version` only when it is 2 or 3.
 #[derive(Serialize)]
 struct OutList<'a> {
     mount_targets: &'a [Target],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open: Option<&'a Open>,
     strategy: Strategy,
     #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<u32>,
@@ -180,8 +188,12 @@ pub enum ListError {
     Json(String),
     #[error("not a mount target list: the key {key:?} appears twice in one object")]
     DuplicateKey { key: String },
-    #[error("not a mount target list: version {found} is not 1 or 2")]
+    #[error("not a mount target list: version {found} is not 1, 2 or 3")]
     BadVersion { found: u32 },
+    #[error("\"open\" is in a list exactly when it is version 3 (clients before version 3 would look for a missing file in every shard, and a version 3 list must say where)")]
+    OpenNeedsVersion,
+    #[error("\"open\" names shard root {root:?}, which is not one of the list's shards")]
+    BadOpen { root: String },
     #[error("mount target {id} has \"shards\" or \"draining_shards\", which only a version 2 list may have (clients before version 2 would route by its root alone)")]
     ShardsNeedVersion { id: String },
     #[error("mount target {id}: {why}")]
@@ -211,13 +223,16 @@ pub enum ListError {
 
 impl ListError {
     /// The short name of the rule that refused the list, as `tests/vectors/lists.json` spells
-    /// it: `not-a-list`, `duplicate-key`, `bad-version`, `shards-need-version`, `bad-shards`,
+    /// it: `not-a-list`, `duplicate-key`, `bad-version`, `open-needs-version`, `bad-open`,
+    /// `shards-need-version`, `bad-shards`,
     /// `empty-id`, `duplicate-id`, `bad-root`, `reserved-root`, `duplicate-root` or `nested-root`.
     pub fn kind(&self) -> &'static str {
         match self {
             ListError::Json(_) => "not-a-list",
             ListError::DuplicateKey { .. } => "duplicate-key",
             ListError::BadVersion { .. } => "bad-version",
+            ListError::OpenNeedsVersion => "open-needs-version",
+            ListError::BadOpen { .. } => "bad-open",
             ListError::ShardsNeedVersion { .. } => "shards-need-version",
             ListError::BadShards { .. } => "bad-shards",
             ListError::EmptyId { .. } => "empty-id",
@@ -235,6 +250,7 @@ impl MountTargetList {
         MountTargetList {
             mount_targets: Vec::new(),
             strategy,
+            open: None,
         }
     }
 
@@ -266,26 +282,51 @@ impl MountTargetList {
                     return Err(ListError::ShardsNeedVersion { id: t.id.clone() });
                 }
             }
-            Some(2) => {}
+            Some(2 | 3) => {}
             Some(found) => return Err(ListError::BadVersion { found }),
+        }
+        if (raw.version == Some(3)) != raw.open.is_some() {
+            return Err(ListError::OpenNeedsVersion);
         }
         let list = MountTargetList {
             mount_targets: raw.mount_targets,
             strategy: raw.strategy.unwrap_or(Strategy::ModuloSha256),
+            open: raw.open,
         };
         list.validate()?;
         Ok(list)
     }
 
-    /// The document: version 2 only when some target serves more than one shard, so that a
-    /// list today's clients can route is always written in the form they read.
+    /// The document: version 3 when it says which placements are open, else version 2 only
+    /// when some target serves more than one shard, so that a list today's clients can route
+    /// is always written in the form they read.
     pub fn to_json(&self) -> String {
+        let version = match (&self.open, self.needs_version_2()) {
+            (Some(_), _) => Some(3),
+            (None, true) => Some(2),
+            (None, false) => None,
+        };
         serde_json::to_string(&OutList {
             mount_targets: &self.mount_targets,
+            open: self.open.as_ref(),
             strategy: self.strategy,
-            version: self.needs_version_2().then_some(2),
+            version,
         })
         .expect("a list of strings always serialises")
+    }
+
+    /// Its version as written: 1, 2 or 3.
+    pub fn version(&self) -> u32 {
+        match (&self.open, self.needs_version_2()) {
+            (Some(_), _) => 3,
+            (None, true) => 2,
+            (None, false) => 1,
+        }
+    }
+
+    /// The placement of this list ([`Placement::of`]).
+    pub fn placement(&self) -> Placement {
+        Placement::of(self.strategy, &self.mount_targets)
     }
 
     /// Some target serves more than one shard, or drains some of them.
@@ -414,6 +455,37 @@ impl MountTargetList {
                     outer_id: outer.id.clone(),
                     outer_root: outer.root.clone(),
                 });
+            }
+        }
+        self.validate_open(&shards)
+    }
+
+    /// Every open placement has shards, each of them one of the list's own (a miss looks in
+    /// the directories the list names, never another).
+    fn validate_open(&self, shards: &[Target]) -> Result<(), ListError> {
+        let Some(Open::Placements(placements)) = &self.open else {
+            return Ok(());
+        };
+        for p in placements {
+            let bad = |root: &str| {
+                Err(ListError::BadOpen {
+                    root: root.to_owned(),
+                })
+            };
+            if p.targets.is_empty() {
+                return bad("");
+            }
+            for t in &p.targets {
+                if t.shards == 0 || (t.shards > 1 && t.az_id.as_deref().is_none_or(str::is_empty)) {
+                    return bad(&t.root);
+                }
+            }
+            if let Some(root) = p
+                .roots()
+                .into_iter()
+                .find(|r| !shards.iter().any(|t| &t.root == r))
+            {
+                return bad(&root);
             }
         }
         Ok(())
@@ -691,10 +763,64 @@ mod tests {
     }
 
     #[test]
-    fn version_must_be_1_or_2_and_shards_need_2() {
+    fn version_3_says_which_placements_are_open_and_names_only_its_shards() {
+        let v3 = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/","shards":2},{"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2"}],"open":[{"strategy":"rendezvous","targets":[{"root":"/"}]}],"strategy":"rendezvous","version":3}"#;
+        let list = MountTargetList::from_json(v3).unwrap();
+        assert_eq!(list.version(), 3);
+        assert_eq!(list.to_json(), v3);
+        let everywhere = v3.replace(
+            r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]}]"#,
+            r#""everywhere""#,
+        );
+        assert_eq!(
+            MountTargetList::from_json(&everywhere).unwrap().to_json(),
+            everywhere
+        );
+        let none = v3.replace(
+            r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]}]"#,
+            "[]",
+        );
+        assert_eq!(
+            MountTargetList::from_json(&none).unwrap().open,
+            Some(Open::Placements(vec![]))
+        );
+        // "open" exactly in version 3.
+        for text in [
+            v3.replace(r#","version":3"#, "")
+                .replace(r#","shards":2"#, ""),
+            v3.replace(r#","version":3"#, r#","version":2"#),
+            none.replace(r#""open":[],"#, ""),
+        ] {
+            assert_eq!(refused(&text).0, "open-needs-version", "{text}");
+        }
+        // A placement names the list's shards only, with the counts a list entry has.
+        for (placement, root) in [
+            (r#"{"root":"/shards/use1-az9"}"#, "/shards/use1-az9"),
+            (
+                r#"{"root":"/","az_id":"use1-az1","shards":3}"#,
+                "/shards/use1-az1.2",
+            ),
+            (r#"{"root":"/","shards":2}"#, "/"),
+            (r#"{"root":"/","shards":0}"#, "/"),
+        ] {
+            let text = v3.replace(r#"{"root":"/"}"#, placement);
+            let (kind, message) = refused(&text);
+            assert_eq!(kind, "bad-open", "{text}");
+            assert!(message.contains(root), "{message}");
+        }
+        let empty = v3.replace(r#"[{"root":"/"}]"#, "[]");
+        assert_eq!(refused(&empty).0, "bad-open");
+        // A list built in code is version 3 exactly when it says what is open.
+        let mut built = list.clone();
+        built.open = None;
+        assert_eq!(built.version(), 2);
+    }
+
+    #[test]
+    fn version_must_be_1_2_or_3_and_shards_need_2() {
         for (version, kind) in [
             ("0", "bad-version"),
-            ("3", "bad-version"),
+            ("4", "bad-version"),
             ("4294967295", "bad-version"),
         ] {
             let text =

@@ -38,7 +38,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const ROUTER: &str = concat!("efs-router-rust/", env!("CARGO_PKG_VERSION"));
 
 /// The list versions this router reads.
-pub const READS: [u32; 2] = [1, 2];
+pub const READS: [u32; 3] = [1, 2, 3];
 
 /// A report this old or older is rewritten before the router writes or moves anything.
 pub const LEASE_SECS: u64 = LIFETIME_SECS - 30;

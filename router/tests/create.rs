@@ -138,6 +138,7 @@ const THREE: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
 
 fn three(base: &Path) -> Router {
     let list = MountTargetList {
+        open: None,
         mount_targets: THREE
             .iter()
             .enumerate()

@@ -21,6 +21,7 @@ use tree::{files_under, put};
 
 fn list(roots: &[&str]) -> MountTargetList {
     MountTargetList {
+        open: None,
         mount_targets: roots
             .iter()
             .enumerate()

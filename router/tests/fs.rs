@@ -19,6 +19,7 @@ fn target(i: usize, root: &str) -> Target {
 
 fn list(roots: &[&str], strategy: Strategy) -> MountTargetList {
     MountTargetList {
+        open: None,
         mount_targets: roots
             .iter()
             .enumerate()

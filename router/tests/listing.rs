@@ -23,6 +23,7 @@ fn vectors() -> Value {
 
 fn list(roots: &[&str], strategy: Strategy) -> MountTargetList {
     MountTargetList {
+        open: None,
         mount_targets: roots
             .iter()
             .enumerate()

@@ -299,6 +299,7 @@ const THREE: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
 /// A router over the mount, every shard's `data/analysis` made and its name cached.
 fn router(bed: &TestBed) -> Router {
     let list = MountTargetList {
+        open: None,
         mount_targets: THREE
             .iter()
             .enumerate()

@@ -46,6 +46,7 @@ const ROOTS: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
 /// A router over `base/<test>` (each test its own tree) through one mount.
 fn router(mount: &Path, test: &str) -> Router {
     let list = MountTargetList {
+        open: None,
         mount_targets: ROOTS
             .iter()
             .enumerate()

@@ -31,6 +31,7 @@ fn lists(v: &Value) -> HashMap<String, Vec<Target>> {
         .iter()
         .map(|(k, l)| {
             let list = MountTargetList {
+                open: None,
                 mount_targets: serde_json::from_value(l.clone()).unwrap(),
                 strategy: Strategy::Rendezvous,
             };
@@ -304,4 +305,110 @@ fn list_vectors_invalid() {
             assert!(message.contains(m.as_str().unwrap()), "{name}: {message}");
         }
     }
+}
+
+/// The lists of `tests/vectors/misses.json`: version 3 lists with placements open, one with
+/// none, one that says `everywhere`, and one of version 2.
+fn miss_lists() -> Vec<(&'static str, String)> {
+    let targets = r#"[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/","shards":3},{"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2","shards":2},{"id":"fsmt-c","ip":"10.0.3.9","az_id":"use1-az3","root":"/shards/use1-az3"}]"#;
+    let v3 = |open: &str| {
+        format!(
+            r#"{{"mount_targets":{targets},"open":{open},"strategy":"rendezvous","version":3}}"#
+        )
+    };
+    vec![
+        ("nothing open", v3("[]")),
+        (
+            "the app's files, and an older list",
+            v3(
+                r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]},{"strategy":"rendezvous","targets":[{"root":"/"},{"root":"/shards/use1-az2"}]}]"#,
+            ),
+        ),
+        (
+            "migrated from modulo",
+            v3(
+                r#"[{"strategy":"modulo-sha256","targets":[{"root":"/"},{"root":"/shards/use1-az2"},{"root":"/shards/use1-az3"}]}]"#,
+            ),
+        ),
+        (
+            "a shard draining",
+            format!(
+                r#"{{"mount_targets":{},"open":[{{"strategy":"rendezvous","targets":[{{"root":"/","az_id":"use1-az1","shards":3}},{{"root":"/shards/use1-az2","az_id":"use1-az2","shards":2}},{{"root":"/shards/use1-az3"}}]}}],"strategy":"rendezvous","version":3}}"#,
+                targets.replace(r#""shards":2}"#, r#""shards":2,"draining_shards":1}"#)
+            ),
+        ),
+        ("not known", v3(r#""everywhere""#)),
+        (
+            "version 2",
+            targets
+                .replace("[{", r#"{"mount_targets":[{"#)
+                .replace("}]", r#"}],"strategy":"rendezvous","version":2}"#),
+        ),
+    ]
+}
+
+/// Where a miss looks besides home, for the lists of [`miss_lists`]: pinned in
+/// `tests/vectors/misses.json`, which the Python client checks too. With
+/// `EFS_ROUTER_WRITE_VECTORS=1` the file is written from this router's answers instead.
+#[test]
+fn miss_vectors() {
+    let file = crate_dir().join("../tests/vectors/misses.json");
+    let mount = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    for (name, text) in miss_lists() {
+        let list = MountTargetList::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let router =
+            efs_router::Router::new(list, efs_router::Layout::single_mount(mount.path())).unwrap();
+        for i in 0..12 {
+            // Spellings modulo tells apart, as the app wrote them.
+            let path = match i % 3 {
+                0 => format!("data/analysis/device-{i}.json"),
+                1 => format!("/data/analysis/device-{i}.json"),
+                _ => format!("./data/analysis/device-{i}.json"),
+            };
+            let home = router.resolve(&path).unwrap();
+            let roots = |js: Vec<usize>| -> Vec<String> {
+                js.into_iter()
+                    .map(|j| router.shards()[j].root.clone())
+                    .collect()
+            };
+            cases.push(serde_json::json!({
+                "list": name,
+                "path": path,
+                "home": router.shards()[home.index].root,
+                "looks": roots(router.miss_shards(&home)),
+            }));
+        }
+    }
+    let lists: serde_json::Map<String, Value> = miss_lists()
+        .into_iter()
+        .map(|(n, t)| (n.to_owned(), Value::String(t)))
+        .collect();
+    let doc = serde_json::json!({
+        "about": "Where a miss looks besides a path's home (router/src/placement.rs, docs/routing.md): for version 3 lists, the path's home under each open placement where that differs from home, in the placements' order, each root once; for `everywhere` and the earlier forms, every other shard's root in list order, each once. Shared by router/ (router/tests/vectors.rs, which writes it with EFS_ROUTER_WRITE_VECTORS=1) and clients/python (tests/test_misses.py).",
+        "lists": lists,
+        "cases": cases,
+    });
+    if std::env::var_os("EFS_ROUTER_WRITE_VECTORS").is_some() {
+        std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
+    }
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let pinned: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(pinned, doc, "misses.json disagrees with this router");
+    // Each list is there for a reason: a miss looks nowhere else, somewhere, everywhere.
+    let looks = |name: &str| -> Vec<usize> {
+        doc["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["list"] == name)
+            .map(|c| c["looks"].as_array().unwrap().len())
+            .collect()
+    };
+    assert!(looks("nothing open").iter().all(|&n| n == 0));
+    assert!(looks("the app's files, and an older list")
+        .iter()
+        .any(|&n| n > 0));
+    assert!(looks("not known").iter().all(|&n| n == 5));
+    assert!(looks("a shard draining").iter().any(|&n| n > 0));
 }

@@ -128,6 +128,7 @@ fn more_shards_go_first_to_the_targets_that_serve_none() {
     let mut o = target_in_every_az(60_000);
     o.parameter = Some(Parameter::new(
         MountTargetList {
+            open: None,
             mount_targets: vec![listed(&o.mount_targets[0], "/")],
             strategy: Strategy::Rendezvous,
         },

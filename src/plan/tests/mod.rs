@@ -99,6 +99,7 @@ pub(super) fn world(files: u64) -> Observed {
     // so that a bug in the list's rebuild cannot move the input along with the output).
     o.parameter = Some(Parameter::new(
         MountTargetList {
+            open: None,
             mount_targets: vec![listed(&o.mount_targets[0], "/")],
             strategy: Strategy::Rendezvous,
         },
