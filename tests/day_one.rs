@@ -188,7 +188,17 @@ async fn installed_beside_a_plain_app_it_moves_nothing_until_every_task_reports(
         "{list}"
     );
 
-    // Every file, read through a router on the published list, has its bytes.
+    // A pass found every file at home: the next run publishes that nothing is open any more
+    // (list version 3: every task's router reads it), and a miss looks at home alone.
+    let inv = tb.invoke(&event("reconcile")).await;
+    let list = tb.world.published().await.json();
+    check_eq!(
+        inv,
+        (&list["version"], &list["open"]),
+        (&serde_json::json!(3), &serde_json::json!([]))
+    );
+
+    // Every file, read through a router on the published list, has its bytes, at home.
     app.follow(&tb).await;
     let router = app
         .routers
@@ -200,6 +210,7 @@ async fn installed_beside_a_plain_app_it_moves_nothing_until_every_task_reports(
             .read_with_fallback(&format!("{WATCH_DIR}/{name}"))
             .unwrap_or_else(|e| panic!("{name} cannot be read through the router: {e}"));
         assert_eq!(&read.data, bytes, "{name}");
+        assert_eq!(read.place, efs_router::Place::Home, "{name}");
     }
     // And some of them are no longer where the plain app looked: they did move.
     assert!(plain_view(tb.mount.path()).len() < FILES);

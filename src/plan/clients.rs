@@ -82,6 +82,8 @@ pub(super) struct Clients {
     /// Every live client reports that it reads version 2, and at least one reports (routers
     /// older than reports write none, and may not read it).
     pub(super) read_v2: bool,
+    /// The same for version 3 (a list that says which placements are open).
+    pub(super) read_v3: bool,
     /// Live clients by the version of the list they route by (`unknown` for a report that
     /// cannot be read).
     pub(super) by_version: BTreeMap<String, u64>,
@@ -98,6 +100,7 @@ impl Clients {
         let mut out = Clients::default();
         let mut reported_tasks = Vec::new();
         let mut live = 0usize;
+        let mut not_v3 = false;
         for f in obs.reports.files.iter().filter(|f| f.is_live(now)) {
             live += 1;
             let last_seen = Some(f.last_seen());
@@ -109,6 +112,7 @@ impl Clients {
                     if !r.can_read(2) {
                         out.v1_only.push(r.client.clone());
                     }
+                    not_v3 |= !r.can_read(3);
                     reported_tasks.extend(r.task.clone());
                     if current.is_some_and(|sha| sha != r.list.sha256) {
                         out.behind.push(Behind {
@@ -158,6 +162,7 @@ impl Clients {
         let unknown =
             |b: &Behind| matches!(b.why, Why::Unread | Why::Unreported | Why::TasksUnknown);
         out.read_v2 = live > 0 && out.v1_only.is_empty() && !out.behind.iter().any(unknown);
+        out.read_v3 = out.read_v2 && !not_v3;
         if !out.behind.is_empty() {
             out.behind_secs = obs.published_at().map_or(0, |t| obs.now.since(t).as_secs());
         }

@@ -17,6 +17,7 @@ mod decision;
 mod effect;
 mod fleet;
 mod list;
+mod placements;
 mod policy;
 mod reason;
 mod rendezvous;
@@ -122,7 +123,11 @@ pub struct Plan {
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let seen = Seen::of(obs, policy);
     let (base, shards, state) = (seen.base(), &seen.shards[..], &seen.state);
-    let list = rebuild_list(base, shards, state, obs);
+    let settle = |list| {
+        let balanced = state.rebalancing.balanced.as_ref();
+        placements::settle(list, seen.published, balanced, seen.fleet.clients.read_v3)
+    };
+    let list = settle(rebuild_list(base, shards, state, obs));
     let moves_wait = seen.fleet.moves_wait(seen.published != Some(&list));
     let drain = drain_under_way(&list, base, shards, state, obs);
     let held = version_held(&seen);
@@ -192,6 +197,13 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     if state != obs.state || (!obs.state_stored && state != State::default()) {
         steps.push(Step::SaveState(state.clone()));
     }
+    // The effect may have changed the shards: what is open follows them.
+    let list = placements::settle(
+        list,
+        seen.published,
+        state.rebalancing.balanced.as_ref(),
+        seen.fleet.clients.read_v3,
+    );
     upkeep(obs, policy, shards, seen.published, &list, &mut steps);
     steps.sort_by_key(Step::kind);
     let (files_per_shard, files_per_target) = seen.counts.per_shard_and_target(&list, shards);
