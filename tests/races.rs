@@ -21,6 +21,7 @@
 
 use efs_mount_autoscaler::bench::{comparison, rebalance, Budget, Walk, ABANDONED_AFTER};
 use efs_mount_autoscaler::config::Config;
+use efs_router::names::{new_private_name, Private};
 use efs_router::{shard_index, MountTargetList};
 use netfs::{Options, TestBed};
 use std::collections::{BTreeMap, HashMap};
@@ -482,6 +483,94 @@ fn a_directory_swapped_for_a_link_during_a_run_moves_nothing_of_its_target() {
     assert!(
         tally.landed >= LANDINGS_A,
         "seed {seed:#x}: {} of {} swaps landed between the walk and the moves, {LANDINGS_A} wanted",
+        tally.landed,
+        tally.swaps
+    );
+}
+
+/// Runs of the second test, and the swaps that must land over them (89 to 135 landed, over 20
+/// runs of the test on a loaded machine).
+const ITERATIONS_B: u64 = 20;
+const LANDINGS_B: u64 = 20;
+/// Cut-short moves in one directory, each private directory holding this many files.
+const CUT_SHORT: usize = 8;
+const FILES_EACH: usize = 4;
+/// Files after them in the walk's order.
+const FILLER: usize = 64;
+
+#[test]
+fn a_cut_short_move_swapped_for_a_link_during_a_run_gives_back_nothing_of_its_target() {
+    let Some(bed) = bed("races: cut-short move swapped for a link") else {
+        return;
+    };
+    let seed = seed();
+    let list = list(&["/"]);
+    let mut tally = Tally::default();
+    for iteration in 0..ITERATIONS_B {
+        let ctx = Ctx { seed, iteration };
+        let (mount, backing) = (
+            bed.path().join(format!("b{iteration}")),
+            bed.backing.path().join(format!("b{iteration}")),
+        );
+        let config = config(&mount);
+        let in_backing = |p: &Path| backing.join(p.strip_prefix(&mount).unwrap());
+        let home = config.watch_path("/");
+        let dir = home.join("2026/12");
+        let victim = mount.join("victim");
+        let mut real = Vec::new();
+        let mut swappable = Vec::new();
+        for i in 0..CUT_SHORT {
+            // A replace cut short: its private directory holds the newest version of each of
+            // its paths, a writer's, the only copy of it; an older one is at the path.
+            let pd = dir.join(new_private_name(Private::Moving));
+            for j in 0..FILES_EACH {
+                let name = format!("device-{i}-{j}.json");
+                let taken = in_backing(&pd.join(&name));
+                let bytes = format!("real {iteration} {name}").into_bytes();
+                put(&taken, &bytes, at(20));
+                real.push((inode(&taken), bytes));
+                put(&in_backing(&dir.join(&name)), b"older", at(10));
+                put(
+                    &in_backing(&victim.join(&name)),
+                    b"someone else's",
+                    future(),
+                );
+            }
+            let parked = mount.join("parking").join(pd.file_name().unwrap());
+            swappable.push(Swappable {
+                target: relative(&mount, &pd, &victim),
+                counted: in_backing(&parked),
+                parked,
+                at: pd,
+            });
+        }
+        for n in 0..FILLER {
+            put(&in_backing(&dir.join(format!("z-{n}.json"))), b"{}", at(0));
+        }
+        fs::create_dir_all(in_backing(&mount.join("parking"))).unwrap();
+        let before = snapshot(&in_backing(&victim));
+
+        // Abandoned at once: the walk pins each private directory, gives it back after.
+        let (result, t) = swapping(ctx, &swappable, true, || {
+            run(&config, &list, Duration::ZERO)
+        });
+        result.unwrap_or_else(|e| panic!("{ctx}: the run failed: {e}"));
+        tally += t;
+
+        assert_eq!(
+            changed(&before, &snapshot(&in_backing(&victim))),
+            Vec::<String>::new(),
+            "{ctx}: a victim file was moved, changed or deleted"
+        );
+        assert_all_found(ctx, &real, &[in_backing(&home)]);
+    }
+    println!(
+        "cut-short move: {} of {} swaps landed",
+        tally.landed, tally.swaps
+    );
+    assert!(
+        tally.landed >= LANDINGS_B,
+        "seed {seed:#x}: {} of {} swaps landed between the walk and the recovery, {LANDINGS_B} wanted",
         tally.landed,
         tally.swaps
     );
