@@ -103,6 +103,12 @@ pub enum Repair {
 /// The mode every router needs: anyone may add a report, only its owner remove it.
 const OPEN_MODE: u32 = 0o1777;
 
+/// The function's mark in a reports' directory it made where something else stood (a file, a
+/// link): until its `ctime` (the server's) is
+/// [`LIFETIME_SECS`] old, the directory may lack live clients' reports, and it holds the moves.
+/// Not a report's name: routers never read or write it.
+pub const MADE: &str = ".efs-mount-autoscaler-made";
+
 /// Keeps `<mount_path>/.efs-router-clients` a directory every router can write its report in
 /// (a shared name must not let one writer lock every router out): made when missing, its mode
 /// set back to 1777 when a task changed it, and anything else in its place (a file, a link)
@@ -140,6 +146,13 @@ fn keep_open(mount_path: &Path) -> Option<Repair> {
             Err(_) => return None,
         }
     };
+    if displaced.is_some() {
+        // The routers could not report while something else had the name: until each live
+        // one has had a lifetime to write its report here again, it holds the moves
+        // ([`read_under`]). A directory that was missing held no report to lose.
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let _ = rustix::fs::openat(&fd, MADE, flags, Mode::from_raw_mode(0o644));
+    }
     let was = rustix::fs::fstat(&fd).ok()?.st_mode & 0o7777;
     if was != OPEN_MODE {
         // The umask takes bits off a new directory's mode: set it whole.
@@ -192,7 +205,22 @@ fn read_under(mount_path: &Path, now: When, remove: bool) -> Reports {
             }
         }
     };
-    read_dir(&dir, now, Instant::now() + READ_TIME, remove)
+    let mut reports = read_dir(&dir, now, Instant::now() + READ_TIME, remove);
+    if let Some(age) = made_within_a_lifetime(&dir, now) {
+        reports.dir_problem = Some(format!(
+            "made by the function {age} s ago: a live client's report may not be in it yet"
+        ));
+    }
+    reports
+}
+
+/// The age of the function's mark ([`MADE`]) when younger than a report's lifetime.
+fn made_within_a_lifetime(dir: &OwnedFd, now: When) -> Option<u64> {
+    let st = rustix::fs::statat(dir, MADE, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let age = now
+        .secs()
+        .saturating_sub(u64::try_from(st.st_ctime).unwrap_or(0));
+    (age <= LIFETIME_SECS).then_some(age)
 }
 
 /// [`read`] of the open directory, until `until`; stale reports are removed when `remove`.
@@ -579,7 +607,12 @@ mod tests {
             std::fs::read_link(mount.path().join(&to)).unwrap(),
             elsewhere.path()
         );
-        assert_eq!((r.dir_problem, mode()), (None, 0o1777));
+        assert_eq!(mode(), 0o1777);
+        // Routers could not report meanwhile: the moves wait a lifetime for them to.
+        assert!(r.dir_problem.is_some());
+        assert!(read(mount.path(), When::now()).dir_problem.is_some());
+        let later = When::from_secs(When::now().secs() + LIFETIME_SECS + 1);
+        assert_eq!(read(mount.path(), later).dir_problem, None);
         let m = std::fs::metadata(elsewhere.path())
             .unwrap()
             .permissions()
@@ -587,7 +620,7 @@ mod tests {
             & 0o7777;
         assert_eq!(m, 0o700);
         // A file in its place: kept, with what it holds, under the name beside it.
-        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         std::fs::write(&dir, b"planted").unwrap();
         let r = read(mount.path(), When::now());
         let Some(Repair::Displaced { what, to }) = r.repaired else {
@@ -597,7 +630,7 @@ mod tests {
         assert_eq!(std::fs::read(mount.path().join(&to)).unwrap(), b"planted");
         assert_eq!(mode(), 0o1777);
         // Looking, as efs-route does, changes nothing.
-        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(look(mount.path()).repaired, None);
         assert!(!dir.exists());
     }

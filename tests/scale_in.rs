@@ -1662,8 +1662,25 @@ async fn planted_links_oversized_and_garbage_reports_delay_and_never_stop_the_ru
     let inv = tb.invoke(&rebalance(1000)).await;
     check!(inv, has_warning(inv.response(), "reports_unread"));
     check!(inv, !has_action(inv.response(), "move_files"));
+    // The link was moved aside, never followed, and the directory made anew; its reports are
+    // not there, so the next run still waits for them.
+    check!(inv, has_warning(inv.response(), "reports_dir_repaired"));
+    let aside: Vec<_> = fs::read_dir(tb.mount.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.to_string_lossy()
+                .contains(".efs-router-clients.displaced-")
+        })
+        .collect();
+    check_eq!(inv, aside.len(), 1);
+    check_eq!(inv, fs::read_link(&aside[0]).unwrap(), moved.clone());
+    let inv = tb.invoke(&rebalance(1000)).await;
+    check!(inv, has_warning(inv.response(), "reports_unread"));
+    check!(inv, !has_action(inv.response(), "move_files"));
     // Put back, the reports permit the moves again.
-    fs::remove_file(&dir).unwrap();
+    fs::remove_file(&aside[0]).unwrap();
+    fs::remove_dir_all(&dir).unwrap();
     fs::rename(&moved, &dir).unwrap();
     let inv = tb.invoke(&rebalance(1000)).await;
     check_eq!(inv, moves(&inv).moved, 10);
