@@ -92,6 +92,8 @@ pub const RECONCILE_RUNS: &str = "ReconcileRuns";
 pub const CLIENTS_LIST_V1: &str = "ClientsListV1";
 /// Live clients that route by a version 2 list.
 pub const CLIENTS_LIST_V2: &str = "ClientsListV2";
+/// Live clients that route by a version 3 list (which says where a miss looks).
+pub const CLIENTS_LIST_V3: &str = "ClientsListV3";
 /// Live report files that cannot be read as reports: clients on an unknown list.
 pub const CLIENTS_LIST_UNKNOWN: &str = "ClientsListUnknown";
 /// Seconds since the list was published while some live client is behind it (it reports
@@ -216,6 +218,11 @@ pub const METRICS: &[MetricSpec] = &[
         dimensions: FS_DIMS,
     },
     MetricSpec {
+        name: CLIENTS_LIST_V3,
+        unit: Unit::Count,
+        dimensions: FS_DIMS,
+    },
+    MetricSpec {
         name: CLIENTS_LIST_UNKNOWN,
         unit: Unit::Count,
         dimensions: FS_DIMS,
@@ -323,6 +330,7 @@ pub fn emf_lines(m: &RunMetrics, timestamp_ms: u64) -> Vec<String> {
     let clients = |v: &str| m.clients_by_version.get(v).copied().unwrap_or(0);
     summary.insert(CLIENTS_LIST_V1.into(), json!(clients("1")));
     summary.insert(CLIENTS_LIST_V2.into(), json!(clients("2")));
+    summary.insert(CLIENTS_LIST_V3.into(), json!(clients("3")));
     summary.insert(CLIENTS_LIST_UNKNOWN.into(), json!(clients("unknown")));
     summary.insert(CLIENTS_BEHIND_LONGEST.into(), json!(m.clients_behind_secs));
     summary.insert(
@@ -814,6 +822,7 @@ mod tests {
                             {"Name": "ReconcileRuns", "Unit": "Count"},
                             {"Name": "ClientsListV1", "Unit": "Count"},
                             {"Name": "ClientsListV2", "Unit": "Count"},
+                            {"Name": "ClientsListV3", "Unit": "Count"},
                             {"Name": "ClientsListUnknown", "Unit": "Count"},
                             {"Name": "ClientsBehindLongest", "Unit": "Seconds"},
                             {"Name": "ListVersionHeld", "Unit": "None"},
@@ -826,7 +835,8 @@ mod tests {
                     "MountTargets": 1, "DesiredMountTargets": 1,
                     "AtCapacity": 0, "CountDuration": 2.0, "RolloutsFailed": 0,
                     "FleetNotConverged": 0, "UnreadableShards": 0, "ReconcileRuns": 1,
-                    "ClientsListV1": 0, "ClientsListV2": 4, "ClientsListUnknown": 0,
+                    "ClientsListV1": 0, "ClientsListV2": 4, "ClientsListV3": 0,
+                    "ClientsListUnknown": 0,
                     "ClientsBehindLongest": 0, "ListVersionHeld": 0, "TasksUnreported": 0,
                 }),
                 json!({
