@@ -919,6 +919,9 @@ struct Stats {
     runs_beside_old_routers: usize,
     /// Lists of version 2 published.
     v2_published: usize,
+    /// Lists of version 3 published with a placement open, and with none (closed by a pass).
+    v3_open: usize,
+    v3_closed: usize,
     /// Abandoned names rebalances cleaned up or gave back (`abandoned_removed`).
     abandoned_removed: u64,
 }
@@ -1293,8 +1296,14 @@ impl Soak {
     /// Sometimes, on a version 1 list, a router that reads version 1 only starts, reporting
     /// the published list.
     fn maybe_start_old_router(&mut self, rng: &mut Rng, said: &mut Vec<String>) {
-        if !self.old_router_live() && self.published.form() == 1 && rng.chance(OLD_ROUTER_PER_MILLE)
-        {
+        // Once every live client reads version 3 the list takes it, and a router reading
+        // version 1 only can never join again: the first step starts one, as a fleet still
+        // upgrading its routers has.
+        let per_mille = match self.step {
+            1 => 1000,
+            _ => OLD_ROUTER_PER_MILLE,
+        };
+        if !self.old_router_live() && self.published.form() == 1 && rng.chance(per_mille) {
             let client = format!("{:016x}", rng.next());
             let file = report_file(&self.views.function, &client);
             let report = report_of(
@@ -1636,6 +1645,8 @@ impl Soak {
                 "runs beside a version 1 router",
                 local(s.runs_beside_old_routers),
             ),
+            // Readers found every file while misses looked only where placements were open.
+            ("version 3 lists with a placement open", s.v3_open),
         ];
         for (what, n) in counts.into_iter().chain(hidden) {
             assert!(
@@ -2291,6 +2302,11 @@ impl Soak {
             if self.published.form() >= 2 && old.form() < 2 {
                 self.stats.v2_published += 1;
             }
+            match &self.published.list.open {
+                Some(efs_router::Open::Placements(p)) if p.is_empty() => self.stats.v3_closed += 1,
+                Some(_) => self.stats.v3_open += 1,
+                None => {}
+            }
             self.previous = Some(old.clone());
             self.clean = false;
             let old_shards = old.list.shards();
@@ -2678,13 +2694,15 @@ impl Soak {
             s.missed_by_old_list.len()
         );
         println!(
-            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}",
+            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}; version 3 lists with placements open {}, with none {}",
             s.actors,
             s.hidden_writes,
             s.held_by_reports,
             s.runs_naming_clients,
             s.runs_beside_old_routers,
-            s.v2_published
+            s.v2_published,
+            s.v3_open,
+            s.v3_closed
         );
     }
 }
