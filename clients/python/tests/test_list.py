@@ -1,4 +1,4 @@
-"""The published list (router/src/list.rs): the list vectors, the forms, version 2."""
+"""The published list (router/src/list.rs): the list vectors, the forms, versions 2 and 3."""
 
 import dataclasses
 import json
@@ -7,9 +7,12 @@ from typing import Any, ClassVar, Dict
 
 import efs_router
 from efs_router import (
+    EVERYWHERE,
     Layout,
     ListError,
     MountTargetList,
+    Placed,
+    Placement,
     Router,
     Target,
 )
@@ -146,8 +149,8 @@ class Version2(unittest.TestCase):
         self.assertEqual([s.draining for s in ml.shards()], [False] * 3 + [True] * 4)
         self.assertEqual(efs_router.extra_root("use1-az9", 12), "/shards/use1-az9.12")
 
-    def test_version_must_be_1_or_2_and_shards_need_2(self) -> None:
-        for version in ("0", "3", "4294967295"):
+    def test_version_must_be_1_2_or_3_and_shards_need_2(self) -> None:
+        for version in ("0", "4", "4294967295"):
             e = self.refused('{"mount_targets":[],"strategy":"rendezvous","version":%s}' % version)
             self.assertEqual(e.kind, "bad-version")
             self.assertIn("version %s " % version, str(e))
@@ -233,6 +236,93 @@ class Version2(unittest.TestCase):
         ok = v2('"id":"a","ip":"1","az_id":"x","root":"/","shards":3',
                 '"id":"b","ip":"1","az_id":"y","root":"/shards/y","shards":2')
         self.assertEqual(MountTargetList.from_json(ok).shard_count(), 5)
+
+
+V3 = ('{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/","shards":2},{"id":"fsmt-b",'
+      '"ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2"}],"open":[{"strategy":"rendezvous","targets":'
+      '[{"root":"/"}]}],"strategy":"rendezvous","version":3}')
+ONE_PLACEMENT = '[{"strategy":"rendezvous","targets":[{"root":"/"}]}]'
+
+
+class Version3(unittest.TestCase):
+    """As router/src/list.rs's version_3_says_which_placements_are_open_and_names_only_its_shards."""
+
+    def refused(self, text: str) -> ListError:
+        with self.assertRaises(ListError) as cm:
+            MountTargetList.from_json(text)
+        return cm.exception
+
+    def test_round_trips_and_says_which_placements_are_open(self) -> None:
+        ml = MountTargetList.from_json(V3)
+        self.assertEqual(ml.version(), 3)
+        self.assertEqual(ml.open, [Placement("rendezvous", (Placed("/"),))])
+        self.assertEqual(ml.to_json(), V3)
+        everywhere = V3.replace(ONE_PLACEMENT, '"everywhere"')
+        self.assertEqual(MountTargetList.from_json(everywhere).open, EVERYWHERE)
+        self.assertEqual(MountTargetList.from_json(everywhere).to_json(), everywhere)
+        none = V3.replace(ONE_PLACEMENT, "[]")
+        self.assertEqual(MountTargetList.from_json(none).open, [])
+        # A placement's az_id may be null (absent), as a list entry's; its defaults are not written.
+        spelled = V3.replace('{"root":"/"}', '{"root":"/","az_id":null,"shards":1}')
+        self.assertEqual(MountTargetList.from_json(spelled).to_json(), V3)
+
+    def test_open_is_in_a_list_exactly_when_it_is_version_3(self) -> None:
+        none = V3.replace(ONE_PLACEMENT, "[]")
+        for text in (V3.replace(',"version":3', "").replace(',"shards":2', ""),
+                     V3.replace(',"version":3', ',"version":2'), none.replace('"open":[],', ""),
+                     V3.replace(ONE_PLACEMENT, "null")):
+            with self.subTest(text=text):
+                e = self.refused(text)
+                self.assertEqual(e.kind, "open-needs-version", str(e))
+                self.assertIn('"open"', str(e))
+
+    def test_a_placement_names_the_lists_shards_only_with_the_counts_an_entry_has(self) -> None:
+        for placed, root in (('{"root":"/shards/use1-az9"}', '"/shards/use1-az9"'),
+                             ('{"root":"/","az_id":"use1-az1","shards":3}', '"/shards/use1-az1.2"'),
+                             ('{"root":"/","shards":2}', '"/"'), ('{"root":"/","shards":0}', '"/"')):
+            with self.subTest(placed=placed):
+                e = self.refused(V3.replace('{"root":"/"}', placed))
+                self.assertEqual(e.kind, "bad-open", str(e))
+                self.assertIn("names shard root %s," % root, str(e))
+        self.assertEqual(self.refused(V3.replace('[{"root":"/"}]', "[]")).kind, "bad-open")
+        # The list's own shards are checked first.
+        self.assertEqual(self.refused(V3.replace('"shards":2', '"shards":0')).kind, "bad-shards")
+
+    def test_what_is_not_open_placements_is_not_a_list(self) -> None:
+        for open_ in ('"Everywhere"', '"nowhere"', "{}", "3", '["everywhere"]', '[{"strategy":"rendezvous"}]',
+                      '[{"targets":[{"root":"/"}]}]', '[{"strategy":"consistent","targets":[{"root":"/"}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/"}],"x":1}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":null}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"az_id":"use1-az1"}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/","shards":null}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/","shards":1.0}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/","shards":-1}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/","az_id":1}]}]',
+                      '[{"strategy":"rendezvous","targets":[{"root":"/","ip":"10.0.1.4"}]}]',
+                      '[{"strategy":"rendezvous","targets":{"root":"/"}}]'):
+            with self.subTest(open=open_):
+                self.assertEqual(self.refused(V3.replace(ONE_PLACEMENT, open_)).kind, "not-a-list")
+        # A repeated key inside a placement, as anywhere in the document.
+        e = self.refused(V3.replace('{"root":"/"}', '{"root":"/","root":"/"}'))
+        self.assertEqual(e.kind, "duplicate-key")
+
+    def test_a_list_built_in_code_is_version_3_exactly_when_it_says_what_is_open(self) -> None:
+        ml = MountTargetList.from_json(V3)
+        built = dataclasses.replace(ml, open=None)
+        self.assertEqual(built.version(), 2)
+        self.assertTrue(built.to_json().endswith('"strategy":"rendezvous","version":2}'))
+        built.open = [Placement("modulo-sha256", (Placed("/shards/use1-az2"), Placed("/")))]
+        self.assertEqual(built.version(), 3)
+        self.assertIn('"open":[{"strategy":"modulo-sha256","targets":[{"root":"/shards/use1-az2"},{"root":"/"}]}],'
+                      '"strategy":"rendezvous","version":3}', built.to_json())
+        self.assertEqual(MountTargetList.from_json(built.to_json()), built)
+        # And checked by the same rules when a router takes it.
+        for open_, kind in (([Placement("rendezvous", (Placed("/shards/use1-az9"),))], "bad-open"),
+                            ([Placement("rendezvous", (Placed("/", "use1-az1", -1),))], "bad-open"),
+                            ([Placement("rendezvous", ())], "bad-open"), ("nowhere", "bad-open")):
+            with self.subTest(open=open_), self.assertRaises(ListError) as cm:
+                Router(dataclasses.replace(ml, open=open_), Layout.single_mount("/mnt/efs"))
+            self.assertEqual(cm.exception.kind, kind)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ The core function is ``shard_index(path, targets, strategy) -> int``: ``targets`
 list's shards, ``MountTargetList.shards()`` (or, when every mount target serves one shard, the
 entries of the published list, as dicts parsed from JSON or ``Target``), ``strategy`` is
 ``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``. A version 2
-list (``"version": 2``) has mount targets serving several shards: route over its ``shards()``.
+list (``"version": 2``) has mount targets serving several shards: route over its ``shards()``. A version 3
+list (``"version": 3``) also says where a file may be when it is not at home (``"open"``: ``Placement``s, or
+``"everywhere"``).
 
 Installing: ``pip install ./clients/python`` (no dependency); ``pip install
 "./clients/python[ssm]"`` adds boto3, to read the list from SSM:
@@ -67,7 +69,18 @@ from .fs import PROBE_THREADS as PROBE_THREADS
 from .fs import Found, Location, Place, ReadResult, Resolved, Router
 from .fs import logger as logger
 from .layout import Layout
-from .list import MAX_LIST_SHARDS, MODULO_SHA256, RENDEZVOUS, STRATEGIES, MountTargetList, Target, extra_root
+from .list import (
+    EVERYWHERE,
+    MAX_LIST_SHARDS,
+    MODULO_SHA256,
+    RENDEZVOUS,
+    STRATEGIES,
+    MountTargetList,
+    Placed,
+    Placement,
+    Target,
+    extra_root,
+)
 from .list import root_is_valid as root_is_valid
 from .listing import Entry
 from .names import is_private_name
@@ -81,7 +94,7 @@ __all__ = [
     "RENDEZVOUS", "MODULO_SHA256", "STRATEGIES",
     "RouterError", "ListError", "PathError", "RouteError", "LayoutError", "InsideAnotherShard", "NotFound",
     "NotARegularFile", "OtherOwners", "ReportError", "ReportFault", "Reappearing",
-    "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root",
+    "Target", "MountTargetList", "MAX_LIST_SHARDS", "extra_root", "Placement", "Placed", "EVERYWHERE",
     "normalise", "shard_index", "modulo_sha256", "rendezvous_score",
     "Layout", "Resolved", "Found", "Location", "Place", "ReadResult", "Router", "Deleted", "Left",
     "Creation", "CREATED", "ALREADY_THERE", "Entry",

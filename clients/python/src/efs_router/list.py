@@ -1,4 +1,7 @@
-"""The published list (router/src/list.rs): mount targets, their shards, and the rules every list obeys."""
+"""The published list (router/src/list.rs): mount targets, their shards, and the rules every list obeys.
+
+Version 3 adds ``"open"``: the earlier placements whose files may still be away from home (``Placement``), or
+``"everywhere"`` (``EVERYWHERE``) when that is not known."""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ STRATEGIES = (RENDEZVOUS, MODULO_SHA256)
 MAX_LIST_SHARDS = 1000
 
 _U32_MAX = 0xFFFFFFFF
+
+EVERYWHERE = "everywhere"
+"""``"open": "everywhere"``: the open placements are not known, a miss looks in every shard (as in versions 1, 2)."""
 
 
 def extra_root(az_id: str, k: int) -> str:
@@ -118,22 +124,127 @@ def root_is_valid(root: str) -> bool:
     return all(part not in ("", ".", "..") and "\0" not in part for part in root[1:].split("/"))
 
 
+_ABSENT: Any = object()
+
+
+def _u32(value: Any, default: int, what: str) -> int:
+    """A count as serde_json reads a u32: an integer from 0 to 2**32 - 1; not null, a float (2.0, -0) or a bool."""
+    if value is _ABSENT:
+        return default
+    if type(value) is not int or not 0 <= value <= _U32_MAX:
+        raise ListError("not-a-list", "not a mount target list: %s is not a whole number from 0 to %d"
+                        % (what, _U32_MAX))
+    return value
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One mount target's shards in a placement (router/src/placement.rs): ``root``, then ``/shards/<az_id>.<k>``
+    for k = 1 ... shards - 1, as a list entry names them."""
+
+    root: str
+    az_id: Optional[str] = None
+    shards: int = 1
+
+    @classmethod
+    def from_dict(cls, d: Any, what: str) -> "Placed":
+        if not isinstance(d, dict):
+            raise ListError("not-a-list", "not a mount target list: %s is not an object" % what)
+        unknown = sorted(set(d) - {"root", "az_id", "shards"})
+        if unknown:
+            raise ListError("not-a-list", "not a mount target list: %s: unknown field %r" % (what, unknown[0]))
+        root = d.get("root")
+        if not isinstance(root, str):
+            raise ListError("not-a-list", "not a mount target list: %s: 'root' is missing or not a string" % what)
+        az_id = d.get("az_id")
+        if az_id is not None and not isinstance(az_id, str):
+            raise ListError("not-a-list", "not a mount target list: %s: 'az_id' is not a string" % what)
+        return cls(root, az_id, _u32(d.get("shards", _ABSENT), 1, "%s: 'shards'" % what))
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"root": self.root}
+        if self.az_id is not None:
+            d["az_id"] = self.az_id
+        if self.shards != 1:
+            d["shards"] = self.shards
+        return d
+
+    def shard_roots(self) -> List[str]:
+        """``root``, then ``/shards/<az_id>.<k>`` for k = 1 ... shards - 1 (as ``Target.shard_roots``)."""
+        return [self.root if k == 0 else extra_root(self.az_id or "", k) for k in range(max(1, self.shards))]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """An earlier list's active shards and strategy: where it homed each path (router/src/placement.rs). Its
+    ``targets`` are in list order, which a ``modulo-sha256`` placement routes by."""
+
+    strategy: str
+    targets: Tuple[Placed, ...]
+
+    @classmethod
+    def from_dict(cls, d: Any, index: int) -> "Placement":
+        what = "open placement %d" % index
+        if not isinstance(d, dict):
+            raise ListError("not-a-list", "not a mount target list: %s is not an object" % what)
+        unknown = sorted(set(d) - {"strategy", "targets"})
+        if unknown:
+            raise ListError("not-a-list", "not a mount target list: %s: unknown field %r" % (what, unknown[0]))
+        strategy = d.get("strategy")
+        if strategy not in STRATEGIES:
+            raise ListError("not-a-list", "not a mount target list: %s: unknown strategy %r" % (what, strategy))
+        targets = d.get("targets")
+        if not isinstance(targets, list):
+            raise ListError("not-a-list", "not a mount target list: %s: 'targets' is missing or not an array" % what)
+        return cls(strategy, tuple(Placed.from_dict(t, "%s, target %d" % (what, i)) for i, t in enumerate(targets)))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"strategy": self.strategy, "targets": [t.to_dict() for t in self.targets]}
+
+    def roots(self) -> List[str]:
+        """Every shard's root, in order."""
+        return [root for t in self.targets for root in t.shard_roots()]
+
+
+Open = Union[str, List[Placement]]
+"""A version 3 list's ``open``: ``EVERYWHERE``, or the placements whose files may still be away from home (none: a
+miss looks at home alone)."""
+
+
+def _open_from_json(value: Any) -> Open:
+    # As serde reads the untagged enum: the word "everywhere", or an array of placements; nothing else.
+    if value == EVERYWHERE:
+        return EVERYWHERE
+    if not isinstance(value, list):
+        raise ListError("not-a-list", "not a mount target list: 'open' is neither \"everywhere\" nor an array of "
+                                      "placements")
+    return [Placement.from_dict(p, i) for i, p in enumerate(value)]
+
+
+def _open_to_json(value: Open) -> Any:
+    return value if isinstance(value, str) else [p.to_dict() for p in value]
+
+
 @dataclass
 class MountTargetList:
-    """The published document. The original two-field form reads as roots ``/``, ``modulo-sha256``."""
+    """The published document. The original two-field form reads as roots ``/``, ``modulo-sha256``.
+
+    ``open`` (version 3): the earlier placements whose files may still be away from home, or ``EVERYWHERE``
+    (``Open``); None in the earlier forms, whose misses look everywhere."""
 
     mount_targets: List[Target] = field(default_factory=list)
     strategy: str = RENDEZVOUS
+    open: Optional[Open] = None
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "MountTargetList":
         """Parses and checks every form (``validate``). Unknown top-level keys, and a key repeated in any
         object of the document, are refused, exactly as the Rust library refuses them. ``version`` is 1 (or
-        absent, or null), where every entry serves one shard, or 2."""
+        absent, or null), where every entry serves one shard, 2, or 3, which has ``open`` (and only it has)."""
         raw = _load_json(text)
         if not isinstance(raw, dict) or "mount_targets" not in raw:
             raise ListError("not-a-list", "not a mount target list: no 'mount_targets'")
-        unknown = sorted(set(raw) - {"mount_targets", "strategy", "version"})
+        unknown = sorted(set(raw) - {"mount_targets", "strategy", "version", "open"})
         if unknown:
             raise ListError("not-a-list", "not a mount target list: unknown field %r" % unknown[0])
         entries = raw["mount_targets"]
@@ -148,17 +259,28 @@ class MountTargetList:
         if version is not None and (type(version) is not int or not 0 <= version <= _U32_MAX):
             raise ListError("not-a-list", "not a mount target list: 'version' is not a whole number from 0 to %d"
                             % _U32_MAX)
-        ml = cls([Target.from_dict(e, i) for i, e in enumerate(entries)], strategy)
+        open_ = raw.get("open")
+        ml = cls([Target.from_dict(e, i) for i, e in enumerate(entries)], strategy,
+                 None if open_ is None else _open_from_json(open_))
         if version is None or version == 1:
             for t in ml.mount_targets:
                 if t.shards != 1 or t.draining_shards != 0:
                     raise ListError("shards-need-version",
                                     "mount target %s has \"shards\" or \"draining_shards\", which only a version 2 "
                                     "list may have (clients before version 2 would route by its root alone)" % t.id)
-        elif version != 2:
-            raise ListError("bad-version", "not a mount target list: version %d is not 1 or 2" % version)
+        elif version not in (2, 3):
+            raise ListError("bad-version", "not a mount target list: version %d is not 1, 2 or 3" % version)
+        if (version == 3) != (ml.open is not None):
+            raise ListError("open-needs-version", _OPEN_NEEDS_VERSION)
         ml.validate()
         return ml
+
+    def version(self) -> int:
+        """Its version as written: 3 when it says which placements are open, else 2 when ``needs_version_2``,
+        else 1."""
+        if self.open is not None:
+            return 3
+        return 2 if self.needs_version_2() else 1
 
     def needs_version_2(self) -> bool:
         """Some target serves more than one shard, or drains some of them."""
@@ -182,7 +304,9 @@ class MountTargetList:
         all); then each shard in list order (``shards()``) has a clean absolute root with no component starting
         with ``.``; then, for each pair of shards (the later one in list order, then the earlier), their roots
         are not the same (except ``/`` when every root is ``/``, or in a ``modulo-sha256`` list) and neither
-        lies inside the other (except ``/shards/<name>...`` inside ``/``). Raises ``ListError``."""
+        lies inside the other (except ``/shards/<name>...`` inside ``/``); then every open placement has shards,
+        each with a sane count (``shards`` >= 1, more than one needs an ``az_id``) and a root that is one of the
+        list's shards (``bad-open``). Raises ``ListError``."""
         seen = set()
         total = 0
         for i, t in enumerate(self.mount_targets):
@@ -239,14 +363,41 @@ class MountTargetList:
                 raise ListError("nested-root", "mount target %s has root %s, inside root %s of mount target %s: "
                                                "shard directories must not nest (only /shards/<name> may lie under /)"
                                 % (inner.id, inner.root, outer.root, outer.id))
+        self._validate_open(targets)
+
+    def _validate_open(self, shards: List[Target]) -> None:
+        """Every open placement has shards, each of them one of the list's own (a miss looks in the directories
+        the list names, never another)."""
+        if self.open is None or self.open == EVERYWHERE:
+            return
+        if isinstance(self.open, str):  # only a list built in code: a document's is checked as it is read
+            raise ListError("bad-open", "\"open\" is %s: it is \"everywhere\" or a list of placements"
+                            % _quoted(self.open))
+        listed = {t.root for t in shards}
+        for p in self.open:
+            if p.strategy not in STRATEGIES:  # only a list built in code, as above
+                raise ListError("bad-open", "\"open\" has a placement of strategy %r" % (p.strategy,))
+            if not p.targets:
+                raise ListError("bad-open", _bad_open(""))
+            for t in p.targets:
+                if t.shards < 1 or (t.shards > 1 and not t.az_id):
+                    raise ListError("bad-open", _bad_open(t.root))
+            for root in p.roots():
+                if root not in listed:
+                    raise ListError("bad-open", _bad_open(root))
 
     def to_json(self) -> str:
-        """The document, as the Rust library writes it: ``"version": 2`` only when some target serves more than
-        one shard or drains some (``needs_version_2``), so that a list older clients can route is always written
-        in the form they read."""
-        doc: Dict[str, Any] = {"mount_targets": [t.to_dict() for t in self.mount_targets], "strategy": self.strategy}
-        if self.needs_version_2():
-            doc["version"] = 2
+        """The document, as the Rust library writes it (keys ``mount_targets``, ``open``, ``strategy``,
+        ``version``): version 3 when it says which placements are open, else ``"version": 2`` only when some target
+        serves more than one shard or drains some (``needs_version_2``), so that a list older clients can route is
+        always written in the form they read."""
+        doc: Dict[str, Any] = {"mount_targets": [t.to_dict() for t in self.mount_targets]}
+        if self.open is not None:
+            doc["open"] = _open_to_json(self.open)
+        doc["strategy"] = self.strategy
+        version = self.version()
+        if version != 1:
+            doc["version"] = version
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -257,6 +408,14 @@ class MountTargetList:
         client (a missing parameter, no credentials) are raised as they are; a value that is not
         a list raises ``ListError``."""
         return cls.from_json(_read_parameter(name, client))
+
+
+_OPEN_NEEDS_VERSION = ('"open" is in a list exactly when it is version 3 (clients before version 3 would look for a '
+                       'missing file in every shard, and a version 3 list must say where)')
+
+
+def _bad_open(root: str) -> str:
+    return "\"open\" names shard root %s, which is not one of the list's shards" % _quoted(root)
 
 
 def _quoted(text: str) -> str:
