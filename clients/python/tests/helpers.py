@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.environ.get("EFS_ROUTER_VECTORS") or os.path.join(HERE, "..", "..", "..", "tests", "vectors",
                                                                 "routing.json")
 LIST_VECTORS = os.path.join(os.path.dirname(VECTORS), "lists.json")
+MISS_VECTORS = os.path.join(os.path.dirname(VECTORS), "misses.json")
 THREE = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 
 

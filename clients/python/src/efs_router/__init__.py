@@ -17,7 +17,7 @@ entries of the published list, as dicts parsed from JSON or ``Target``), ``strat
 ``"rendezvous"`` or ``"modulo-sha256"``; the answer is an index into ``targets``. A version 2
 list (``"version": 2``) has mount targets serving several shards: route over its ``shards()``. A version 3
 list (``"version": 3``) also says where a file may be when it is not at home (``"open"``: ``Placement``s, or
-``"everywhere"``).
+``"everywhere"``), and a miss looks only there (``Router.miss_shards``).
 
 Installing: ``pip install ./clients/python`` (no dependency); ``pip install
 "./clients/python[ssm]"`` adds boto3, to read the list from SSM:
@@ -46,9 +46,9 @@ files, so set it above every client's ``refresh_seconds`` with a margin. Tasks t
 refresh are covered by the forced deployment, as before.
 """
 
-# One module per module of the Rust library (router/src/): errors, list, names, path, shard, layout, cache,
-# relocation, delete, create, listing, fs, report (report.rs and reporter.rs), and ssm (boto3). This file only
-# gathers their public names.
+# One module per module of the Rust library (router/src/): errors, list, names, path, shard, placement (whose
+# types, Placement and Placed, are in list, which reads them), layout, cache, relocation, delete, create, listing,
+# fs, report (report.rs and reporter.rs), and ssm (boto3). This file only gathers their public names.
 from .cache import revalidate_dir
 from .create import ALREADY_THERE, CREATED, Creation
 from .delete import Deleted, Left

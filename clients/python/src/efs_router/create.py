@@ -3,8 +3,9 @@
 The check-then-write an application would write itself (``exists``, then ``write``) has a window in which
 another writer creates the path and is then overwritten. ``create`` closes it at home:
 
-1. the look ``Router.exists`` makes: home, then, on a miss, every other distinct shard directory at once,
-   each revalidated. A file found anywhere is ``already-there``: nothing is written;
+1. the look ``Router.exists`` makes: home, then, on a miss, the shard directories a miss looks in at once
+   (``Router.miss_shards``: every other one, or under a version 3 list where an open placement homes the path),
+   each revalidated. A file found in any is ``already-there``: nothing is written;
 2. a private temporary name in the home directory, made as ``write`` makes it (``O_CREAT|O_EXCL``, the
    directory made when missing), written and synced;
 3. ``link(temporary, home)``, never ``rename``: the server makes the name only if it is free, in one

@@ -20,6 +20,7 @@ from .list import MountTargetList, Target
 from .listing import Entry, _Lister
 from .names import _private_name
 from .path import _at_or_under, normalise
+from .placement import miss_roots
 from .relocation import MOVED, REPLACED_OLDER, SOURCE_GONE, _parent, _regular, _relocate
 from .report import EVERY_SECS, Reporter, ReportFault, Source, SsmSource, reporting
 from .shard import _index_of
@@ -33,6 +34,7 @@ class Resolved(NamedTuple):
     index: int  # type: ignore[assignment]  # the home shard's position in shards() (shadows tuple.index)
     logical: str  # the normalised logical path
     real: str  # where the file is, or will be, on this host
+    raw: str  # the application's spelling, which a modulo-sha256 placement hashes (placement.py)
 
 
 class Found(NamedTuple):
@@ -378,7 +380,7 @@ class Router:
             if _at_or_under(logical, rel):
                 raise InsideAnotherShard(path, root)
         index = _index_of(path, logical, s.targets, s.list.strategy)
-        return Resolved(index, logical, self.layout.real_path(s.targets, index, logical))
+        return Resolved(index, logical, self.layout.real_path(s.targets, index, logical), path)
 
     @staticmethod
     def _others(s: _Snapshot, home: int) -> Iterator[int]:
@@ -387,6 +389,22 @@ class Router:
         for j in range(len(t)):
             if t[j].root != t[home].root and all(k.root != t[j].root for k in t[:j]):
                 yield j
+
+    def miss_shards(self, home: Resolved) -> List[int]:
+        """The shards a miss of ``home``'s path (``resolve``'s answer) looks in besides home, by the list the router
+        routes by now: where an open placement homes it (placement.py), in a version 3 list; every other shard in
+        the earlier forms, and when the list says ``everywhere``. ``exists``, ``locate``, ``create`` and
+        ``read_with_fallback`` look there; ``delete`` still looks in every shard."""
+        return self._miss_shards(self._snapshot, home)
+
+    @classmethod
+    def _miss_shards(cls, s: _Snapshot, home: Resolved) -> List[int]:
+        t = s.targets
+        roots = miss_roots(s.list.open, home.raw, home.logical, t[home.index].root)
+        if roots is None:
+            return list(cls._others(s, home.index))
+        # A list checks that each root is one of its shards: the first shard of that root stands for it.
+        return [next(j for j, sh in enumerate(t) if sh.root == root) for root in roots]
 
     def locate(self, path: str) -> Location:
         """Where ``path`` is now: home, elsewhere, or missing. Moves nothing. Every answer is the server's, never
@@ -401,8 +419,8 @@ class Router:
         # A miss may be this client's cache remembering a name missing that another client has written since.
         if _fresh_present(home.real):
             return Found("home")
-        # The other shards are looked at all at once, as a fallback read does.
-        others = list(self._others(s, home.index))
+        # The other shards a miss looks in (miss_shards) are looked at all at once, as a fallback read does.
+        others = self._miss_shards(s, home)
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
         for j, real, there in zip(others, reals, _probe(reals, _fresh_present)):
             if isinstance(there, BaseException):
@@ -414,8 +432,9 @@ class Router:
         return Found("missing")
 
     def exists(self, path: str) -> bool:
-        """Whether ``path`` is in any shard: one stat at home; on a miss, home's directory revalidated and home
-        looked at again, then each other shard the same way (at once), then home once more."""
+        """Whether ``path`` is in any shard a miss looks in (``miss_shards``): one stat at home; on a miss, home's
+        directory revalidated and home looked at again, then each of those shards the same way (at once), then home
+        once more (not when there are none)."""
         s = self._current()
         return self._find(s, self._resolve(s, path), fresh_hit=False).kind != "missing"
 
@@ -510,11 +529,12 @@ class Router:
         return home.real
 
     def read_with_fallback(self, path: str) -> ReadResult:
-        """Reads ``path`` from home (one open: no look before it). On a miss, opens it in every other shard at
-        once (a thread each), reads the newest copy (modification time; a tie goes to the shard earlier in the
-        list) and moves it home by ``relocate``. Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked
-        with fstat: at home, anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped.
-        Raises ``NotFound`` when no shard has it."""
+        """Reads ``path`` from home (one open: no look before it). On a miss, opens it at once in each shard a miss
+        looks in (``miss_shards``: every other shard, but under a version 3 list only where an open placement homes
+        it), reads the newest copy (modification time; a tie goes to the shard earlier in the list) and moves it
+        home by ``relocate``. Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat: at home,
+        anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped. Raises ``NotFound`` when
+        none of those shards has it."""
         s = self._current()
         home = self._resolve(s, path)
         opened = _open_copy(home.real)
@@ -522,7 +542,7 @@ class Router:
             opened = _fresh_open(home.real)
         if opened is not None:
             return ReadResult(_read_opened(opened), HOME)
-        others = list(self._others(s, home.index))
+        others = self._miss_shards(s, home)
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
         found = _probe(reals, _fresh_candidate)
         newest: Optional[Tuple[int, _Opened]] = None

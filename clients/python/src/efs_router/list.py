@@ -1,7 +1,7 @@
 """The published list (router/src/list.rs): mount targets, their shards, and the rules every list obeys.
 
 Version 3 adds ``"open"``: the earlier placements whose files may still be away from home (``Placement``), or
-``"everywhere"`` (``EVERYWHERE``) when that is not known."""
+``"everywhere"`` (``EVERYWHERE``) when that is not known. Where a miss looks by it: placement.py."""
 
 from __future__ import annotations
 
@@ -177,7 +177,8 @@ class Placed:
 @dataclass(frozen=True)
 class Placement:
     """An earlier list's active shards and strategy: where it homed each path (router/src/placement.rs). Its
-    ``targets`` are in list order, which a ``modulo-sha256`` placement routes by."""
+    ``targets`` are in list order, which a ``modulo-sha256`` placement routes by. Where it homes a path:
+    ``placement.home_root``."""
 
     strategy: str
     targets: Tuple[Placed, ...]

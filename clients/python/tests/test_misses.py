@@ -1,0 +1,268 @@
+"""Where a miss looks (router/src/placement.rs, ``Router.miss_shards``): ``tests/vectors/misses.json``, shared with
+the Rust router, and the operations that look there (``exists``, ``locate``, ``create``, ``read_with_fallback``;
+``delete`` still looks in every shard)."""
+
+import json
+import os
+import tempfile
+import unittest
+from typing import Any, Callable, ClassVar, Dict, List, Set, Tuple
+from unittest import mock
+
+from efs_router import (
+    CREATED,
+    MODULO_SHA256,
+    RENDEZVOUS,
+    Layout,
+    MountTargetList,
+    NotFound,
+    Router,
+    Target,
+    modulo_sha256,
+)
+from helpers import MISS_VECTORS, put, read
+
+
+def load() -> Dict[str, Any]:
+    with open(MISS_VECTORS, encoding="utf-8") as f:
+        v: Dict[str, Any] = json.load(f)
+    return v
+
+
+class MountCase(unittest.TestCase):
+    """A single mount in a temporary directory, with ``data/analysis`` made in every shard of ``lists`` (so that a
+    look at a shard's directory never climbs to its parent, another shard's)."""
+
+    lists: ClassVar[Dict[str, str]]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.lists = load()["lists"]
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+        self.base = self._tmp.name
+        for text in self.lists.values():
+            for t in MountTargetList.from_json(text).shards():
+                os.makedirs(self.at(t.root, "data/analysis"), exist_ok=True)
+
+    def at(self, root: str, logical: str) -> str:
+        return os.path.join(self.base, root.lstrip("/"), logical)
+
+    def router(self, name: str) -> Router:
+        return Router(MountTargetList.from_json(self.lists[name]), Layout.single_mount(self.base))
+
+    def roots(self, router: Router) -> List[str]:
+        """The distinct shard roots of ``router``'s list, in list order."""
+        out: List[str] = []
+        for t in router.shards:
+            if t.root not in out:
+                out.append(t.root)
+        return out
+
+
+class MissVectors(MountCase):
+    def test_every_case_has_the_home_and_looks_of_the_rust_router(self) -> None:
+        v = load()
+        self.assertEqual({c["list"] for c in v["cases"]}, set(v["lists"]))
+        self.assertGreaterEqual(len(v["cases"]), 60)
+        routers = {name: self.router(name) for name in v["lists"]}
+        for case in v["cases"]:
+            with self.subTest(list=case["list"], path=case["path"]):
+                r = routers[case["list"]]
+                home = r.resolve(case["path"])
+                self.assertEqual(home.raw, case["path"])
+                self.assertEqual(r.shards[home.index].root, case["home"])
+                self.assertEqual([r.shards[j].root for j in r.miss_shards(home)], case["looks"])
+
+    def test_each_list_is_there_for_a_reason_and_is_written_back_as_it_is(self) -> None:
+        v = load()
+
+        def looks(name: str) -> List[int]:
+            return [len(c["looks"]) for c in v["cases"] if c["list"] == name]
+
+        self.assertTrue(all(n == 0 for n in looks("nothing open")))
+        self.assertTrue(any(n > 0 for n in looks("the app's files, and an older list")))
+        self.assertTrue(any(n > 0 for n in looks("migrated from modulo")))
+        self.assertTrue(any(n > 0 for n in looks("a shard draining")))
+        self.assertTrue(all(n == 5 for n in looks("not known")))
+        self.assertTrue(all(n == 5 for n in looks("version 2")))
+        for name, text in v["lists"].items():
+            with self.subTest(list=name):
+                self.assertEqual(MountTargetList.from_json(text).to_json(), text)
+
+    def test_exists_and_locate_find_a_copy_exactly_where_a_miss_looks(self) -> None:
+        v = load()
+        routers = {name: self.router(name) for name in v["lists"]}
+        for case in v["cases"]:
+            r = routers[case["list"]]
+            home = r.resolve(case["path"])
+            for root in self.roots(r):
+                if root == case["home"]:
+                    continue
+                with self.subTest(list=case["list"], path=case["path"], copy_in=root):
+                    copy = self.at(root, home.logical)
+                    put(copy, b"away")
+                    try:
+                        looked = root in case["looks"]
+                        self.assertEqual(r.exists(case["path"]), looked)
+                        found = r.locate(case["path"]).found
+                        self.assertEqual(found.kind, "elsewhere" if looked else "missing")
+                        if looked:
+                            self.assertEqual(found.real, copy)
+                    finally:
+                        os.unlink(copy)
+
+
+# What a miss may do on the file system: every call that names a path.
+_CALLS = ("stat", "lstat", "open", "mkdir", "link", "unlink", "rename", "listdir", "scandir")
+
+
+class NothingOpen(MountCase):
+    """A version 3 list that says nothing is open: a miss looks at home and nowhere else."""
+
+    def touched(self, router: Router, f: Callable[..., Any], *args: Any) -> Tuple[Any, Set[str]]:
+        """What ``f(*args)`` returned (or raised), and the shard roots of ``router``'s list whose directories it named
+        a path in (each path goes to the deepest root holding it)."""
+        paths: List[str] = []
+
+        def recording(name: str) -> Any:
+            original = getattr(os, name)
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if args and isinstance(args[0], str) and os.path.isabs(args[0]):
+                    paths.append(args[0])
+                return original(*args, **kwargs)
+            return call
+
+        patches = [mock.patch.object(os, name, recording(name)) for name in _CALLS]
+        for p in patches:
+            p.start()
+        try:
+            result = f(*args)
+        except Exception as e:
+            result = e
+        finally:
+            for p in reversed(patches):
+                p.stop()
+        self.assertTrue(paths, "nothing was looked at")
+        dirs = sorted(self.roots(router), key=len, reverse=True)
+        out: Set[str] = set()
+        for path in paths:
+            holder = [r for r in dirs if os.path.commonpath([path, self.at(r, "").rstrip("/")])
+                      == self.at(r, "").rstrip("/")]
+            self.assertTrue(holder, "%s is in no shard" % path)
+            out.add(holder[0])
+        return result, out
+
+    def paths(self, router: Router, tag: str) -> List[str]:
+        """Paths homed in each shard of ``router``'s list but ``/`` (whose directory holds the others)."""
+        out: Dict[int, str] = {}
+        for i in range(10000):
+            p = "data/analysis/device-%s%d.json" % (tag, i)
+            j = router.resolve(p).index
+            if router.shards[j].root != "/":
+                out.setdefault(j, p)
+        self.assertEqual(len(out), len(router.shards) - 1)
+        return list(out.values())
+
+    def test_a_miss_looks_at_home_only(self) -> None:
+        r = self.router("nothing open")
+        self.assertEqual(r.list.open, [])
+        for p in self.paths(r, "a"):
+            home = r.resolve(p)
+            root = r.shards[home.index].root
+            with self.subTest(path=p, home=root):
+                self.assertEqual(r.miss_shards(home), [])
+                self.assertEqual(self.touched(r, r.exists, p), (False, {root}))
+                located, dirs = self.touched(r, r.locate, p)
+                self.assertEqual((located.found.kind, dirs), ("missing", {root}))
+                failed, dirs = self.touched(r, r.read_with_fallback, p)
+                self.assertIsInstance(failed, NotFound)
+                self.assertEqual(dirs, {root})
+                created, dirs = self.touched(r, r.create, p, b"new")
+                self.assertEqual((created.kind, created.index, dirs), (CREATED, home.index, {root}))
+                self.assertEqual(read(home.real), b"new")
+        # The same shards in version 2: a miss looks in every one of them.
+        v2 = self.router("version 2")
+        p = self.paths(v2, "b")[0]
+        self.assertEqual(self.touched(v2, v2.exists, p), (False, set(self.roots(v2))))
+
+    def test_a_copy_where_no_placement_is_open_is_not_found_but_deleted(self) -> None:
+        r = self.router("nothing open")
+        p = self.paths(r, "a")[0]
+        home = r.resolve(p)
+        other = next(j for j, t in enumerate(r.shards) if t.root != r.shards[home.index].root)
+        stray = self.at(r.shards[other].root, home.logical)
+        put(stray, b"stray")
+        self.assertFalse(r.exists(p))
+        self.assertEqual(r.locate(p).found.kind, "missing")
+        with self.assertRaises(NotFound):
+            r.read_with_fallback(p)
+        deleted = r.delete(p)  # a delete still looks in every shard
+        self.assertEqual(deleted.removed, [other])
+        self.assertFalse(os.path.lexists(stray))
+
+
+class OpenPlacements(MountCase):
+    """A file written by a router on an earlier list, whose placement the version 3 list says is open."""
+
+    def test_a_file_written_under_an_open_placement_is_found_read_and_moved_home(self) -> None:
+        r = self.router("the app's files, and an older list")
+        # The earlier lists: the app's files in /, then / and /shards/use1-az2.
+        earlier = [Router(MountTargetList([Target("fsmt-%d" % i, "10.0.%d.4" % i, root=root)
+                                           for i, root in enumerate(roots)], RENDEZVOUS),
+                          Layout.single_mount(self.base)) for roots in (["/"], ["/", "/shards/use1-az2"])]
+        seen: Dict[str, int] = {}
+        for i in range(400):
+            if len(seen) == 2 and min(seen.values()) >= 4:
+                break
+            p = "data/analysis/device-w%d.json" % i
+            home = r.resolve(p)
+            for old in earlier:
+                there = old.shards[old.resolve(p).index].root
+                if there == r.shards[home.index].root:
+                    continue
+                seen[there] = seen.get(there, 0) + 1
+                with self.subTest(path=p, written_in=there):
+                    written = old.write(p, b"written %d" % i)
+                    self.assertEqual(written, self.at(there, home.logical))
+                    self.assertTrue(r.exists(p))
+                    found = r.locate(p).found
+                    self.assertEqual((found.kind, found.real), ("elsewhere", written))
+                    got = r.read_with_fallback(p)
+                    self.assertEqual(got.data, b"written %d" % i)
+                    self.assertEqual((got.place.kind, r.shards[got.place.index or 0].root), ("moved-home", there))
+                    self.assertEqual(read(home.real), b"written %d" % i)
+                    self.assertFalse(os.path.lexists(written))
+                    self.assertEqual(r.read_with_fallback(p).place.kind, "home")
+                    r.delete(p)
+        self.assertEqual(set(seen), {"/", "/shards/use1-az2"})
+
+    def test_a_modulo_placement_finds_a_file_by_the_path_as_the_app_spelled_it(self) -> None:
+        r = self.router("migrated from modulo")
+        roots = ["/", "/shards/use1-az2", "/shards/use1-az3"]
+        original = Router(MountTargetList([Target("fsmt-%d" % i, "10.0.%d.4" % i, root=root)
+                                           for i, root in enumerate(roots)], MODULO_SHA256),
+                          Layout.single_mount(self.base))
+        moved = 0
+        for i in range(40):
+            p = ("/data/analysis/device-m%d.json", "./data/analysis/device-m%d.json")[i % 2] % i
+            there = roots[modulo_sha256(p, 3)]
+            home = r.resolve(p)
+            if there == r.shards[home.index].root:
+                continue
+            with self.subTest(path=p, written_in=there):
+                self.assertEqual(original.write(p, b"m"), self.at(there, home.logical))
+                self.assertTrue(r.exists(p))
+                got = r.read_with_fallback(p)
+                self.assertEqual((got.data, got.place.kind), (b"m", "moved-home"))
+                self.assertEqual(read(home.real), b"m")
+                moved += 1
+                r.delete(p)
+        self.assertGreater(moved, 5)
+
+
+if __name__ == "__main__":
+    unittest.main()
