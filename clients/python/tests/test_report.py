@@ -82,7 +82,7 @@ class Writes(Base):
         report = read_report(router.report_file)
         self.assertEqual(report["client"], cid)
         self.assertTrue(report["router"].startswith("efs-router-python/"))
-        self.assertEqual(report["reads"], [1, 2])
+        self.assertEqual(report["reads"], [1, 2, 3])
         self.assertEqual(report["list"], {"sha256": rp.list_sha256(TWO_SHARDS), "version": 2,
                                           "parameter_version": 7})
         self.assertEqual((report["loaded_at"], report["written_at"], report["every"]),

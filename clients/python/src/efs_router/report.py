@@ -60,7 +60,7 @@ LIFETIME_SECS = 180
 LEASE_SECS = LIFETIME_SECS - 30
 """A report this old or older is rewritten before the router writes or moves anything: the 30 s before the
 function's ``LIFETIME_SECS`` cover the operation in flight and a clock difference."""
-READS = (1, 2)
+READS = (1, 2, 3)
 """The list versions this router reads."""
 METADATA_URI_VAR = "ECS_CONTAINER_METADATA_URI_V4"
 _MAX_LABEL = 256
