@@ -87,7 +87,9 @@
 //!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
-//! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`).
+//! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`
+//! and `WIND_DOWN_TIME`, which a kill's private name holding a drain for `ABANDONED_AFTER` can
+//! take).
 //! Whatever a seed's course, it then drains shards and deletes every target the function
 //! created, checked as every other step is; the summary counts those deletions apart.
 //!
@@ -185,6 +187,10 @@ const STANDALONE_FAMILY: &str = "ingest";
 /// target and the list to one shard. Every seed then drains and deletes targets, whatever
 /// its course before.
 const WIND_DOWN_STEPS: u64 = 1500;
+/// ... and the time it may take at least: a move a kill cut short holds its shard's drain
+/// until its private name is `ABANDONED_AFTER` old, however many steps run meanwhile (the
+/// wind-down's, mostly client operations, run at 20 or more a second on the host).
+const WIND_DOWN_TIME: Duration = Duration::from_secs(3 * ABANDONED_AFTER.as_secs());
 /// Live paths the wind-down's clients keep: the end still reads some back.
 const WIND_DOWN_KEEPS: usize = 3;
 
@@ -1540,17 +1546,18 @@ impl Soak {
     /// After the main steps: the clients delete down to a few files, with faults, kills and
     /// the clients ECS does not show going on as before, until AWS has the one mount target it
     /// started with and the list one shard. That the function gets there is checked (within
-    /// `WIND_DOWN_STEPS`), and so is everything it does on the way.
+    /// `WIND_DOWN_STEPS` and `WIND_DOWN_TIME`), and so is everything it does on the way.
     async fn wind_down(&mut self) {
         self.phase = Phase::WindingDown;
         self.log
             .push("wind-down: the clients delete down to a few files".into());
         let first = self.steps + 1;
         let mut step = first;
+        let started = Instant::now();
         while self.targets.len() > 1 || self.published.list.shard_count() > 1 {
-            if step - first >= WIND_DOWN_STEPS {
+            if step - first >= WIND_DOWN_STEPS && started.elapsed() >= WIND_DOWN_TIME {
                 self.fail(&format!(
-                    "the wind-down did not end in {WIND_DOWN_STEPS} steps: {} counted files, AWS has {} mount targets, and the list is {}",
+                    "the wind-down did not end in {WIND_DOWN_STEPS} steps and {WIND_DOWN_TIME:?}: {} counted files, AWS has {} mount targets, and the list is {}",
                     self.model.flat(),
                     self.targets.len(),
                     self.published.label()
