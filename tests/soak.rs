@@ -52,6 +52,27 @@
 //! function. So after every run: no file moved and no target deleted while a live report
 //! named an older list than the published one at the run's start.
 //!
+//! **A hostile co-tenant** (issue 27), drawn before each step from a generator of its own
+//! (`support::hostile` does it on disk): a writer with the clients' uid that plants links in
+//! the shards' watched trees (to another shard's directory, to victim files the test owns
+//! outside the shards, to one victim, to the reports' directory), makes directories of its own
+//! and swaps one for a link between steps and, on a thread, again and again while a run walks;
+//! writes reports of clients that do not exist dated far in the future (by `written_at`, mtime
+//! or both; of the published list, or of one nobody published); puts junk in the reports'
+//! directory (directories, files that are not JSON, `.tmp` names, oversize files, a link or a
+//! FIFO named like a report); plants the router's private names (`.moving` directories and
+//! files, `.tmp` files) with its own content; and names that are not UTF-8. Its entries are
+//! not the clients' data (the function may move, keep or leave them), and each goes after a
+//! few steps (its reports sooner; some that hold no drain live past `ABANDONED_AFTER`); in the
+//! wind-down, what it has outside the first shard goes within 20 steps. What is checked: the
+//! victims are never moved, changed or deleted, and nothing appears beside them; no name of
+//! the co-tenant's holds a client's bytes; every live router's report stays; the checks
+//! below hold for the clients' files; no file moves while a report of the co-tenant's (or its
+//! junk named like one) names another list; a report's future time is taken as its file's
+//! change; and a run the clients do not work beside counts at least the clients' files, and
+//! one that wants more shards than serve decides to grow (`SOAK_HOSTILE_SKIP=link,report,
+//! junk,private,non-utf8` or `all` leaves kinds out).
+//!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
 //! 1. no logical path written and not deleted is lost: its latest version is a regular file at
@@ -117,6 +138,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::ErrorKind;
@@ -125,12 +147,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use efs_mount_autoscaler::reports::MAX_SKEW_SECS;
 use efs_router::names::private_kind;
 use efs_router::report::{ListSeen, Report, LIFETIME_SECS};
 use efs_router::reporter::Reporting;
 use efs_router::{Deleted, Layout, MountTargetList, Place, Router};
 use serde_json::{json, Value};
 
+use support::hostile::{self, Victims};
 use support::testbed::LONG;
 use support::world::MountTarget;
 use support::{event, strings, Testbed, World};
@@ -193,6 +217,80 @@ const WIND_DOWN_STEPS: u64 = 1500;
 const WIND_DOWN_TIME: Duration = Duration::from_secs(3 * ABANDONED_AFTER.as_secs());
 /// Live paths the wind-down's clients keep: the end still reads some back.
 const WIND_DOWN_KEEPS: usize = 3;
+
+// A hostile co-tenant (issue 27), drawn before each step from a generator of its own. Its
+// entries that hold a drain (links, names that are not UTF-8, a move's private name) or every
+// move (a report of another list, junk named like a report) live a few steps, so that drains
+// still happen; those that hold nothing, or only in the first shard (which never drains), may
+// live long enough for the function to find them abandoned (`ABANDONED_AFTER`).
+/// The co-tenant acts this often a step.
+const HOSTILE_PER_MILLE: u64 = 80;
+/// Its entries live 1..=N steps ...
+const HOSTILE_STEPS: u64 = 40;
+/// ... those that hold every move (reports, junk named like one) 1..=N ...
+const HOSTILE_REPORT_STEPS: u64 = 8;
+/// ... and, this often where they hold no drain, from the first to the second of these.
+const HOSTILE_LONG_PER_MILLE: u64 = 125;
+const HOSTILE_LONG_STEPS: (u64, u64) = (450, 900);
+/// In the wind-down, its entries outside the first shard live at most this many steps.
+const HOSTILE_WIND_DOWN_STEPS: u64 = 20;
+/// A run has a directory of the co-tenant's swapped for a link and back while it walks this
+/// often (when it has one in a listed shard).
+const SWAP_PER_MILLE: u64 = 400;
+/// What the co-tenant does, by kind (the prefix of each action's name in the statistics), as
+/// `SOAK_HOSTILE_SKIP` names them, and the actions of each kind a run of `HOSTILE_ALL_STEPS`
+/// or more must have done.
+const HOSTILE_KINDS: &[(&str, &str, &[&str])] = &[
+    (
+        "link",
+        "links",
+        &[
+            "link: to another shard",
+            "link: to the victims",
+            "link: to a victim file",
+            "link: to the reports",
+            "link: a directory of its own",
+            "link: swapped between steps",
+            "link: swapped during a run",
+        ],
+    ),
+    ("report", "future-dated reports", &["report: future-dated"]),
+    (
+        "junk",
+        "junk among the reports",
+        &[
+            "junk: a subdirectory",
+            "junk: not JSON",
+            "junk: a .tmp name",
+            "junk: oversize",
+            "junk: a link or FIFO named like a report",
+        ],
+    ),
+    (
+        "private",
+        "private names in shards",
+        &[
+            "private: a .moving directory",
+            "private: a .moving file",
+            "private: a .tmp file",
+        ],
+    ),
+    (
+        "non-utf8",
+        "names that are not UTF-8",
+        &["non-UTF-8: a file", "non-UTF-8: a directory"],
+    ),
+];
+/// A run this long must have done every action of the co-tenant (shorter ones: every kind).
+const HOSTILE_ALL_STEPS: u64 = 2000;
+/// Decisions that grow: what a run must decide when it wants more shards than serve.
+const GROWTH: &[&str] = &[
+    "create",
+    "add_shards",
+    "wait_for_creating",
+    "one_a_run",
+    "cancel_drain",
+];
 
 /// Operations whose requests a fault may hit (the proxy's names).
 const OPERATIONS: &[&str] = &[
@@ -552,6 +650,161 @@ fn age_report(file: &Path) {
     if let Ok(report) = Report::parse(name.as_deref().unwrap_or_default(), &bytes) {
         rewrite_report(file, &report, unix_now().saturating_sub(2 * LIFETIME_SECS));
     }
+}
+
+/// Where an entry of the co-tenant's is.
+#[derive(Clone, Debug)]
+enum Spot {
+    /// In the watched tree of the shard at `root`, by its path below the watched directory: the
+    /// function may move a file of it to the same path in another shard, so it is looked for
+    /// in every shard when it goes.
+    Shard { root: String, within: PathBuf },
+    /// In the reports' directory.
+    Reports { name: OsString },
+}
+
+/// What an entry of the co-tenant's in the reports' directory makes the function wait for.
+#[derive(Clone, Debug, PartialEq)]
+enum Holds {
+    Nothing,
+    /// A report naming the list with this text: a client behind while that is not the
+    /// published one (its times in the future: the function bounds them by the file's change).
+    List(String),
+    /// Named like a report, and none (not JSON, too large, a link, a FIFO), changed now: a
+    /// client on a list nobody knows.
+    Unreadable,
+}
+
+/// An entry the co-tenant planted, and the step it removes it at.
+struct Planted {
+    spot: Spot,
+    what: &'static str,
+    until: u64,
+    holds: Holds,
+    /// A directory of its own, which it may swap for a link.
+    own_dir: bool,
+    /// Swapped for a link: the real directory's path below the watched directory.
+    away: Option<PathBuf>,
+    /// A directory of its own to swap for a link at this step.
+    swap_at: Option<u64>,
+    /// The client id of a report of its.
+    client: Option<String>,
+}
+
+impl Planted {
+    fn root(&self) -> Option<&str> {
+        match &self.spot {
+            Spot::Shard { root, .. } => Some(root),
+            Spot::Reports { .. } => None,
+        }
+    }
+}
+
+/// The hostile co-tenant (issue 27): a writer of the file system with the clients' uid that
+/// plants links (to another shard, to victims outside the shards, to the reports), swaps a
+/// directory of its own for a link between steps and while the function walks, writes
+/// future-dated reports of clients that do not exist, leaves junk in the reports' directory,
+/// private-looking names with its own content in the shards, and names that are not UTF-8.
+/// Its entries are not the clients' data: the function may move, keep or leave them. What is
+/// checked: the victims are never moved, changed or deleted; every client's file stays found;
+/// the function never moves while a report of its names another list; a report's future time
+/// is bounded; and the function counts every client's file and grows when it wants to.
+struct CoTenant {
+    /// Where it reaches the shards: a mount of its own on the NFS tier.
+    view: PathBuf,
+    /// The reports' directory, through the function's own mount (as the silent clients'
+    /// reports: what the function must wait for must be seen by it at once).
+    reports: PathBuf,
+    victims: Victims,
+    planted: Vec<Planted>,
+    /// For fresh names.
+    next: u64,
+    /// Kinds of action left out (`SOAK_HOSTILE_SKIP`: `link`, `report`, `junk`, `private`,
+    /// `non-utf8`, comma-separated, or `all`).
+    skip: BTreeSet<String>,
+}
+
+impl CoTenant {
+    fn new(view: &Path, function: &Path) -> CoTenant {
+        let skip = std::env::var("SOAK_HOSTILE_SKIP")
+            .unwrap_or_default()
+            .split(',')
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .flat_map(|k| {
+                if k == "all" {
+                    HOSTILE_KINDS.iter().map(|(k, ..)| k.to_string()).collect()
+                } else {
+                    vec![k]
+                }
+            })
+            .collect();
+        CoTenant {
+            view: view.to_path_buf(),
+            reports: function.join(efs_router::report::DIR),
+            victims: Victims::plant(view),
+            planted: Vec::new(),
+            next: 0,
+            skip,
+        }
+    }
+
+    fn fresh(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// The watched directory of the shard at `root`, as the co-tenant reaches it.
+    fn watched(&self, root: &str) -> PathBuf {
+        root_dir(&self.view, root).join(WATCH_DIR)
+    }
+
+    /// Every shard's watched directory on disk: `/`'s and each `/shards/<name>`'s.
+    fn watched_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.view.join(WATCH_DIR)];
+        if let Ok(shards) = fs::read_dir(self.view.join("shards")) {
+            for e in shards.filter_map(Result::ok) {
+                dirs.push(e.path().join(WATCH_DIR));
+            }
+        }
+        dirs
+    }
+
+    /// Removes one of its entries, wherever the function moved it; never through a link (a
+    /// directory of its own swapped for one), which would reach a victim.
+    fn remove(&self, p: &Planted) {
+        let through_no_link = |dir: &Path, within: &Path| {
+            within
+                .ancestors()
+                .skip(1)
+                .filter(|a| !a.as_os_str().is_empty())
+                .all(|a| !fs::symlink_metadata(dir.join(a)).is_ok_and(|m| m.is_symlink()))
+        };
+        match &p.spot {
+            Spot::Shard { within, .. } => {
+                for dir in self.watched_dirs() {
+                    for rel in std::iter::once(within).chain(&p.away) {
+                        if through_no_link(&dir, rel) {
+                            let _ = hostile::remove(&dir.join(rel));
+                        }
+                    }
+                }
+            }
+            Spot::Reports { name } => {
+                let _ = hostile::remove(&self.reports.join(name));
+            }
+        }
+    }
+
+    /// Whether it has an entry in a shard now.
+    fn in_shards(&self) -> bool {
+        self.planted.iter().any(|p| p.root().is_some())
+    }
+}
+
+/// Whether `path` is a directory itself (not through a link).
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 /// What the clients wrote: the latest bytes of every live path, and every version ever written.
@@ -928,8 +1181,28 @@ struct Stats {
     /// Lists of version 3 published with a placement open, and with none (closed by a pass).
     v3_open: usize,
     v3_closed: usize,
-    /// Abandoned names rebalances cleaned up or gave back (`abandoned_removed`).
+    /// Abandoned names rebalances cleaned up or gave back (`abandoned_removed`), in runs where
+    /// no private name of the co-tenant's went (those are counted apart).
     abandoned_removed: u64,
+    /// The co-tenant's actions, by name (`HOSTILE_KINDS`).
+    hostile: BTreeMap<&'static str, usize>,
+    /// Swaps of a directory of the co-tenant's for a link, either way, while a run walked.
+    swaps_in_runs: u64,
+    /// Runs that wanted more shards than served, and decided to grow, while the co-tenant had
+    /// entries on disk.
+    growth_beside_hostile: usize,
+    /// Runs whose file count was checked against the clients' (no traffic beside them) while
+    /// the co-tenant had entries in the shards.
+    counted_beside_hostile: usize,
+    /// Runs that named a report of the co-tenant's among the clients behind, its time bounded.
+    hostile_reports_named: usize,
+    /// Runs begun while a report of the co-tenant's (or its junk) named another list.
+    held_by_hostile: usize,
+    /// The co-tenant's entries found in the tree of a target the function deleted.
+    hostile_left_in_deleted: usize,
+    /// Abandoned names removed or given back in runs where a private name of the co-tenant's
+    /// went too.
+    abandoned_beside_hostile: u64,
 }
 
 /// A client operation beside a function run.
@@ -963,6 +1236,15 @@ type Done = (
     Result<Answer, efs_router::Error>,
 );
 
+/// A directory of the co-tenant's swapped for a link and back beside a run: which of its
+/// entries, its name while away, and the thread that swaps until `done`.
+struct SwapRun {
+    index: usize,
+    away: PathBuf,
+    done: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<hostile::Swapped>,
+}
+
 /// What the soak saw at a run's start: what the run is judged against afterwards.
 struct BeforeRun {
     converged: bool,
@@ -977,6 +1259,14 @@ struct BeforeRun {
     /// it is counted against (walked only then).
     sources: Vec<PathBuf>,
     privates: BTreeSet<String>,
+    /// Flat paths the clients have: the least the function may count, when no client works
+    /// beside the run (`quiet`).
+    flat: usize,
+    quiet: bool,
+    /// Shards of the published list that take new files.
+    serving: usize,
+    /// The private names of the co-tenant's on disk.
+    hostile_privates: Vec<PathBuf>,
 }
 
 /// How a run went: its answer (`None`: killed), how long it took, its deadline.
@@ -1020,6 +1310,8 @@ struct Soak {
     phase: Phase,
     /// ECS through the proxy, for RunTask.
     ecs: aws_sdk_ecs::Client,
+    /// The hostile co-tenant.
+    hostile: CoTenant,
 }
 
 /// One step's outcome: a line for the log, or what broke.
@@ -1069,6 +1361,7 @@ impl Soak {
         let clients = (0..CLIENTS)
             .map(|i| Client::reporting(&published, views.client(i), i))
             .collect();
+        let hostile = CoTenant::new(views.client(CLIENTS + 1), &views.function);
         let mut soak = Soak {
             seed,
             steps,
@@ -1096,6 +1389,7 @@ impl Soak {
             previous: None,
             phase: Phase::Main,
             ecs,
+            hostile,
         };
         soak.remember_roots();
         soak.stats.max_targets = soak.targets.len();
@@ -1126,6 +1420,30 @@ impl Soak {
                 .iter()
                 .all(|c| c.list.version == self.published.version)
             && self.behind().is_empty()
+            && self.hostile_behind().is_empty()
+    }
+
+    /// The co-tenant's entries in the reports' directory that the function must count as
+    /// clients behind: reports of another list than the published one, and junk named like a
+    /// report.
+    fn hostile_behind(&self) -> Vec<String> {
+        self.hostile
+            .planted
+            .iter()
+            .filter_map(|p| {
+                let Spot::Reports { name } = &p.spot else {
+                    return None;
+                };
+                let name = name.to_string_lossy();
+                match &p.holds {
+                    Holds::List(text) if *text != self.published.text => {
+                        Some(format!("the co-tenant's report {name} ({})", p.what))
+                    }
+                    Holds::Unreadable => Some(format!("the co-tenant's {name} ({})", p.what)),
+                    Holds::List(_) | Holds::Nothing => None,
+                }
+            })
+            .collect()
     }
 
     /// The live clients whose reports name a list other than the published one, for a
@@ -1488,6 +1806,673 @@ impl Soak {
         panic!("{out}");
     }
 
+    // ------------------------------------------------------------------------- the co-tenant
+
+    /// Before each step, after the clients ECS does not show: the co-tenant removes what is
+    /// due, then, drawn from a generator of its own (so the step's own draws stay as they
+    /// were), does one thing.
+    fn hostile_step(&mut self) -> Result<Option<String>, String> {
+        let mut said = Vec::new();
+        let step = self.step;
+        let (due, live): (Vec<Planted>, Vec<Planted>) = std::mem::take(&mut self.hostile.planted)
+            .into_iter()
+            .partition(|p| p.until <= step);
+        self.hostile.planted = live;
+        for p in &due {
+            self.hostile.remove(p);
+        }
+        if !due.is_empty() {
+            let what: BTreeSet<&str> = due.iter().map(|p| p.what).collect();
+            said.push(format!("removes {} entries ({what:?})", due.len()));
+        }
+        let mut swaps = Rng::for_step(self.seed ^ 0x5A9_5A90, step);
+        for i in 0..self.hostile.planted.len() {
+            if self.hostile.planted[i].swap_at.is_some_and(|at| at <= step) {
+                self.hostile.planted[i].swap_at = None;
+                let n = self.hostile.fresh();
+                if let Some(line) = self.hostile_swap_now(&mut swaps, i, n)? {
+                    said.push(line);
+                }
+            }
+        }
+        let mut rng = Rng::for_step(self.seed ^ 0x4057_11E0, step);
+        if self.phase != Phase::Healing && rng.chance(HOSTILE_PER_MILLE) {
+            let (kind, ..) = HOSTILE_KINDS[rng.index(HOSTILE_KINDS.len())];
+            if !self.hostile.skip.contains(kind) {
+                let line = match kind {
+                    "link" => self.hostile_link(&mut rng),
+                    "report" => self.hostile_report(&mut rng),
+                    "junk" => self.hostile_junk(&mut rng),
+                    "private" => self.hostile_private(&mut rng),
+                    _ => self.hostile_non_utf8(&mut rng),
+                }?;
+                said.push(line);
+            }
+        }
+        Ok((!said.is_empty()).then(|| said.join("; ")))
+    }
+
+    /// Records an entry planted now, living as its place allows (`long`: it holds no drain
+    /// wherever it is), and counts the action.
+    fn hostile_plant(&mut self, rng: &mut Rng, what: &'static str, spot: Spot, long: bool) -> u64 {
+        let holds_moves = matches!(spot, Spot::Reports { .. }) && !long;
+        let in_first = matches!(&spot, Spot::Shard { root, .. } if root == "/");
+        let until = match self.phase {
+            Phase::WindingDown if !in_first => self.step + 1 + rng.below(HOSTILE_WIND_DOWN_STEPS),
+            _ if holds_moves => self.step + 1 + rng.below(HOSTILE_REPORT_STEPS),
+            Phase::Main if (long || in_first) && rng.chance(HOSTILE_LONG_PER_MILLE) => {
+                let (lo, hi) = HOSTILE_LONG_STEPS;
+                self.step + lo + rng.below(hi - lo)
+            }
+            _ => self.step + 1 + rng.below(HOSTILE_STEPS),
+        };
+        *self.stats.hostile.entry(what).or_default() += 1;
+        self.hostile.planted.push(Planted {
+            spot,
+            what,
+            until,
+            holds: Holds::Nothing,
+            own_dir: false,
+            away: None,
+            swap_at: None,
+            client: None,
+        });
+        until
+    }
+
+    /// A listed shard whose watched directory exists, to plant in.
+    fn hostile_shard(&self, rng: &mut Rng) -> Option<String> {
+        let roots: Vec<String> = self
+            .published
+            .roots()
+            .into_iter()
+            .filter(|r| is_real_dir(&self.hostile.watched(r)))
+            .collect();
+        (!roots.is_empty()).then(|| rng.pick(&roots).clone())
+    }
+
+    /// Where in the shard at `root` to plant: its watched directory, a directory of the
+    /// co-tenant's own there, or one of the clients' nested directories.
+    fn hostile_spot_dir(&self, rng: &mut Rng, root: &str) -> PathBuf {
+        let watched = self.hostile.watched(root);
+        let mut options = vec![PathBuf::new()];
+        for p in &self.hostile.planted {
+            if let Spot::Shard { root: r, within } = &p.spot {
+                if r == root && p.own_dir && p.away.is_none() && is_real_dir(&watched.join(within))
+                {
+                    options.push(within.clone());
+                }
+            }
+        }
+        for b in 0..3 {
+            for nested in [format!("batch-{b}"), format!("batch-{b}/late")] {
+                if is_real_dir(&watched.join(&nested)) {
+                    options.push(PathBuf::from(nested));
+                }
+            }
+        }
+        rng.pick(&options).clone()
+    }
+
+    /// A link target for a link at `within` below the watched directory of `root`: another
+    /// listed shard's watched directory (or the victims', when there is none), relative to it.
+    fn hostile_other_shard(&self, rng: &mut Rng, root: &str, within: &Path) -> (PathBuf, String) {
+        let others: Vec<String> = self
+            .published
+            .roots()
+            .into_iter()
+            .filter(|r| r != root)
+            .collect();
+        let target = if others.is_empty() {
+            PathBuf::from(hostile::VICTIMS)
+        } else {
+            Path::new(rng.pick(&others).trim_start_matches('/')).join(WATCH_DIR)
+        };
+        let at = Path::new(root.trim_start_matches('/'))
+            .join(WATCH_DIR)
+            .join(within);
+        let label = target.display().to_string();
+        (hostile::relative_target(&at, &target), label)
+    }
+
+    /// Links: to another shard's watched directory, to the victims' directory or one victim,
+    /// to the reports' directory; a directory of its own (with its files); one of those swapped
+    /// for a link between steps.
+    fn hostile_link(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let Some(root) = self.hostile_shard(rng) else {
+            return Ok("no shard to plant a link in".into());
+        };
+        let n = self.hostile.fresh();
+        let watched = self.hostile.watched(&root);
+        let choice = rng.below(6);
+        if choice == 5 {
+            if let Some(line) = self.hostile_swap_between_steps(rng, n)? {
+                return Ok(line);
+            }
+        }
+        if choice >= 4 {
+            let within = PathBuf::from(format!("{}d-{n}", hostile::PREFIX));
+            let files = 1 + rng.below(hostile::OWN_FILES);
+            hostile::own_dir(&watched.join(&within), files, &format!("dir {n}"))
+                .map_err(|e| format!("the co-tenant's directory: {e}"))?;
+            let spot = Spot::Shard {
+                root: root.clone(),
+                within: within.clone(),
+            };
+            let until = self.hostile_plant(rng, "link: a directory of its own", spot, false);
+            // Asked to swap one and it had none: this one, once the function may have seen it.
+            let swap_at = (choice == 5).then(|| self.step + 1 + rng.below(3));
+            if let Some(p) = self.hostile.planted.last_mut() {
+                p.own_dir = true;
+                p.swap_at = swap_at;
+                p.until = p.until.max(swap_at.map_or(0, |at| at + 1));
+            }
+            let until = self.hostile.planted.last().map_or(until, |p| p.until);
+            return Ok(format!(
+                "makes a directory of its own {} in {root} with {files} files, until #{until}{}",
+                within.display(),
+                swap_at.map_or(String::new(), |at| format!(", to swap for a link at #{at}"))
+            ));
+        }
+        let dir = self.hostile_spot_dir(rng, &root);
+        let (name, what) = match choice {
+            0 => (
+                format!("{}l-{n}", hostile::PREFIX),
+                "link: to another shard",
+            ),
+            1 => (format!("{}l-{n}", hostile::PREFIX), "link: to the victims"),
+            2 => (
+                format!("{}l-{n}.json", hostile::PREFIX),
+                "link: to a victim file",
+            ),
+            _ => (format!("{}l-{n}", hostile::PREFIX), "link: to the reports"),
+        };
+        let within = dir.join(&name);
+        let at = Path::new(root.trim_start_matches('/'))
+            .join(WATCH_DIR)
+            .join(&within);
+        let (target, label) = match choice {
+            0 => self.hostile_other_shard(rng, &root, &within),
+            1 => (
+                hostile::relative_target(&at, Path::new(hostile::VICTIMS)),
+                hostile::VICTIMS.to_string(),
+            ),
+            2 => {
+                let victims = self.hostile.victims.files();
+                let victim = rng.pick(&victims).clone();
+                (
+                    hostile::relative_target(&at, &victim),
+                    victim.display().to_string(),
+                )
+            }
+            _ => (
+                hostile::relative_target(&at, Path::new(efs_router::report::DIR)),
+                efs_router::report::DIR.to_string(),
+            ),
+        };
+        std::os::unix::fs::symlink(&target, watched.join(&within))
+            .map_err(|e| format!("the co-tenant's link {}: {e}", within.display()))?;
+        let spot = Spot::Shard {
+            root: root.clone(),
+            within: within.clone(),
+        };
+        let until = self.hostile_plant(rng, what, spot, false);
+        Ok(format!(
+            "links {} in {root} to {label}, until #{until}",
+            within.display()
+        ))
+    }
+
+    /// A real directory of its own in a listed shard, by its index among the planted.
+    fn hostile_swappable(&self) -> Vec<usize> {
+        let listed = self.published.roots();
+        self.hostile
+            .planted
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.own_dir && p.away.is_none())
+            .filter(|(_, p)| match &p.spot {
+                Spot::Shard { root, within } => {
+                    listed.contains(root) && is_real_dir(&self.hostile.watched(root).join(within))
+                }
+                Spot::Reports { .. } => false,
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// What a swap of the directory of its own `i` for a link puts where: the directory, its
+    /// name while away, the link's target (the victims', or another shard's watched directory).
+    fn hostile_swap(&self, rng: &mut Rng, i: usize, n: u64) -> Option<(hostile::Swap, PathBuf)> {
+        let Spot::Shard { root, within } = &self.hostile.planted[i].spot else {
+            return None;
+        };
+        let name = within.file_name()?.to_string_lossy().into_owned();
+        let away = within.with_file_name(format!("{name}.away-{n}"));
+        let watched = self.hostile.watched(root);
+        let target = if rng.chance(700) {
+            let at = Path::new(root.trim_start_matches('/'))
+                .join(WATCH_DIR)
+                .join(within);
+            hostile::relative_target(&at, Path::new(hostile::VICTIMS))
+        } else {
+            self.hostile_other_shard(rng, root, within).0
+        };
+        let swap = hostile::Swap {
+            dir: watched.join(within),
+            away: watched.join(&away),
+            target,
+        };
+        Some((swap, away))
+    }
+
+    /// Swaps a directory of its own for a link, between steps; `None` when it has none.
+    fn hostile_swap_between_steps(
+        &mut self,
+        rng: &mut Rng,
+        n: u64,
+    ) -> Result<Option<String>, String> {
+        let swappable = self.hostile_swappable();
+        if swappable.is_empty() {
+            return Ok(None);
+        }
+        let i = *rng.pick(&swappable);
+        self.hostile_swap_now(rng, i, n)
+    }
+
+    /// Swaps the directory of its own `i` for a link, between steps; `None` when it is not
+    /// a real directory in a listed shard any more.
+    fn hostile_swap_now(
+        &mut self,
+        rng: &mut Rng,
+        i: usize,
+        n: u64,
+    ) -> Result<Option<String>, String> {
+        if !self.hostile_swappable().contains(&i) {
+            return Ok(None);
+        }
+        let Some((swap, away)) = self.hostile_swap(rng, i, n) else {
+            return Ok(None);
+        };
+        hostile::swap_for_link(&swap.dir, &swap.away, &swap.target)
+            .map_err(|e| format!("the co-tenant's swap of {}: {e}", swap.dir.display()))?;
+        *self
+            .stats
+            .hostile
+            .entry("link: swapped between steps")
+            .or_default() += 1;
+        let p = &mut self.hostile.planted[i];
+        p.away = Some(away);
+        Ok(Some(format!(
+            "swaps {} for a link to {}",
+            swap.dir.display(),
+            swap.target.display()
+        )))
+    }
+
+    /// A report of a client that does not exist, dated far in the future (its `written_at`,
+    /// its file's mtime, or both), of the published list or of one nobody published.
+    fn hostile_report(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let n = self.hostile.fresh();
+        let client = format!("{:016x}", rng.next());
+        let text = if rng.chance(500) {
+            self.published.text.clone()
+        } else {
+            format!("{{\"mount_targets\":[],\"hostile\":{n}}}")
+        };
+        let reads = if rng.chance(800) { vec![1, 2] } else { vec![1] };
+        let now = hostile::unix_now();
+        let ahead = hostile::years_ahead(10);
+        let (written_at, mtime) = match rng.below(3) {
+            0 => (ahead, now),
+            1 => (now, ahead),
+            _ => (u64::MAX, hostile::years_ahead(80)),
+        };
+        fs::create_dir_all(&self.hostile.reports).map_err(|e| format!("the reports: {e}"))?;
+        let name = format!("{client}.json");
+        hostile::write_report(
+            &self.hostile.reports.join(&name),
+            &client,
+            &text,
+            reads.clone(),
+            written_at,
+            UNIX_EPOCH + Duration::from_secs(mtime),
+        )
+        .map_err(|e| format!("the co-tenant's report: {e}"))?;
+        let current = text == self.published.text;
+        let spot = Spot::Reports { name: name.into() };
+        let until = self.hostile_plant(rng, "report: future-dated", spot, false);
+        if let Some(p) = self.hostile.planted.last_mut() {
+            p.holds = Holds::List(text);
+            p.client = Some(client.clone());
+        }
+        Ok(format!(
+            "reports as client {client} ({}, reads {reads:?}), written at {written_at}, mtime {mtime}, until #{until}",
+            if current { "the published list" } else { "a list nobody published" }
+        ))
+    }
+
+    /// Junk in the reports' directory: directories (one named like a report), files that are
+    /// not JSON (one named like a report), `.tmp` names, oversize files (one named like a
+    /// report), a link or a FIFO named like a report.
+    fn hostile_junk(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let n = self.hostile.fresh();
+        let dir = self.hostile.reports.clone();
+        fs::create_dir_all(&dir).map_err(|e| format!("the reports: {e}"))?;
+        let like_report = format!("{:016x}.json", rng.next());
+        let hex = format!("{:016x}", rng.next());
+        let now = SystemTime::now();
+        let own = |path: &Path| hostile::write_own(path, &format!("junk {n}"));
+        let r = rng.below(10);
+        let (name, what, holds) = match r {
+            0 => (
+                format!("{}junk-{n}", hostile::PREFIX),
+                "junk: a subdirectory",
+                Holds::Nothing,
+            ),
+            1 => (like_report, "junk: a subdirectory", Holds::Nothing),
+            2 => (
+                format!("{}notes-{n}.txt", hostile::PREFIX),
+                "junk: not JSON",
+                Holds::Nothing,
+            ),
+            3 | 4 => (like_report, "junk: not JSON", Holds::Unreadable),
+            5 => (
+                format!(".efs-router-{hex}.tmp"),
+                "junk: a .tmp name",
+                Holds::Nothing,
+            ),
+            6 => (
+                format!("{like_report}.tmp"),
+                "junk: a .tmp name",
+                Holds::Nothing,
+            ),
+            7 => (
+                if rng.chance(500) {
+                    like_report
+                } else {
+                    format!("{}big-{n}.bin", hostile::PREFIX)
+                },
+                "junk: oversize",
+                Holds::Nothing,
+            ),
+            _ => (
+                like_report,
+                "junk: a link or FIFO named like a report",
+                Holds::Unreadable,
+            ),
+        };
+        let path = dir.join(&name);
+        let done = match r {
+            0 | 1 => fs::create_dir(&path).and_then(|()| own(&path.join("inside.json"))),
+            2 => own(&path),
+            3 | 4 => {
+                // Changed now, or dated far back: then no client, and the function may remove it.
+                fs::write(&path, b"{ not json").and_then(|()| {
+                    if r == 4 {
+                        hostile::set_mtime(&path, now - Duration::from_secs(2 * 3600))
+                    } else {
+                        hostile::set_mtime(&path, now + Duration::from_secs(10 * 365 * 86400))
+                    }
+                })
+            }
+            5 | 6 => {
+                if rng.chance(300) {
+                    fs::create_dir(&path).and_then(|()| own(&path.join("inside.json")))
+                } else {
+                    own(&path)
+                }
+            }
+            7 => fs::write(&path, vec![b' '; 5000 + rng.index(300_000)]),
+            _ => {
+                if rng.chance(500) {
+                    let victims = self.hostile.victims.files();
+                    let victim = rng.pick(&victims).clone();
+                    let at = Path::new(efs_router::report::DIR).join(&name);
+                    std::os::unix::fs::symlink(hostile::relative_target(&at, &victim), &path)
+                } else {
+                    hostile::fifo(&path)
+                }
+            }
+        };
+        done.map_err(|e| format!("the co-tenant's junk {name}: {e}"))?;
+        // A file named like a report changed now is a client; an oversize one too.
+        let holds = match r {
+            4 => Holds::Nothing,
+            7 if name.ends_with(".json") => Holds::Unreadable,
+            _ => holds,
+        };
+        let spot = Spot::Reports {
+            name: name.clone().into(),
+        };
+        let until = self.hostile_plant(rng, what, spot, holds == Holds::Nothing);
+        if let Some(p) = self.hostile.planted.last_mut() {
+            p.holds = holds.clone();
+        }
+        Ok(format!(
+            "puts {name} among the reports ({what}; {holds:?}), until #{until}"
+        ))
+    }
+
+    /// Private-looking names in a shard, with its own content: a `.moving` directory (its
+    /// files, and a link to the victims), a `.moving` file, a `.tmp` file.
+    fn hostile_private(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let Some(root) = self.hostile_shard(rng) else {
+            return Ok("no shard to plant a private name in".into());
+        };
+        let n = self.hostile.fresh();
+        let dir = self.hostile_spot_dir(rng, &root);
+        let watched = self.hostile.watched(&root);
+        let hex = format!("{:016x}", rng.next());
+        let tag = format!("private {n}");
+        let (name, what) = match rng.below(3) {
+            0 => (
+                format!(".efs-router-{hex}.moving"),
+                "private: a .moving directory",
+            ),
+            1 => (
+                format!(".efs-router-{hex}.moving"),
+                "private: a .moving file",
+            ),
+            _ => (format!(".efs-router-{hex}.tmp"), "private: a .tmp file"),
+        };
+        let within = dir.join(&name);
+        let path = watched.join(&within);
+        let mut inside = Vec::new();
+        let made = if what == "private: a .moving directory" {
+            fs::create_dir(&path).and_then(|()| {
+                for k in 0..1 + rng.below(3) {
+                    let file = format!("{}m-{n}-{k}.json", hostile::PREFIX);
+                    hostile::write_own(&path.join(&file), &tag)?;
+                    inside.push(file);
+                }
+                if rng.chance(500) {
+                    let link = format!("{}ml-{n}", hostile::PREFIX);
+                    let at = Path::new(root.trim_start_matches('/'))
+                        .join(WATCH_DIR)
+                        .join(&within)
+                        .join(&link);
+                    std::os::unix::fs::symlink(
+                        hostile::relative_target(&at, Path::new(hostile::VICTIMS)),
+                        path.join(&link),
+                    )?;
+                    inside.push(link);
+                }
+                Ok(())
+            })
+        } else {
+            hostile::write_own(&path, &tag)
+        };
+        made.map_err(|e| format!("the co-tenant's {}: {e}", within.display()))?;
+        // A `.moving` file is never taken away (it may be a version's only copy): it holds a
+        // drain as long as it lives. A `.tmp` file holds nothing, and a `.moving` directory is
+        // given back once abandoned.
+        let long = what != "private: a .moving file";
+        let spot = Spot::Shard {
+            root: root.clone(),
+            within: within.clone(),
+        };
+        let until = self.hostile_plant(rng, what, spot, long);
+        // What a give-back leaves beside it goes with it.
+        for file in &inside {
+            self.hostile.planted.push(Planted {
+                spot: Spot::Shard {
+                    root: root.clone(),
+                    within: dir.join(file),
+                },
+                what: "(given back)",
+                until,
+                holds: Holds::Nothing,
+                own_dir: false,
+                away: None,
+                swap_at: None,
+                client: None,
+            });
+        }
+        Ok(format!(
+            "plants {} in {root} ({what}, {inside:?} inside), until #{until}",
+            within.display()
+        ))
+    }
+
+    /// Names that are not UTF-8 in a shard: a file, or a directory with files of its own.
+    fn hostile_non_utf8(&mut self, rng: &mut Rng) -> Result<String, String> {
+        let Some(root) = self.hostile_shard(rng) else {
+            return Ok("no shard to plant a name that is not UTF-8 in".into());
+        };
+        let n = self.hostile.fresh();
+        let dir = self.hostile_spot_dir(rng, &root);
+        let watched = self.hostile.watched(&root);
+        let (name, what) = if rng.chance(500) {
+            (hostile::non_utf8(&format!("{n}.json")), "non-UTF-8: a file")
+        } else {
+            (
+                hostile::non_utf8(&format!("d-{n}")),
+                "non-UTF-8: a directory",
+            )
+        };
+        let within = dir.join(&name);
+        let path = watched.join(&within);
+        let tag = format!("non-UTF-8 {n}");
+        let made = if what == "non-UTF-8: a file" {
+            hostile::write_own(&path, &tag)
+        } else {
+            hostile::own_dir(&path, 1 + rng.below(3), &tag)
+        };
+        made.map_err(|e| format!("the co-tenant's {}: {e}", within.display()))?;
+        let spot = Spot::Shard {
+            root: root.clone(),
+            within: within.clone(),
+        };
+        let until = self.hostile_plant(rng, what, spot, false);
+        Ok(format!(
+            "plants {} in {root} ({what}), until #{until}",
+            within.to_string_lossy()
+        ))
+    }
+
+    /// A directory of its own swapped for a link and back while the run walks, sometimes:
+    /// the swap's thread, and what it is done with.
+    fn swap_in_run(&mut self) -> Option<SwapRun> {
+        if self.phase == Phase::Healing || self.hostile.skip.contains("link") {
+            return None;
+        }
+        let mut rng = Rng::for_step(self.seed ^ 0x5A9_0000, self.step);
+        if !rng.chance(SWAP_PER_MILLE) {
+            return None;
+        }
+        let swappable = self.hostile_swappable();
+        if swappable.is_empty() {
+            return None;
+        }
+        let i = *rng.pick(&swappable);
+        let n = self.hostile.fresh();
+        let (swap, away) = self.hostile_swap(&mut rng, i, n)?;
+        let pauses = (0..8)
+            .map(|_| Duration::from_micros(rng.below(20_000)))
+            .collect();
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = hostile::swap_beside(swap, pauses, done.clone());
+        Some(SwapRun {
+            index: i,
+            away,
+            done,
+            thread,
+        })
+    }
+
+    /// The swap beside a run ends: where the directory is now, and what it did, for the log.
+    fn swap_ends(&mut self, swap: Option<SwapRun>) -> Option<String> {
+        let swap = swap?;
+        swap.done.store(true, Ordering::Release);
+        let swapped = swap.thread.join().expect("the co-tenant's swaps");
+        self.stats.swaps_in_runs += swapped.flips;
+        if swapped.flips > 0 {
+            *self
+                .stats
+                .hostile
+                .entry("link: swapped during a run")
+                .or_default() += 1;
+        }
+        let p = &mut self.hostile.planted[swap.index];
+        if swapped.swapped {
+            p.away = Some(swap.away);
+        }
+        let Spot::Shard { root, within } = &p.spot else {
+            return None;
+        };
+        Some(format!(
+            "the co-tenant swapped {} in {root} {} times, ending {}",
+            within.display(),
+            swapped.flips,
+            if swapped.swapped {
+                "a link"
+            } else {
+                "its directory"
+            }
+        ))
+    }
+
+    /// The wind-down: what the co-tenant has outside the first shard goes within a few
+    /// steps, so that every drain can end.
+    fn hostile_winds_down(&mut self) {
+        let last = self.step + HOSTILE_WIND_DOWN_STEPS;
+        for p in &mut self.hostile.planted {
+            if p.root() != Some("/") {
+                p.until = p.until.min(last);
+            }
+        }
+    }
+
+    /// The end: the co-tenant removes all it has.
+    fn hostile_ends(&mut self) {
+        let planted = std::mem::take(&mut self.hostile.planted);
+        for p in &planted {
+            self.hostile.remove(p);
+        }
+        self.log.push(format!(
+            "   the co-tenant removes its {} entries",
+            planted.len()
+        ));
+    }
+
+    /// The private names of the co-tenant's on disk, as the checks see them.
+    fn hostile_privates(&self) -> Vec<PathBuf> {
+        self.hostile
+            .planted
+            .iter()
+            .filter_map(|p| match &p.spot {
+                Spot::Shard { root, within } if is_private(&within.to_string_lossy()) => Some(
+                    root_dir(&self.views.truth, root)
+                        .join(WATCH_DIR)
+                        .join(within),
+                ),
+                _ => None,
+            })
+            .filter(|p| fs::symlink_metadata(p).is_ok())
+            .collect()
+    }
+
     // ------------------------------------------------------------------------- the loop
 
     async fn run(&mut self) {
@@ -1529,6 +2514,14 @@ impl Soak {
                 self.fail(&e);
             }
         }
+        match self.hostile_step() {
+            Ok(Some(line)) => self.log.push(format!("#{step} (co-tenant) {line}")),
+            Ok(None) => {}
+            Err(e) => {
+                self.log.push(format!("#{step} FAILED"));
+                self.fail(&e);
+            }
+        }
         let mut rng = Rng::for_step(self.seed, step);
         let outcome = self.one_step(&mut rng).await;
         match outcome {
@@ -1551,6 +2544,7 @@ impl Soak {
         self.phase = Phase::WindingDown;
         self.log
             .push("wind-down: the clients delete down to a few files".into());
+        self.hostile_winds_down();
         let first = self.steps + 1;
         let mut step = first;
         let started = Instant::now();
@@ -1659,6 +2653,44 @@ impl Soak {
             assert!(
                 n > 0,
                 "soak: seed {}, {} steps: no {what}; the soak did not test what it is for",
+                self.seed,
+                self.steps
+            );
+        }
+        self.assert_hostile_statistics();
+    }
+
+    /// The co-tenant did each kind of thing (each of its actions in a run of
+    /// `HOSTILE_ALL_STEPS` or more), and the function grew beside it.
+    fn assert_hostile_statistics(&self) {
+        let s = &self.stats;
+        let done = |what: &str| s.hostile.get(what).copied().unwrap_or(0);
+        for (kind, label, actions) in HOSTILE_KINDS {
+            if self.hostile.skip.contains(*kind) {
+                continue;
+            }
+            let n: usize = actions.iter().map(|a| done(a)).sum();
+            assert!(
+                n > 0,
+                "soak: seed {}, {} steps: the co-tenant made no {label}",
+                self.seed,
+                self.steps
+            );
+            if self.steps >= HOSTILE_ALL_STEPS {
+                for a in *actions {
+                    assert!(
+                        done(a) > 0,
+                        "soak: seed {}, {} steps: the co-tenant never did {a:?}",
+                        self.seed,
+                        self.steps
+                    );
+                }
+            }
+        }
+        if self.hostile.skip.len() < HOSTILE_KINDS.len() {
+            assert!(
+                s.growth_beside_hostile > 0,
+                "soak: seed {}, {} steps: no run grew beside the co-tenant's entries",
                 self.seed,
                 self.steps
             );
@@ -1923,7 +2955,7 @@ impl Soak {
     /// checks what it did.
     async fn run_function(&mut self, event: &Value, fault: Fault, planned: Vec<Planned>) -> Step {
         let action = event["action"].as_str().unwrap_or("reconcile").to_string();
-        let mut before = self.before_run(&action, &fault);
+        let mut before = self.before_run(&action, &fault, planned.is_empty());
         self.inject(&fault);
         // What a kill among moves watches, and what it is counted against: walked only then.
         if matches!(fault, Fault::KillAmongMoves(_)) {
@@ -1931,7 +2963,9 @@ impl Soak {
             before.privates = privates_under(&self.views.truth);
         }
         let traffic = self.traffic_beside(planned);
+        let swap = self.swap_in_run();
         let ran = self.invoke(event, &fault, &before.sources).await;
+        let swapped = self.swap_ends(swap);
         let traffic = traffic.await.expect("client traffic");
         let (old, forced) = self.read_aws().await?;
 
@@ -1943,6 +2977,9 @@ impl Soak {
         if fault != Fault::None {
             let _ = write!(line, " with {fault:?}");
         }
+        if let Some(swapped) = swapped {
+            let _ = write!(line, " ({swapped})");
+        }
         let rebalanced_all = self.check_answer(&mut line, &action, &fault, &ran, &before)?;
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
@@ -1953,7 +2990,7 @@ impl Soak {
 
     /// Counts the run and its fault, and captures what the run is judged against afterwards:
     /// the fleet, the reports and AWS as they were at its start.
-    fn before_run(&mut self, action: &str, fault: &Fault) -> BeforeRun {
+    fn before_run(&mut self, action: &str, fault: &Fault, quiet: bool) -> BeforeRun {
         *self
             .stats
             .runs
@@ -1967,11 +3004,14 @@ impl Soak {
         let converged = self.converged();
         let lists = self.lists_in_use();
         // What the live reports say at the run's start (rewritten before the step).
-        let behind = self.behind();
+        let mut behind = self.behind();
         let ecs_done = self.tb.proxy.rolling_services().is_empty();
         if ecs_done && !behind.is_empty() {
             self.stats.held_by_reports += 1;
         }
+        let hostile = self.hostile_behind();
+        self.stats.held_by_hostile += usize::from(!hostile.is_empty());
+        behind.extend(hostile);
         let old_router = self.old_router_live() && self.published.form() == 1;
         self.stats.runs_beside_old_routers += usize::from(old_router);
         BeforeRun {
@@ -1982,6 +3022,16 @@ impl Soak {
             version: self.published.version,
             sources: Vec::new(),
             privates: BTreeSet::new(),
+            flat: self.model.flat(),
+            quiet,
+            serving: self
+                .published
+                .list
+                .shards()
+                .iter()
+                .filter(|t| !t.draining)
+                .count(),
+            hostile_privates: self.hostile_privates(),
         }
     }
 
@@ -2204,17 +3254,41 @@ impl Soak {
         if !waiting.is_empty() {
             let _ = write!(line, " waiting for {waiting:?}");
         }
+        // What holds a drain, named by the function.
+        let held: Vec<String> = strings(r, "warning_kinds")
+            .iter()
+            .zip(strings(r, "warnings"))
+            .filter(|(k, _)| k.starts_with("drain_held") || *k == "cut_short_move")
+            .map(|(_, w)| w)
+            .collect();
+        if !held.is_empty() {
+            let _ = write!(line, " held by {held:?}");
+        }
         let m = &r["moves"];
-        let rebalanced_all = action == "rebalance"
+        let walked_all = action == "rebalance"
             && actions.iter().any(|a| a == "move_files")
             && m["remaining"] == json!(0)
-            && m["incomplete"] != json!(true)
-            && m["failed"] == json!(0)
-            && m["skipped"] == json!(0);
+            && m["incomplete"] != json!(true);
+        // The co-tenant's links are skipped and its names that are not UTF-8 fail: then every
+        // client's file must be at home on disk.
+        let clean = m["failed"] == json!(0) && m["skipped"] == json!(0);
+        let rebalanced_all =
+            walked_all && (clean || (self.hostile.in_shards() && self.misplaced().is_empty()));
         // Files move, and targets go, only while every client runs the published
         // list (publish → converge → move → publish → converge → delete).
         let moved = m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
-        self.stats.abandoned_removed += m["abandoned_removed"].as_u64().unwrap_or(0);
+        let abandoned = m["abandoned_removed"].as_u64().unwrap_or(0);
+        // The co-tenant's private names the function took away are not what this counts.
+        if before
+            .hostile_privates
+            .iter()
+            .any(|p| fs::symlink_metadata(p).is_err())
+        {
+            self.stats.abandoned_beside_hostile += abandoned;
+        } else {
+            self.stats.abandoned_removed += abandoned;
+        }
+        self.check_hostile_answer(line, action, r, before)?;
         if r["clients_behind"]
             .as_array()
             .is_some_and(|a| !a.is_empty())
@@ -2236,6 +3310,71 @@ impl Soak {
             ));
         }
         Ok(rebalanced_all)
+    }
+
+    /// What the co-tenant must not change in a run's answer: the run counts every file the
+    /// clients have (when none works beside it), it grows when it wants more shards than
+    /// serve, no shard is skipped, and a report of the co-tenant's is never seen later than
+    /// its file's change allows.
+    fn check_hostile_answer(
+        &mut self,
+        line: &str,
+        action: &str,
+        r: &Value,
+        before: &BeforeRun,
+    ) -> Result<(), String> {
+        let on_disk = !self.hostile.planted.is_empty();
+        if before.quiet {
+            if let Some(counted) = r["file_count"].as_u64() {
+                if counted < before.flat as u64 {
+                    return Err(format!(
+                        "{line}: counted {counted} files, fewer than the {} the clients have directly in the watched directories",
+                        before.flat
+                    ));
+                }
+                self.stats.counted_beside_hostile += usize::from(self.hostile.in_shards());
+            }
+        }
+        if strings(r, "warning_kinds")
+            .iter()
+            .any(|k| k == "shard_skipped")
+        {
+            return Err(format!("{line}: a shard was skipped: {}", r["warnings"]));
+        }
+        if action == "reconcile" {
+            // What the run's first plan wanted and decided, against what served at its start.
+            let wanted = r["desired_shards"].as_u64().unwrap_or(0);
+            let decision = r["decision"].as_str().unwrap_or_default();
+            if wanted > before.serving as u64 && !GROWTH.contains(&decision) {
+                return Err(format!(
+                    "{line}: {wanted} shards wanted and {} served, and the run decided {decision}: growth stopped",
+                    before.serving
+                ));
+            }
+            if GROWTH.contains(&decision) {
+                self.stats.growth_beside_hostile += usize::from(on_disk);
+            }
+        }
+        let now = unix_now();
+        for b in r["clients_behind"].as_array().into_iter().flatten() {
+            let client = b["client"].as_str().unwrap_or_default();
+            let ours = self.hostile.planted.iter().any(|p| {
+                p.client.as_deref() == Some(client)
+                    || matches!(&p.spot, Spot::Reports { name } if name.to_str() == Some(client))
+            });
+            if !ours {
+                continue;
+            }
+            self.stats.hostile_reports_named += 1;
+            if let Some(seen) = b["last_seen"].as_u64() {
+                if seen > now + MAX_SKEW_SECS {
+                    return Err(format!(
+                        "{line}: the co-tenant's {client} was last seen at {seen}, past its file's change (now is {now}): its own future time was taken"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// 3: a target deleted only with its tree empty (and never the first shard).
@@ -2262,11 +3401,20 @@ impl Soak {
             if root == "/" {
                 return Err(format!("{line}: the first shard's target was deleted"));
             }
-            let (files, odd) = files_under(&root_dir(&self.views.truth, &root));
+            let (files, mut odd) = files_under(&root_dir(&self.views.truth, &root));
+            // The co-tenant's entries may be left (one swapped in beside the run, after the
+            // drain found the tree empty; a write's temporary name, which holds nothing).
+            let left = files
+                .iter()
+                .filter(|(rel, _)| hostile::is_hostile(rel))
+                .count()
+                + odd.iter().filter(|rel| hostile::is_hostile(rel)).count();
+            self.stats.hostile_left_in_deleted += left;
+            odd.retain(|rel| !hostile::is_hostile(rel));
             let data: Vec<&String> = files
                 .iter()
                 .map(|(rel, _)| rel)
-                .filter(|rel| !is_private(rel))
+                .filter(|rel| !is_private(rel) && !hostile::is_hostile(rel))
                 .collect();
             if !data.is_empty() || !odd.is_empty() {
                 return Err(format!(
@@ -2406,7 +3554,7 @@ impl Soak {
         let (files, _) = files_under(&self.views.truth);
         files
             .into_iter()
-            .filter(|(rel, _)| !is_private(rel))
+            .filter(|(rel, _)| !is_private(rel) && !hostile::is_hostile(rel))
             .filter_map(|(rel, path)| {
                 let (root, logical) = placed(&rel)?;
                 (truth.home_root(&logical) != root).then_some(path)
@@ -2449,6 +3597,8 @@ impl Soak {
     /// The checks after every step, in their order: 2 (which gathers every copy on disk), 5
     /// and 1 on those copies, 4, 6, and 1 again at a checkpoint.
     async fn check(&mut self) -> Result<(), String> {
+        self.hostile.victims.check(&self.views.truth)?;
+        self.check_reports_kept()?;
         let copies = self.check_listed_roots()?;
         self.check_deleted_stay_deleted(&copies)?;
         self.check_none_lost(&copies)?;
@@ -2473,6 +3623,17 @@ impl Soak {
             if is_private(rel) {
                 continue;
             }
+            if hostile::is_hostile(rel) {
+                // The co-tenant's (under any root: it may be left), and never a client's bytes.
+                let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+                if !bytes.starts_with(hostile::CONTENT) {
+                    return Err(format!(
+                        "{rel}, the co-tenant's name, holds {:?}: a client's file was moved there",
+                        String::from_utf8_lossy(&bytes)
+                    ));
+                }
+                continue;
+            }
             if !listed.contains(&root) {
                 return Err(format!(
                     "{rel} lies under {root}, which the published list {} does not name",
@@ -2489,10 +3650,37 @@ impl Soak {
             }
             copies.entry(logical).or_default().push((root, bytes));
         }
-        if let Some(rel) = odd.iter().find(|rel| placed(rel).is_some()) {
+        if let Some(rel) = odd
+            .iter()
+            .find(|rel| placed(rel).is_some() && !hostile::is_hostile(rel))
+        {
             return Err(format!("{rel} is not a regular file or directory"));
         }
         Ok(copies)
+    }
+
+    /// Every live router's report is where it wrote it: nothing the function walked (through a
+    /// link to the reports' directory the co-tenant planted) took it away.
+    fn check_reports_kept(&self) -> Result<(), String> {
+        let fleet = self.clients.iter().map(|c| ("a client", c));
+        let hidden = self.actors.iter().filter_map(Actor::writer);
+        for (what, c) in fleet.chain(hidden) {
+            let Some(file) = c.router.report_file() else {
+                continue;
+            };
+            let Some(name) = file.file_name() else {
+                continue;
+            };
+            let truth = self.views.truth.join(efs_router::report::DIR).join(name);
+            if !fs::symlink_metadata(&truth).is_ok_and(|m| m.is_file()) {
+                return Err(format!(
+                    "the report of {what} on {} is gone from {}",
+                    c.list.label(),
+                    truth.display()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// 5: a deleted path on disk again is a copy its deleting client's list did not name.
@@ -2608,6 +3796,7 @@ impl Soak {
         self.log
             .push("heal: no more faults or client traffic".into());
         self.end_actors();
+        self.hostile_ends();
         let mut settled = false;
         for _ in 0..HEAL_RUNS {
             self.step += 1;
@@ -2710,6 +3899,17 @@ impl Soak {
             s.v2_published,
             s.v3_open,
             s.v3_closed
+        );
+        println!(
+            "  co-tenant: {:?}; swaps during runs {}; runs growing beside it {}, counted beside it {}; runs begun while its reports held {}, answers naming them {}; its entries left in deleted targets' trees {}; abandoned names taken with its own {}",
+            s.hostile,
+            s.swaps_in_runs,
+            s.growth_beside_hostile,
+            s.counted_beside_hostile,
+            s.held_by_hostile,
+            s.hostile_reports_named,
+            s.hostile_left_in_deleted,
+            s.abandoned_beside_hostile
         );
     }
 }

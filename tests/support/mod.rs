@@ -40,6 +40,7 @@ macro_rules! check_ne {
 pub mod aws;
 pub mod files;
 pub mod function;
+pub mod hostile;
 pub mod moto;
 pub mod proxy;
 pub mod runtime_api;
