@@ -16,8 +16,9 @@ seen through one mount, every shard's directory looked up through it first. Each
 paths of its own, all homed in shard 1; files found at home were looked at once before, as a running task
 has; a miss, a write and a create of a new path were not. The listing is of a directory of its own for each
 client, written on the server: its first listing (the client has not seen the directory), then
-BENCH_LIST_REPEATS - 1 more (default 3 in all), reported per listing. BENCH_OPS, a comma list of exists, read,
-miss, write, delete, create and list (default all), picks the operations. BENCH_MOVES=0 leaves out the moves.
+BENCH_LIST_REPEATS - 1 more (default 3 in all), reported per listing. ``miss3`` is the miss on list version 3:
+with nothing open, and with one placement open (the one shard ``/``, which homes every path elsewhere). BENCH_OPS,
+a comma list of exists, read, miss, write, delete, create, list and miss3 (default all), picks the operations. BENCH_MOVES=0 leaves out the moves.
 
 Calls under the source directory's lock (Linux holds a directory's lock through a call that changes it: LINK
 locks the destination's, RENAME both directories, REMOVE and CREATE their own): for the plain mover its
@@ -41,8 +42,9 @@ BACKING = os.environ["EFS_NFS_BACKING"]
 ROOTS = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 AZ_IDS = ["use1-az2", "use1-az4", "use1-az1"]
 OPS = ("exists, home hit", "read_with_fallback, home hit", "exists, miss", "write, new file", "delete, at home",
-       "create, new path", "create, at home", "listing, first", "listing, again")
-OP_KEYS = ("exists", "read", "miss", "write", "delete", "create", "list")
+       "create, new path", "create, at home", "listing, first", "listing, again", "exists, miss, v3 none open",
+       "exists, miss, v3 one open")
+OP_KEYS = ("exists", "read", "miss", "write", "delete", "create", "list", "miss3")
 # Operations that are bookkeeping of the session, not of the call.
 NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREATE_SESSION", "DESTROY_SESSION",
              "RECLAIM_COMPLETE", "TEST_STATEID", "FREE_STATEID", "SECINFO_NO_NAME", "FSINFO", "SERVER_CAPS",
@@ -220,6 +222,20 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
         python_op(OPS[2], lambda: [r.exists(p) for p in misses])
         for p in misses:
             assert not r.exists(p), p
+    # The miss on list version 3 (where a miss looks: router/src/placement.rs): nothing open (the steady
+    # state), and one placement open, the one shard `/`, which homes every path outside shard ``home``.
+    slash = efs_router.Placement(efs_router.RENDEZVOUS, (efs_router.Placed("/"),))
+    v3 = {"none": MountTargetList(ml.mount_targets, ml.strategy, open=[]),
+          "one": MountTargetList(ml.mount_targets, ml.strategy, open=[slash])}
+    for form in v3.values():
+        form.validate()
+    if "miss3" in which:
+        for k, (form, ml3) in enumerate(v3.items()):
+            r3 = Router(ml3, Layout.single_mount(base))
+            misses = homed(r3, home, "miss3%s" % form, n)
+            python_op(OPS[9 + k], lambda: [r3.exists(p) for p in misses])
+            for p in misses:
+                assert not r3.exists(p), p
     if "write" in which:
         news = homed(r, home, "new", n)
         python_op(OPS[3], lambda: [r.write(p, b"x") for p in news])
@@ -270,6 +286,10 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
                 rust_op(OPS[1], "read", hits, "home")
         if "miss" in which:
             rust_op(OPS[2], "exists", homed(r, home, "rmiss", n), "missing")
+        if "miss3" in which:
+            for k, (form, ml3) in enumerate(v3.items()):
+                c, secs = rust_ops(mount, ml3, base, "exists", homed(r, home, "rmiss3%s" % form, n), "missing")
+                rows.append((shards, "Rust", OPS[9 + k], c, secs, n))
         if "write" in which:
             rust_op(OPS[3], "write", homed(r, home, "rnew", n), "written")
         if "delete" in which:
