@@ -4,7 +4,9 @@
 //! - `write` lands atomically: the bytes go to a temporary name in the home directory, are
 //!   synced, then renamed over the final name, so a reader sees the old file, the new one, or
 //!   none, never half of one.
-//! - `read_with_fallback` reads the home; on a miss it looks in every other shard at once, reads
+//! - `read_with_fallback` reads the home; on a miss it looks where the file can be at once
+//!   ([`Router::miss_shards`]: every other shard, or on a version 3 list only where an open
+//!   placement homes it), reads
 //!   the newest copy (by modification time; a tie goes to the shard earlier in the list) and
 //!   moves it home within the file system by [`crate::relocate`] (never a copy, never onto itself; a
 //!   newer file already at home wins). Another client moving the same file first is not an
@@ -291,9 +293,9 @@ impl Router {
         Ok(Found::Missing)
     }
 
-    /// Whether `path` exists in any shard. One `stat` when it is at home; on a miss, home's
-    /// directory revalidated and home looked at again, then each other distinct shard
-    /// directory the same way (at once), then home once more.
+    /// Whether `path` exists where the router would find it. One `stat` when it is at home; on
+    /// a miss, home's directory revalidated and home looked at again, then the directory of each
+    /// shard of [`Router::miss_shards`] the same way (at once), then home once more.
     pub fn exists(&self, path: &str) -> Result<bool, Error> {
         let home = self.resolve(path)?;
         Ok(self.find(&home, false)? != Found::Missing)

@@ -473,7 +473,7 @@ impl MountTargetList {
                 })
             };
             if p.targets.is_empty() {
-                return bad("");
+                return bad("(none: a placement of no shard)");
             }
             for t in &p.targets {
                 if t.shards == 0 || (t.shards > 1 && t.az_id.as_deref().is_none_or(str::is_empty)) {

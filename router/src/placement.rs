@@ -21,13 +21,31 @@ use crate::shard::index_of;
 use serde::{Deserialize, Serialize};
 
 /// The earlier placements whose files may still be away from home.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Open {
     /// Not known: a miss looks in every shard, as in the earlier list forms.
     Everywhere(Everywhere),
     /// Only these (none: a miss looks at home alone).
     Placements(Vec<Placement>),
+}
+
+/// Read as `"everywhere"` or an array of placements, each error saying which it was not.
+impl<'de> Deserialize<'de> for Open {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "everywhere" => {
+                Ok(Open::Everywhere(Everywhere::Everywhere))
+            }
+            v @ serde_json::Value::Array(_) => Vec::<Placement>::deserialize(v)
+                .map(Open::Placements)
+                .map_err(|e| D::Error::custom(format!("\"open\": {e}"))),
+            other => Err(D::Error::custom(format!(
+                "\"open\" is {other}: it is \"everywhere\" or a list of placements"
+            ))),
+        }
+    }
 }
 
 /// The word for [`Open::Everywhere`] in the document.

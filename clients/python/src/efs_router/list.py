@@ -379,7 +379,7 @@ class MountTargetList:
             if p.strategy not in STRATEGIES:  # only a list built in code, as above
                 raise ListError("bad-open", "\"open\" has a placement of strategy %r" % (p.strategy,))
             if not p.targets:
-                raise ListError("bad-open", _bad_open(""))
+                raise ListError("bad-open", _bad_open("(none: a placement of no shard)"))
             for t in p.targets:
                 if t.shards < 1 or (t.shards > 1 and not t.az_id):
                     raise ListError("bad-open", _bad_open(t.root))
