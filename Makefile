@@ -79,6 +79,7 @@ bench-nfs-tier:
 	  --env BENCH_MOVES=$(or $(BENCH_MOVES),1) $(if $(BENCH_OPS),--env BENCH_OPS=$(BENCH_OPS)) \
 	  $(if $(BENCH_LIST_NAMES),--env BENCH_LIST_NAMES=$(BENCH_LIST_NAMES)) \
 	  $(if $(BENCH_LIST_REPEATS),--env BENCH_LIST_REPEATS=$(BENCH_LIST_REPEATS)) \
+	  $(if $(BENCH_REPLAY),--env BENCH_REPLAY=$(BENCH_REPLAY)) $(if $(BENCH_REPLAY_FILES),--env BENCH_REPLAY_FILES=$(BENCH_REPLAY_FILES)) \
 	  --env EFS_NFS_MOVES_BIN=$$bin --env EFS_NFS_OPS_BIN=$$ops -- \
 	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
 

@@ -18,7 +18,10 @@ has; a miss, a write and a create of a new path were not. The listing is of a di
 client, written on the server: its first listing (the client has not seen the directory), then
 BENCH_LIST_REPEATS - 1 more (default 3 in all), reported per listing. ``miss3`` is the miss on list version 3:
 with nothing open, and with one placement open (the one shard ``/``, which homes every path elsewhere). BENCH_OPS,
-a comma list of exists, read, miss, write, delete, create, list and miss3 (default all), picks the operations. BENCH_MOVES=0 leaves out the moves.
+a comma list of exists, read, miss, write, delete, create, list and miss3 (default all; none: none), picks the
+operations. BENCH_MOVES=0 leaves out the moves.
+BENCH_REPLAY, a comma list of shard counts (0: plain paths, no router), replays the seed's workload: 16 writers
+checking that a new file is absent, then writing it, BENCH_REPLAY_FILES in all (default 1,600).
 
 Calls under the source directory's lock (Linux holds a directory's lock through a call that changes it: LINK
 locks the destination's, RENAME both directories, REMOVE and CREATE their own): for the plain mover its
@@ -32,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Tuple
 
 import efs_router
@@ -311,6 +315,49 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
     return rows
 
 
+WRITERS = 16
+
+
+def replay(mount: str, shards: int, files: int) -> Tuple[Dict[str, int], float]:
+    """The seed's workload: WRITERS threads, each checking that a new device file is absent and then writing it,
+    ``files`` in all, through the Python router on a version 3 list with nothing open at ``shards`` shards (0: the
+    app on plain paths, ``os.path.exists`` then ``open``, as before the router). The NFS calls and the seconds."""
+    top = "bench-replay-%d" % shards
+    shutil.rmtree(os.path.join(BACKING, top), ignore_errors=True)
+    if shards <= 1:
+        ml = MountTargetList([Target("fsmt-0", "10.0.0.4", root="/")], efs_router.RENDEZVOUS, open=[])
+    else:
+        ml = shard_list(shards)
+        ml = MountTargetList(ml.mount_targets, ml.strategy, open=[])
+    ml.validate()
+    for t in ml.shards():
+        os.makedirs(os.path.join(BACKING, top, t.root.lstrip("/"), "data/analysis"))
+    base = os.path.join(mount, top)
+    r = Router(ml, Layout.single_mount(base))
+    for t in ml.shards():  # looked up once, as a running task has
+        os.stat(os.path.join(base, t.root.lstrip("/"), "data/analysis"))
+    data = b'{"reading": 42}'
+
+    def one(w: int) -> None:
+        for i in range(files // WRITERS):
+            p = "data/analysis/device-%02d-%06d-1700000000.json" % (w, i)
+            if shards == 0:
+                real = os.path.join(base, p)
+                if not os.path.exists(real):
+                    with open(real, "wb") as f:
+                        f.write(data)
+            elif not r.exists(p):
+                r.write(p, data)
+
+    def run() -> None:
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(one, range(WRITERS)))
+
+    began = time.monotonic()
+    c = counted(mount, run)
+    return c, time.monotonic() - began
+
+
 def main() -> None:
     delay = os.environ.get("NFS_DELAY_MS", "0")
     fn, task = MOUNTS[0], MOUNTS[1]
@@ -319,7 +366,7 @@ def main() -> None:
     # The client's operations, through a task's mount.
     print("NFS tier, netem delay %s ms on lo, %d files each: a client's operations, NFS calls and time per "
           "operation" % (delay, n))
-    which = os.environ.get("BENCH_OPS", ",".join(OP_KEYS)).split(",")
+    which = [w for w in os.environ.get("BENCH_OPS", ",".join(OP_KEYS)).split(",") if w not in ("", "none")]
     unknown = set(which) - set(OP_KEYS)
     if unknown:
         raise SystemExit("BENCH_OPS: unknown %s (of %s)" % (", ".join(sorted(unknown)), ", ".join(OP_KEYS)))
@@ -328,10 +375,20 @@ def main() -> None:
     if "list" in which:
         print("  a listing: one directory of %d names over the shards, listed %d times, per listing"
               % (names, repeats))
-    for shards in (int(k) for k in os.environ.get("BENCH_SHARDS", "3").split(",")):
+    for shards in (int(k) for k in os.environ.get("BENCH_SHARDS", "3").split(",") if which):
         for shards_, client, what, c, secs, count in client_ops(task, shards, n, which, names, repeats):
             print("  %2d shards  %-6s  %-29s %9.2f ms  %s"
                   % (shards_, client, what, 1000 * secs / count, summary(c, count)))
+            sys.stdout.flush()
+    if os.environ.get("BENCH_REPLAY"):
+        files = int(os.environ.get("BENCH_REPLAY_FILES", "1600"))
+        print("The seed's workload: %d writers, check then write, %d new files; 0 shards: plain paths, no router"
+              % (WRITERS, files))
+        for shards in (int(k) for k in os.environ["BENCH_REPLAY"].split(",")):
+            c, secs = replay(task, shards, files)
+            meta = sum(v for k, v in c.items() if k not in ("READ", "WRITE", "COMMIT"))
+            print("  %2d shards  %7.0f files a second  %5.2f metadata calls a file  (%s)"
+                  % (shards, files / secs, meta / files, summary(c, files)))
             sys.stdout.flush()
     if os.environ.get("BENCH_MOVES", "1") == "0":
         return
