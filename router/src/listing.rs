@@ -7,7 +7,8 @@
 //!   of the same name in another shard is not listed (a read of it still finds it, unless its
 //!   home holds the directory);
 //! - otherwise it is a file, and the copy that wins is the one [`Router::read_with_fallback`]
-//!   reads: home's when home has it; else the newest of the other shards' copies (modification
+//!   reads (on a version 3 list, a copy in a shard no miss of its path looks in is not listed,
+//!   as no read finds it): home's when home has it; else the newest of the other shards' copies (modification
 //!   time, to the nanosecond; a tie goes to the shard earlier in the list). Only regular files
 //!   are data: a symbolic link, FIFO, socket or device is never listed and never followed, and a
 //!   name whose home copy is one is not listed at all, since the read refuses it
@@ -301,6 +302,25 @@ impl Router {
 
     /// Which copy of the file `logical` a read takes, as far as the names tell.
     fn pick(&self, logical: &str, held: &[(usize, Held)]) -> Result<Pick, Error> {
+        // On a version 3 list a read looks only at home and where an open placement homes the
+        // path: a copy anywhere else is none a read finds, so it is not listed either.
+        let looked: Vec<(usize, Held)>;
+        let held = match self.list().open {
+            Some(crate::placement::Open::Placements(_)) => {
+                let resolved = self.resolve(logical)?;
+                let shards: Vec<usize> = (self.miss_shards(&resolved).into_iter())
+                    .chain([resolved.index])
+                    .map(|j| self.standing_for(j))
+                    .collect();
+                looked = held
+                    .iter()
+                    .filter(|(j, _)| shards.contains(j))
+                    .cloned()
+                    .collect();
+                &looked[..]
+            }
+            _ => held,
+        };
         if let [(j, h)] = held {
             return Ok(if *h == Held::File {
                 Pick::One(*j)

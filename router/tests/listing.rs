@@ -319,3 +319,36 @@ fn a_walk_goes_on_past_a_directory_removed_under_it() {
     let rest: Vec<String> = walk.map(|l| l.unwrap().dir).collect();
     assert_eq!(rest, ["data/a", "data/c"]);
 }
+
+/// On a version 3 list a read looks at home and where an open placement homes a path, nowhere
+/// else: a copy elsewhere is listed only while a placement that homes it there is open.
+#[test]
+fn a_version_3_list_shows_only_copies_a_read_finds() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ml = list(&["/", "/shards/b", "/shards/c"], Strategy::Rendezvous);
+    let router = Router::new(ml.clone(), Layout::single_mount(d.path())).unwrap();
+    // One file away from home, in the first shard (`/`), as the app wrote it before a list.
+    let name = (0..100)
+        .map(|i| format!("x{i}.json"))
+        .find(|n| router.resolve(&format!("data/{n}")).unwrap().index != 0)
+        .unwrap();
+    put(&shard_dir(d.path(), "/").join("data").join(&name), b"x");
+    let names = |ml: &MountTargetList| -> Vec<String> {
+        let r = Router::new(ml.clone(), Layout::single_mount(d.path())).unwrap();
+        let found = r.exists(&format!("data/{name}")).unwrap();
+        let listed: Vec<String> = r
+            .list_dir("data")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(found, !listed.is_empty(), "{listed:?}");
+        listed
+    };
+    assert_eq!(names(&ml), std::slice::from_ref(&name));
+    let slash = efs_router::Placement::of(Strategy::Rendezvous, &[Target::new("a", "x", "/")]);
+    ml.open = Some(efs_router::Open::Placements(vec![slash]));
+    assert_eq!(names(&ml), std::slice::from_ref(&name));
+    ml.open = Some(efs_router::Open::Placements(vec![]));
+    assert!(names(&ml).is_empty());
+}

@@ -175,6 +175,24 @@ class ThreeShards(unittest.TestCase):
         self.assertEqual([d for d, _, _ in walk], ["data/analysis/x"])
 
 
+class Version3(unittest.TestCase):
+    def test_a_version_3_list_shows_only_copies_a_read_finds(self) -> None:
+        """A read looks at home and where an open placement homes a path, nowhere else: a copy elsewhere is listed
+        only while a placement that homes it there is open (as router/tests/listing.rs)."""
+        with tempfile.TemporaryDirectory() as base:
+            ml = make_list(["/", "/shards/b", "/shards/c"])
+            r = Router(ml, Layout.single_mount(base))
+            name = next("x%d.json" % i for i in range(100) if r.resolve("data/x%d.json" % i).index != 0)
+            put(os.path.join(base, "data", name), b"x")  # in `/`, as the app wrote it before a list
+            slash = efs_router.Placement(efs_router.RENDEZVOUS, (efs_router.Placed("/"),))
+            for open_, listed in ((None, [name]), ([slash], [name]), ([], [])):
+                router = Router(efs_router.MountTargetList(ml.mount_targets, ml.strategy, open=open_),
+                                Layout.single_mount(base))
+                names = router.listdir("data")
+                self.assertEqual(names, listed, open_)
+                self.assertEqual(router.exists("data/" + name), bool(names), open_)
+
+
 class Layouts(unittest.TestCase):
     def test_a_link_on_the_way_is_never_followed(self) -> None:
         roots = ["/", "/shards/use1-az4", "/shards/use1-az1"]

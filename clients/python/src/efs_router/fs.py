@@ -499,7 +499,15 @@ class Router:
     def _lister(self) -> _Lister:
         """A listing by the list this operation begins with."""
         s = self._current()
-        return _Lister(self.layout, s.shards, s.reserved, lambda p: self._resolve(s, p).index, PROBE_THREADS)
+
+        def looked(p: str) -> List[int]:
+            home = self._resolve(s, p)
+            return [home.index] + self._miss_shards(s, home)
+
+        # On a version 3 list a read looks only where an open placement homes a path: listed the same.
+        placements = isinstance(s.list.open, list)
+        return _Lister(self.layout, s.shards, s.reserved, lambda p: self._resolve(s, p).index, PROBE_THREADS,
+                       looked if placements else None)
 
     def write(self, path: str, data: bytes) -> str:
         """Writes ``data`` as ``path`` in its home shard atomically (temporary name, fsync, rename).

@@ -105,12 +105,14 @@ class _Lister:
     (``(relative path, root)``), ``home`` (a logical path's home shard) and the most directories read at once."""
 
     def __init__(self, layout: Layout, shards: Sequence[Target], reserved: Sequence[Tuple[str, str]],
-                 home: Callable[[str], int], threads: int):
+                 home: Callable[[str], int], threads: int, looked: Optional[Callable[[str], List[int]]] = None):
         self.layout = layout
         self.shards = shards
         self.reserved = reserved
         self.home = home
         self.threads = threads
+        # On a version 3 list: the shards a read of a path looks in (home first); a copy elsewhere is not listed.
+        self.looked = looked
         self.distinct = [j for j, t in enumerate(shards) if all(k.root != t.root for k in shards[:j])]
 
     def directory(self, path: str) -> str:
@@ -285,6 +287,11 @@ class _Lister:
     def _pick(self, logical: str, held: Held) -> Union[None, int, Tuple[int, List[int]]]:
         """Which copy of the file ``logical`` a read takes, as far as the names tell: a shard, none (not listed), or
         (home, candidates) when the newest of several copies decides."""
+        if self.looked is not None:
+            shards = {self._standing_for(j) for j in self.looked(logical)}
+            held = [(j, kind) for j, kind in held if j in shards]
+            if not held:
+                return None
         if len(held) == 1:
             j, kind = held[0]
             return j if kind == FILE else None
