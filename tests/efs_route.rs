@@ -234,6 +234,28 @@ fsmt-c 10.0.3.9 us-east-1c/use1-az3 subnet-3 (draining)
 }
 
 #[test]
+fn show_says_where_a_miss_looks_on_a_version_3_list() {
+    let v3 = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/"},{"id":"fsmt-b","ip":"10.0.2.7","az_id":"use1-az2","root":"/shards/use1-az2"}],"open":[{"strategy":"rendezvous","targets":[{"root":"/"}]}],"strategy":"rendezvous","version":3}"#;
+    let o = run(&["--list", "-", "--json", "show"], Some(v3));
+    assert!(o.status.success(), "{o:?}");
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["version"], 3);
+    assert_eq!(v["open"][0]["targets"][0]["root"], "/");
+    let o = run(&["--list", "-", "show"], Some(v3));
+    assert!(
+        stdout(&o).contains("open:     1 placements [/]"),
+        "{}",
+        stdout(&o)
+    );
+    let everywhere = v3.replace(
+        r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]}]"#,
+        r#""everywhere""#,
+    );
+    let o = run(&["--list", "-", "--json", "show"], Some(&everywhere));
+    assert_eq!(json_lines(&o)[0]["open"], "everywhere");
+}
+
+#[test]
 fn resolve_and_where_over_a_version_2_list_name_the_shard_and_its_target() {
     let list = efs_router::MountTargetList::from_json(V2).unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -291,11 +291,7 @@ fn printable(text: &str) -> String {
 
 /// The version the list is written as ([`MountTargetList::to_json`]).
 fn version(list: &MountTargetList) -> u32 {
-    if list.needs_version_2() {
-        2
-    } else {
-        1
-    }
+    list.version()
 }
 
 /// The mount targets, each with its shards and their positions among the list's shards.
@@ -339,6 +335,7 @@ fn show(list: &MountTargetList, as_json: bool) {
             "targets": list.mount_targets.len(),
             "shards": shards,
             "draining_shards": draining,
+            "open": list.open,
             "mount_targets": targets,
         });
         println!("{v}");
@@ -348,6 +345,15 @@ fn show(list: &MountTargetList, as_json: bool) {
     println!("version:  {}", version(list));
     println!("targets:  {}", list.mount_targets.len());
     println!("shards:   {shards} ({draining} draining)");
+    // Where a miss looks besides home (list version 3).
+    match &list.open {
+        None => {}
+        Some(efs_router::Open::Everywhere(_)) => println!("open:     everywhere"),
+        Some(efs_router::Open::Placements(p)) => {
+            let each: Vec<String> = p.iter().map(|p| p.roots().join(" ")).collect();
+            println!("open:     {} placements [{}]", p.len(), each.join("; "));
+        }
+    }
     for (t, at) in grouped {
         println!();
         println!(
