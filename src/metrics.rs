@@ -546,7 +546,13 @@ mod tests {
             fleet_not_converged: false,
             unreadable_shards: 6,
             count_duration: Duration::from_micros(1_234_567),
-            clients_by_version: [("1".into(), 7), ("2".into(), 8), ("unknown".into(), 9)].into(),
+            clients_by_version: [
+                ("1".into(), 7),
+                ("2".into(), 8),
+                ("3".into(), 10),
+                ("unknown".into(), 9),
+            ]
+            .into(),
             clients_behind_secs: 1_801,
             list_version_held: true,
             tasks_unreported: 3,
@@ -589,6 +595,7 @@ mod tests {
             (RECONCILE_RUNS, "Count", json!(1)),
             (CLIENTS_LIST_V1, "Count", json!(7)),
             (CLIENTS_LIST_V2, "Count", json!(8)),
+            (CLIENTS_LIST_V3, "Count", json!(10)),
             (CLIENTS_LIST_UNKNOWN, "Count", json!(9)),
             (CLIENTS_BEHIND_LONGEST, "Seconds", json!(1_801)),
             (LIST_VERSION_HELD, "None", json!(1)),
@@ -636,7 +643,7 @@ mod tests {
         assert!(doc.get(PROP_LARGEST_SHARD_ROOT).is_none());
         let names: Vec<String> = metrics_of(&doc).into_iter().map(|m| m.2).collect();
         assert!(!names.contains(&LARGEST_SHARD_FILES.to_string()));
-        assert_eq!(names.len(), 17, "{names:?}");
+        assert_eq!(names.len(), 18, "{names:?}");
     }
 
     #[test]
@@ -700,7 +707,7 @@ mod tests {
         }
         series.sort();
         series.dedup();
-        assert_eq!(series.len(), 18 + 6, "{series:?}");
+        assert_eq!(series.len(), 19 + 6, "{series:?}");
     }
 
     #[test]
