@@ -641,6 +641,16 @@ async fn throttling_on_every_service_is_retried() {
 
     let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
+    // Every service was throttled at least once, and the run went on.
+    let throttled = tb.proxy.throttled_by_service();
+    for service in ["ec2", "ssm", "ecs", "elasticfilesystem"] {
+        check!(
+            inv,
+            throttled.get(service).copied().unwrap_or(0) > 0,
+            "no throttle injected into {service}: {throttled:?} (calls {:?})",
+            tb.proxy.counts()
+        );
+    }
     let targets = tb.world.mount_targets().await;
     check_eq!(inv, targets.len(), 2, "{targets:#?}");
     assert_one_per_az(&targets, &inv);

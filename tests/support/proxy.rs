@@ -125,6 +125,9 @@ struct Fault {
 struct State {
     counts: BTreeMap<String, usize>,
     faulted: BTreeMap<String, usize>,
+    /// Throttling errors injected, by the service the request was signed for (`ec2`, `ssm`,
+    /// `ecs`, `elasticfilesystem`).
+    throttled: BTreeMap<String, usize>,
     order: Vec<String>,
     faults: Vec<Fault>,
     /// How many `DescribeMountTargets` answers show a target created from now on as `creating`.
@@ -492,6 +495,12 @@ impl Proxy {
             .unwrap_or(0)
     }
 
+    /// Throttling errors injected, by service (the service of the request's SigV4 credential
+    /// scope: `ec2`, `ssm`, `ecs`, `elasticfilesystem`).
+    pub fn throttled_by_service(&self) -> BTreeMap<String, usize> {
+        self.state.lock().unwrap().throttled.clone()
+    }
+
     /// Every request seen.
     pub fn total(&self) -> usize {
         self.state.lock().unwrap().counts.values().sum()
@@ -526,6 +535,7 @@ impl Proxy {
         let mut state = self.state.lock().unwrap();
         state.counts.clear();
         state.faulted.clear();
+        state.throttled.clear();
         state.order.clear();
     }
 
@@ -614,7 +624,7 @@ async fn handle(
     }
 
     // Count it, and fail it if a fault is due.
-    let fault = count_and_fault(&state, &op);
+    let fault = count_and_fault(&state, &op, &signed_for(&parts.headers));
     match fault {
         Some(FaultKind::Stall) => return Ok(stalled().await),
         Some(FaultKind::LoseAnswer) | None => {}
@@ -669,7 +679,7 @@ async fn handle(
 }
 
 /// Counts the request, and returns the fault due to it, if any.
-fn count_and_fault(state: &Mutex<State>, op: &str) -> Option<FaultKind> {
+fn count_and_fault(state: &Mutex<State>, op: &str, service: &str) -> Option<FaultKind> {
     let mut s = state.lock().unwrap();
     *s.counts.entry(op.to_string()).or_default() += 1;
     s.order.push(op.to_string());
@@ -689,10 +699,25 @@ fn count_and_fault(state: &Mutex<State>, op: &str) -> Option<FaultKind> {
     if fault.is_some() {
         *s.faulted.entry(op.to_string()).or_default() += 1;
     }
+    if fault == Some(FaultKind::Throttle) {
+        *s.throttled.entry(service.to_string()).or_default() += 1;
+    }
     if matches!(fault, Some(FaultKind::Stall)) {
         s.stalled += 1;
     }
     fault
+}
+
+/// The service a request was signed for: the fourth part of its SigV4 credential scope
+/// (`Credential=<key>/<date>/<region>/<service>/aws4_request`), or `unsigned`.
+fn signed_for(headers: &HeaderMap) -> String {
+    headers
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|auth| auth.split("Credential=").nth(1))
+        .and_then(|scope| scope.split(['/', ',']).nth(3))
+        .unwrap_or("unsigned")
+        .to_string()
 }
 
 /// Sends the request on to moto (a paged one without its markers: moto answers everything)
