@@ -85,8 +85,15 @@ impl Function {
     /// A cold start: a new process for this one event, stopped afterwards. The function has
     /// `timeout` (it gets the deadline `now + timeout`), and is killed at it, as Lambda does.
     pub async fn invoke(&self, event: &Value, timeout: Duration) -> Invocation {
+        self.invoke_told(event, timeout, timeout).await
+    }
+
+    /// A cold start told the deadline `now + told`, and killed only at `now + bound` (at least
+    /// `told`): for a test of what the function does with little time, without making a slow
+    /// host's start-up fail it. `Invocation::timeout` is `told`.
+    pub async fn invoke_told(&self, event: &Value, told: Duration, bound: Duration) -> Invocation {
         let mut instance = self.start().await;
-        let mut invocation = instance.invoke(event, timeout).await;
+        let mut invocation = instance.invoke_told(event, told, bound).await;
         invocation.logs = instance.stop().await;
         invocation
     }
@@ -143,6 +150,18 @@ pub struct Instance {
 impl Instance {
     /// Hands the process one event and waits for its answer, its exit, or its deadline.
     pub async fn invoke(&mut self, event: &Value, timeout: Duration) -> Invocation {
+        self.invoke_told(event, timeout, timeout).await
+    }
+
+    /// [`Instance::invoke`] told the deadline `now + told`, killed at `now + bound` (no sooner
+    /// than `told`).
+    pub async fn invoke_told(
+        &mut self,
+        event: &Value,
+        told: Duration,
+        bound: Duration,
+    ) -> Invocation {
+        let (timeout, bound) = (told, bound.max(told));
         self.next_id += 1;
         let request_id = format!(
             "00000000-0000-4000-8000-{:06}{:06}",
@@ -156,7 +175,7 @@ impl Instance {
             body: Bytes::from(event.to_string()),
             deadline_ms,
         });
-        let result = self.wait_for(&request_id, timeout).await;
+        let result = self.wait_for(&request_id, bound).await;
         Invocation {
             request_id,
             result,

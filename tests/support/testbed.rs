@@ -89,6 +89,13 @@ impl Testbed {
         self.function.invoke(event, timeout).await
     }
 
+    /// One cold invocation told the deadline `now + told` (e.g. inside the margin the function
+    /// keeps, so that it has no time to wait), but waited for up to [`LONG`]: what it does with
+    /// little time, not how fast this host starts it.
+    pub async fn invoke_told(&self, event: &Value, told: Duration) -> Invocation {
+        self.function.invoke_told(event, told, LONG).await
+    }
+
     /// The simulated fleet reports: one client that routes by the list published now and
     /// reads the list versions `reads` (what lets the list grow to version 2, or holds it).
     pub async fn fleet_reports(&self, reads: &[u32]) {
