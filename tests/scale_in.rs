@@ -823,6 +823,117 @@ async fn a_rebalance_out_of_time_stops_walking_and_says_its_count_is_partial() {
     assert_files_intact(&files, &tb.mount, &inv);
 }
 
+/// What one reader beside a run saw: its reads (or looks) by place.
+#[derive(Debug, Default)]
+struct ReaderSaw {
+    passes: usize,
+    by_place: BTreeMap<&'static str, usize>,
+}
+
+/// Readers routing by the published list, each with a router of its own, go over every file
+/// written before a rebalance again and again while the function moves the misplaced ones
+/// home, and once more after it: one looks (`locate`, which moves nothing), one reads
+/// (`read_with_fallback`, which moves what it finds away from home, racing the function's
+/// mover). Every file written before the run exists all along, so every look and every read
+/// of every one of them must find it, with its own bytes: a "not found" here is a lost file,
+/// never an accepted answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn readers_beside_a_rebalance_find_every_file_written_before_it() {
+    use efs_router::{Found, Layout, Location, Router};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let tb = testbed(&['a', 'b']).await;
+    let list = published_list(&tb).await;
+    let root = list.mount_targets[0].root.clone();
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &root, 0, 50));
+    put_files(&tb.mount.watch_dir(), homed_at(&list, &b.root, 0, 200));
+    put_files(
+        &tb.mount.dir_of_root(&b.root),
+        homed_at(&list, &root, 10_000, 200),
+    );
+    let files = files_by_name(&tb.mount);
+    assert_eq!(files.len(), 450);
+    let files = Arc::new(files);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = |moves: bool| {
+        let (files, stop) = (files.clone(), stop.clone());
+        let router = Router::new(list.clone(), Layout::single_mount(tb.mount.path()))
+            .expect("the published list fits a single mount");
+        std::thread::spawn(move || -> Result<ReaderSaw, String> {
+            let mut saw = ReaderSaw::default();
+            loop {
+                // Whether the run had ended before this pass began: then it is the last.
+                let last = stop.load(Ordering::Acquire);
+                for (n, bytes) in files.iter() {
+                    let path = format!("data/analysis/{n}");
+                    let place = if moves {
+                        let read = router
+                            .read_with_fallback(&path)
+                            .map_err(|e| format!("read {path}: {e} ({saw:?})"))?;
+                        if read.data != *bytes {
+                            return Err(format!("read {path}: not its bytes ({saw:?})"));
+                        }
+                        // Slowly: the run's moves and this reader's overlap.
+                        std::thread::sleep(Duration::from_millis(1));
+                        read.place.as_str()
+                    } else {
+                        let found = match router.locate(&path) {
+                            Ok(Location { found, .. }) => found,
+                            Err(e) => return Err(format!("locate {path}: {e} ({saw:?})")),
+                        };
+                        std::thread::sleep(Duration::from_micros(200));
+                        match found {
+                            Found::Home => "home",
+                            Found::Elsewhere { .. } => "elsewhere",
+                            Found::Missing => {
+                                return Err(format!("locate {path}: missing ({saw:?})"))
+                            }
+                        }
+                    };
+                    *saw.by_place.entry(place).or_default() += 1;
+                }
+                saw.passes += 1;
+                if last {
+                    return Ok(saw);
+                }
+            }
+        })
+    };
+    let readers = [reader(false), reader(true)];
+    let inv = tb.invoke(&rebalance(10_000)).await;
+    stop.store(true, Ordering::Release);
+    let saw: Vec<ReaderSaw> = readers
+        .into_iter()
+        .map(|r| {
+            r.join()
+                .expect("a reader panicked")
+                .unwrap_or_else(|e| panic!("{e}\n{}", inv.describe()))
+        })
+        .collect();
+    println!(
+        "beside a rebalance that moved {}: the looking reader {:?}, the reading reader {:?}",
+        moves(&inv).moved,
+        saw[0],
+        saw[1]
+    );
+    check_eq!(inv, moves(&inv).remaining, 0);
+    for s in &saw {
+        check!(inv, s.passes >= 1, "{saw:?}");
+    }
+    // Between them, the function and the reading reader moved all 400 misplaced files home.
+    let moved_by_reader = saw[1].by_place.get("moved-home").copied().unwrap_or(0) as u64;
+    check!(
+        inv,
+        moves(&inv).moved + moved_by_reader >= 400,
+        "moved {} by the run, {moved_by_reader} by the reader",
+        moves(&inv).moved
+    );
+    assert!(misplaced(&tb.mount, &list).is_empty());
+    assert_files_intact(&files, &tb.mount, &inv);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rebalance_respects_max_moves_and_finishes_over_several_runs() {
     let tb = testbed(&['a', 'b']).await;
