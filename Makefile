@@ -108,13 +108,19 @@ demo:
 ## The randomized soak (tests/soak.rs) on the NFS tier: the function, moto and the clients in the VM, the
 ## function on its own NFS mount and the clients on two others. make soak SEED=<number> STEPS=<number>
 ## (default: the seed and steps `make test` runs). A failure prints its seed, its step and the step log.
+# The VM is killed after SOAK_TIER_TIMEOUT s; the soak has a budget of its own below that (the VM's
+# boot, one last step and the log's printing fit in the difference): past it, it fails with its step
+# log instead of being killed with nothing to show.
 .PHONY: soak soak-local
+SOAK_TIER_TIMEOUT ?= $(or $(NFS_TIER_TIMEOUT),1200)
+SOAK_DEADLINE_SECS ?= $(shell echo $$(( $(SOAK_TIER_TIMEOUT) - 200 )))
 soak:
 	scripts/ensure-tools.sh moto
 	$(CARGO) test --test soak --no-run
 	bin=$$($(SOAK_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
 	MOTO_HOST=10.0.2.2 scripts/with-moto.sh scripts/nfs-tier/run.sh --host-net $$shares \
 	  --delay-ms $(or $(NFS_DELAY_MS),0) --env SOAK_SEED=$(SEED) --env SOAK_STEPS=$(or $(STEPS),$(TIER_SOAK_STEPS)) \
+	  --timeout $(SOAK_TIER_TIMEOUT) --env SOAK_DEADLINE_SECS=$(SOAK_DEADLINE_SECS) \
 	  --env CARGO_MANIFEST_DIR=$(CURDIR) -- $$bin --test-threads 1 --nocapture --color never
 
 ## The same soak on one local directory (one cache: every client agrees), as `cargo test` runs it.

@@ -2506,6 +2506,17 @@ impl Soak {
     /// Step `step`: the clients ECS does not show, then one step, then the checks.
     async fn step_once(&mut self, step: u64) {
         self.step = step;
+        // A budget of its own (`SOAK_DEADLINE_SECS`, below the VM's limit on the tier): past
+        // it the soak fails with its step log, rather than be killed with nothing to show.
+        let budget = env_number("SOAK_DEADLINE_SECS", 0);
+        if budget > 0 && self.started.elapsed() >= Duration::from_secs(budget) {
+            self.log.push(format!("#{step} not started: out of time"));
+            self.fail(&format!(
+                "out of time: {:.0} s spent, SOAK_DEADLINE_SECS={budget}, before step {step} ({:?})",
+                self.started.elapsed().as_secs_f64(),
+                self.phase
+            ));
+        }
         match self.actors_step().await {
             Ok(Some(line)) => self.log.push(format!("#{step} (not in ECS) {line}")),
             Ok(None) => {}
