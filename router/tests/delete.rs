@@ -442,3 +442,72 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
         "seed {seed}: {races:?}"
     );
 }
+
+/// A path written again all along, in every shard, by writers that never stop: each round of
+/// the delete removes a copy and finds another, so after `ROUNDS` (8) rounds it gives up with
+/// `Error::Reappearing` rather than call the path deleted. Writers on every shard make it
+/// likely that each round finds one; the delete is tried until it gives up (within a generous
+/// bound), and the attempts that ended sooner are counted. Once the writers stop, a delete
+/// removes the path from everywhere.
+#[test]
+fn a_path_written_again_in_every_round_is_reappearing() {
+    const ROUNDS: usize = 8; // delete::ROUNDS
+    let d = tempfile::tempdir().unwrap();
+    let router = single(d.path(), FOUR);
+    let path = homed(&router, "data/analysis", 1, "again");
+    let places: Vec<PathBuf> = (0..FOUR.len()).map(|i| real(&router, i, &path)).collect();
+    for p in &places {
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (error, attempts, ended_sooner, writes) = thread::scope(|s| {
+        let writers: Vec<_> = places
+            .iter()
+            .map(|p| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut writes = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        fs::write(p, b"written again").unwrap();
+                        writes += 1;
+                    }
+                    writes
+                })
+            })
+            .collect();
+        let bound = Instant::now() + Duration::from_secs(60);
+        let (mut attempts, mut ended_sooner) = (0u64, Vec::new());
+        let error = loop {
+            attempts += 1;
+            match router.delete(&path) {
+                Err(e) => break Some(e),
+                Ok(done) => ended_sooner.push(done.rounds),
+            }
+            if Instant::now() > bound {
+                break None;
+            }
+        };
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let writes: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+        (error, attempts, ended_sooner, writes)
+    });
+    println!(
+        "{attempts} deletes against {writes} writes; the ones that ended before giving up, by rounds: {ended_sooner:?}"
+    );
+    match error {
+        Some(Error::Reappearing { path: p, rounds }) => {
+            assert_eq!((p.as_str(), rounds), (path.as_str(), ROUNDS));
+        }
+        Some(e) => panic!("{path}: expected Reappearing, got {e:?}"),
+        None => panic!(
+            "{path}: no delete gave up as Reappearing in 60 s ({attempts} deletes, {writes} writes, rounds {ended_sooner:?})"
+        ),
+    }
+    // The writers stopped: the path goes from everywhere.
+    router.delete(&path).unwrap();
+    let left: Vec<&PathBuf> = places
+        .iter()
+        .filter(|p| fs::symlink_metadata(p).is_ok())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
