@@ -575,3 +575,89 @@ fn a_cut_short_move_swapped_for_a_link_during_a_run_gives_back_nothing_of_its_ta
         tally.swaps
     );
 }
+
+/// A client deletes paths (`Router::delete`) while a cut-short move's private directory holds
+/// a copy of each, out of sight of the delete; the function's rebalance then meets that
+/// directory abandoned and gives back what it holds (`relocation::recover`, asked whether
+/// each path is still anywhere). A deleted path must not come back: not when the move had
+/// linked the file home before it was cut short (the private name a second name of the file
+/// deleted), nor when the private name holds a writer's newer version and an older one was at
+/// home. A path nobody deleted is given back. No FUSE: the give-back's answer, not a race.
+#[test]
+fn paths_deleted_while_a_cut_short_move_holds_them_are_not_given_back() {
+    use efs_router::{Error, Layout, Router};
+    let mount = tempfile::tempdir().unwrap();
+    let config = config(mount.path());
+    let list = list(&["/", "/shards/use1-az2"]);
+    let router = Router::new(list.clone(), Layout::single_mount(mount.path())).unwrap();
+    let (source, home) = (
+        config.watch_path("/").join("2026/12"),
+        config.watch_path("/shards/use1-az2").join("2026/12"),
+    );
+    fs::create_dir_all(&source).unwrap();
+    fs::create_dir_all(&home).unwrap();
+    let names = homed_at(&list, &config, "2026/12", "/shards/use1-az2", 4);
+    let logical = |name: &str| format!("{}/2026/12/{name}", config.watch_dir);
+    // Each cut short in its own private directory, beside the source, in the first shard.
+    let cut_short = |name: &str, bytes: &[u8], mtime: SystemTime| {
+        let pd = source.join(new_private_name(Private::Moving));
+        put(&pd.join(name), bytes, mtime);
+        pd.join(name)
+    };
+    // Linked home, then cut short: the private name and home are one file. Deleted, and not.
+    let (linked_deleted, linked_kept) = (&names[0], &names[1]);
+    for name in [linked_deleted, linked_kept] {
+        let taken = cut_short(name, format!("{name} linked").as_bytes(), at(20));
+        fs::hard_link(&taken, home.join(name)).unwrap();
+    }
+    // A replace cut short: the private name holds a writer's newer version, home an older one.
+    let (newer_deleted, newer_kept) = (&names[2], &names[3]);
+    for name in [newer_deleted, newer_kept] {
+        cut_short(name, format!("{name} newest").as_bytes(), at(30));
+        put(&home.join(name), b"older", at(10));
+    }
+    for name in [linked_deleted, newer_deleted] {
+        let done = router.delete(&logical(name)).unwrap();
+        assert_eq!(done.removed, [1], "{name}: {done:?}");
+    }
+
+    // The function's rebalance, every private name abandoned at once: twice, as a version
+    // given back to the source's directory is moved home by a later walk.
+    for _ in 0..2 {
+        run(&config, &list, Duration::ZERO).unwrap();
+    }
+
+    for name in [linked_deleted, newer_deleted] {
+        assert!(
+            matches!(
+                router.read_with_fallback(&logical(name)),
+                Err(Error::NotFound { .. })
+            ),
+            "{name}: deleted, and given back"
+        );
+    }
+    assert_eq!(
+        router
+            .read_with_fallback(&logical(linked_kept))
+            .unwrap()
+            .data,
+        format!("{linked_kept} linked").into_bytes()
+    );
+    assert_eq!(
+        router
+            .read_with_fallback(&logical(newer_kept))
+            .unwrap()
+            .data,
+        format!("{newer_kept} newest").into_bytes()
+    );
+    // Nothing else anywhere: no copy of a deleted path, no private name left.
+    let mut left: Vec<String> = [&source, &home]
+        .iter()
+        .flat_map(|d| fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut kept = vec![linked_kept.clone(), newer_kept.clone()];
+    kept.sort();
+    assert_eq!(left, kept);
+}
