@@ -356,6 +356,130 @@ fn the_newest_version_survives_moves_racing_writers() {
     );
 }
 
+/// Seeded: a client on one mount deletes a path while the function's mount moves it home (a
+/// plain move, or a replace of an older copy at home), at random moments. As on the host
+/// (router/tests/delete.rs), the path never comes back, but through the one window
+/// docs/routing.md documents: a replace whose rename lands at home after the delete's last
+/// look there. Prints how often each order of the two happened, and asks for both.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
+    use efs_router::Relocation;
+    let t = "delete_move_race";
+    let m = setup(t);
+    let (deleter, func) = (router(&m[1], t), router(&m[0], t));
+    let seed: u64 = std::env::var("NFS_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261201);
+    let mut rng = seed.max(1);
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let server = |real: &Path| on_server(t, &m[0], real);
+    // Placed home, then deleted there; deleted at the source first, the mover finding it gone;
+    // came back through the replace window; a trial where the delete went round more than once.
+    let (mut placed_then_deleted, mut source_gone, mut window, mut caught_moving) = (0, 0, 0, 0);
+    // How long a move and a delete take here (it varies with the machine): the delete starts
+    // at a moment drawn from the move's start to past its end, so that both orders happen.
+    let (warm, home_w, away_w) = misplaced(&func, 1, 2, "warm");
+    fs::write(server(&away_w), b"warm").unwrap();
+    assert!(fs::symlink_metadata(&away_w).is_ok());
+    let started = std::time::Instant::now();
+    relocate(&away_w, &home_w).unwrap();
+    let move_took = started.elapsed();
+    let started = std::time::Instant::now();
+    deleter.delete(&warm).unwrap();
+    let delete_took = started.elapsed();
+    let span = u64::try_from((move_took + delete_took).as_micros()).unwrap() + 1;
+    for trial in 0..80u64 {
+        let replace = next(2) == 1;
+        let to = next(3) as usize;
+        let from = (to + 1 + next(2) as usize) % 3;
+        let (path, _, _) = misplaced(&func, to, from, &format!("x{trial}-"));
+        let real = |r: &Router, i: usize| {
+            let res = r.resolve(&path).unwrap();
+            r.layout().real_path(r.shards(), i, &res.logical)
+        };
+        let (src, dst) = (real(&func, from), real(&func, to));
+        if replace {
+            fs::write(server(&dst), b"older, at home").unwrap();
+            let old = std::time::SystemTime::now() - Duration::from_secs(60);
+            fs::File::options()
+                .write(true)
+                .open(server(&dst))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        fs::write(server(&src), format!("trial {trial}")).unwrap();
+        let src_ino = fs::metadata(server(&src)).unwrap().ino();
+        // Both have looked at the path, as a walk and a client do before they act.
+        assert!(fs::symlink_metadata(&src).is_ok());
+        assert!(deleter.exists(&path).unwrap());
+        let (wait_delete, wait_move) = (next(span), 0);
+        let barrier = Barrier::new(2);
+        let (deleted, moved) = thread::scope(|s| {
+            let del = s.spawn(|| {
+                barrier.wait();
+                thread::sleep(Duration::from_micros(wait_delete));
+                deleter.delete(&path).unwrap()
+            });
+            let mov = s.spawn(|| {
+                barrier.wait();
+                thread::sleep(Duration::from_micros(wait_move));
+                relocate(&src, &dst).unwrap_or_else(|e| panic!("seed {seed} trial {trial}: {e}"))
+            });
+            (del.join().unwrap(), mov.join().unwrap())
+        });
+        let back: Vec<usize> = (0..3)
+            .filter(|&i| fs::symlink_metadata(server(&real(&func, i))).is_ok())
+            .collect();
+        if !back.is_empty() {
+            let at_home = fs::metadata(server(&dst)).map(|md| md.ino()).ok();
+            let replace_landed_late = replace
+                && back == [to]
+                && matches!(moved, Relocation::ReplacedOlder | Relocation::SourceGone)
+                && at_home == Some(src_ino);
+            assert!(
+                replace_landed_late,
+                "seed {seed} trial {trial} (replace {replace}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
+            );
+            window += 1;
+            fs::remove_file(server(&dst)).unwrap();
+        }
+        if deleted.removed.contains(&to)
+            && matches!(moved, Relocation::Moved | Relocation::ReplacedOlder)
+        {
+            placed_then_deleted += 1;
+        }
+        if moved == Relocation::SourceGone && deleted.removed.contains(&from) {
+            source_gone += 1;
+        }
+        if deleted.rounds > 3 || deleted.unlinked > deleted.removed.len() {
+            caught_moving += 1;
+        }
+        assert_eq!(
+            private_names_under(&backing().join(t)),
+            Vec::<PathBuf>::new(),
+            "seed {seed} trial {trial}"
+        );
+    }
+    println!(
+        "seed {seed}: delete racing a move across two mounts (a move {move_took:?}, a delete \
+         {delete_took:?}): placed then deleted {placed_then_deleted}, source gone {source_gone}, \
+         back through the replace window {window}, delete caught a move {caught_moving}"
+    );
+    assert!(
+        placed_then_deleted > 0,
+        "seed {seed}: the move never came first"
+    );
+    assert!(source_gone > 0, "seed {seed}: the delete never came first");
+}
+
 /// The mover's process of the crash test: does nothing unless that test started it.
 #[test]
 #[ignore = "the mover child of the crash test, started by it"]
