@@ -63,6 +63,7 @@ class RacingCreates(unittest.TestCase):
             self.assertEqual({c.index for _, c in got}, {home.index})
             self.assertEqual(on_server(home.real, m[1]), got[winners[0]][0])
         print("racing creates over 30 paths: client 0 won %d, client 1 won %d" % tuple(wins))
+        self.assertTrue(all(w > 0 for w in wins), wins)  # each client won some and lost some
         self.assertEqual(private_names_under(os.path.join(backing(), t)), [])
 
 
