@@ -78,10 +78,21 @@ pub fn shards_sha256<'a>(roots: impl IntoIterator<Item = &'a str>) -> String {
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The digest of every shard of `list` (its roots; not the list's text, as a report's is).
+/// The digest of where `list` homes files: every shard's root, each draining one marked, and
+/// the strategy (not the list's text, as a report's is). A pass is clean only under one such
+/// digest: a drain started and cancelled within it homed files elsewhere meanwhile, behind
+/// the walk, and a pass that ignored that would close placements still holding them.
 pub fn list_shards_sha256(list: &MountTargetList) -> String {
-    let shards = list.shards();
-    shards_sha256(shards.iter().map(|t| t.root.as_str()))
+    let mut named: Vec<String> = list
+        .shards()
+        .iter()
+        .map(|t| match t.draining {
+            true => format!("{}\u{1}draining", t.root),
+            false => t.root.clone(),
+        })
+        .collect();
+    named.push(format!("\u{1}{}", list.strategy));
+    shards_sha256(named.iter().map(String::as_str))
 }
 
 impl ShardSet {
@@ -366,6 +377,15 @@ pub(crate) mod tests {
             .after_run(&l, at("m"), true)
             .after_run(&grown, None, true);
         assert_eq!(r.balanced, done.balanced);
+        // A drain started and cancelled during the pass: files were homed elsewhere meanwhile,
+        // so the pass is not recorded.
+        let mut draining = l.clone();
+        draining.mount_targets[1].draining = true;
+        let r = Rebalancing::default()
+            .after_run(&l, at("m"), true)
+            .after_run(&draining, at("n"), true)
+            .after_run(&l, None, true);
+        assert_eq!(r.balanced, None);
         // A shard gone: the record goes.
         let shrunk = list(&[("/", "use1-az1", 1)]);
         let r = done.after_run(&shrunk, at("m"), true);
