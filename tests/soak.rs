@@ -1959,8 +1959,11 @@ impl Soak {
         if choice >= 4 {
             let within = PathBuf::from(format!("{}d-{n}", hostile::PREFIX));
             let files = 1 + rng.below(hostile::OWN_FILES);
-            hostile::own_dir(&watched.join(&within), files, &format!("dir {n}"))
-                .map_err(|e| format!("the co-tenant's directory: {e}"))?;
+            let made = hostile::own_dir(&watched.join(&within), files, &format!("dir {n}"));
+            if let Some(line) = spot_gone(&made, &root) {
+                return Ok(line);
+            }
+            made.map_err(|e| format!("the co-tenant's directory: {e}"))?;
             let spot = Spot::Shard {
                 root: root.clone(),
                 within: within.clone(),
@@ -2016,8 +2019,11 @@ impl Soak {
                 efs_router::report::DIR.to_string(),
             ),
         };
-        std::os::unix::fs::symlink(&target, watched.join(&within))
-            .map_err(|e| format!("the co-tenant's link {}: {e}", within.display()))?;
+        let made = std::os::unix::fs::symlink(&target, watched.join(&within));
+        if let Some(line) = spot_gone(&made, &dir.display().to_string()) {
+            return Ok(line);
+        }
+        made.map_err(|e| format!("the co-tenant's link {}: {e}", within.display()))?;
         let spot = Spot::Shard {
             root: root.clone(),
             within: within.clone(),
@@ -2309,6 +2315,9 @@ impl Soak {
         } else {
             hostile::write_own(&path, &tag)
         };
+        if let Some(line) = spot_gone(&made, &dir.display().to_string()) {
+            return Ok(line);
+        }
         made.map_err(|e| format!("the co-tenant's {}: {e}", within.display()))?;
         // A `.moving` file is never taken away (it may be a version's only copy): it holds a
         // drain as long as it lives. A `.tmp` file holds nothing, and a `.moving` directory is
@@ -2365,6 +2374,9 @@ impl Soak {
         } else {
             hostile::own_dir(&path, 1 + rng.below(3), &tag)
         };
+        if let Some(line) = spot_gone(&made, &dir.display().to_string()) {
+            return Ok(line);
+        }
         made.map_err(|e| format!("the co-tenant's {}: {e}", within.display()))?;
         let spot = Spot::Shard {
             root: root.clone(),
@@ -3928,6 +3940,17 @@ impl Soak {
             s.hostile_left_in_deleted,
             s.abandoned_beside_hostile
         );
+    }
+}
+
+/// The directory the co-tenant picked to plant in was gone when it planted (a drain removed
+/// it, seen through another mount whose cache still showed it: fact 13): nothing planted.
+fn spot_gone<T>(made: &std::io::Result<T>, spot: &str) -> Option<String> {
+    match made {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+            "the co-tenant's spot {spot:?} was gone when it planted: nothing planted"
+        )),
+        _ => None,
     }
 }
 
