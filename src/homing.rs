@@ -831,20 +831,7 @@ mod tests {
         abandoned_after: Duration,
         warnings: &mut Vec<Warning>,
     ) -> Moves {
-        let roots: Vec<String> = list.shards().into_iter().map(|t| t.root).collect();
-        let budget = Budget {
-            max_moves: 1000,
-            until: Instant::now() + Duration::from_secs(60),
-            concurrency: 2,
-        };
-        let comparison = crate::plan::comparison(list, None);
-        let walk = Walk {
-            from: None,
-            max_visits: u64::MAX,
-            comparison: &comparison,
-            abandoned_after,
-        };
-        rebalance(config, list, &roots, budget, walk, warnings).unwrap()
+        run(config, list, None, u64::MAX, abandoned_after, warnings)
     }
 
     /// One rebalance run from `from`, looking at `cap` files at most.
@@ -853,6 +840,18 @@ mod tests {
         list: &MountTargetList,
         from: Option<&Cursor>,
         cap: u64,
+    ) -> Moves {
+        run(config, list, from, cap, ABANDONED_AFTER, &mut Vec::new())
+    }
+
+    /// One rebalance run over every shard of `list`, with time and moves enough.
+    fn run(
+        config: &Config,
+        list: &MountTargetList,
+        from: Option<&Cursor>,
+        max_visits: u64,
+        abandoned_after: Duration,
+        warnings: &mut Vec<Warning>,
     ) -> Moves {
         let roots: Vec<String> = list.shards().into_iter().map(|t| t.root).collect();
         let budget = Budget {
@@ -863,11 +862,11 @@ mod tests {
         let comparison = crate::plan::comparison(list, None);
         let walk = Walk {
             from,
-            max_visits: cap,
+            max_visits,
             comparison: &comparison,
-            abandoned_after: Duration::from_secs(3600),
+            abandoned_after,
         };
-        rebalance(config, list, &roots, budget, walk, &mut Vec::new()).unwrap()
+        rebalance(config, list, &roots, budget, walk, warnings).unwrap()
     }
 
     #[test]
