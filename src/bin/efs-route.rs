@@ -289,11 +289,6 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
-/// The version the list is written as ([`MountTargetList::to_json`]).
-fn version(list: &MountTargetList) -> u32 {
-    list.version()
-}
-
 /// The mount targets, each with its shards and their positions among the list's shards.
 fn show(list: &MountTargetList, as_json: bool) {
     let shards = list.shard_count();
@@ -331,7 +326,7 @@ fn show(list: &MountTargetList, as_json: bool) {
             .collect();
         let v = json!({
             "strategy": list.strategy.as_str(),
-            "version": version(list),
+            "version": list.version(),
             "targets": list.mount_targets.len(),
             "shards": shards,
             "draining_shards": draining,
@@ -342,7 +337,7 @@ fn show(list: &MountTargetList, as_json: bool) {
         return;
     }
     println!("strategy: {}", list.strategy);
-    println!("version:  {}", version(list));
+    println!("version:  {}", list.version());
     println!("targets:  {}", list.mount_targets.len());
     println!("shards:   {shards} ({draining} draining)");
     // Where a miss looks besides home (list version 3).
