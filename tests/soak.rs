@@ -50,7 +50,11 @@
 //! published when it started. ECS shows the standalone task only by its family
 //! (`ECS_CLIENT_FAMILIES`), and the others not at all: only their reports can hold the
 //! function. So after every run: no file moved and no target deleted while a live report
-//! named an older list than the published one at the run's start.
+//! named an older list than the published one at the run's start. That is judged on what the
+//! run did, not on what it answered: the clients' files on disk and AWS's targets before and
+//! after every run, answered, failed or killed (a client path that lost a copy, the paths of
+//! the traffic beside the run aside; a target that went from AWS or shows `deleting`); and a
+//! run that answered it moved nothing must have taken no file from its place.
 //!
 //! **A hostile co-tenant** (issue 27), drawn before each step from a generator of its own
 //! (`support::hostile` does it on disk): a writer with the clients' uid that plants links in
@@ -76,9 +80,10 @@
 //! **After every step** (failing with the seed, the step and the step log):
 //!
 //! 1. no logical path written and not deleted is lost: its latest version is a regular file at
-//!    its relative location under some root of the published list (draining ones included);
-//!    and every copy of any path under a listed root holds bytes some client wrote under that
-//!    name. Stronger, at **checkpoints**: once the fleet has converged (no rollout held, every
+//!    its relative location under some root of the published list (draining ones included),
+//!    or, hidden and counted, in a move's private name there, for at most three times
+//!    `ABANDONED_AFTER` (the function gives it back); and every copy of any path under a
+//!    listed root, private names included, holds bytes some client wrote under that name. Stronger, at **checkpoints**: once the fleet has converged (no rollout held, every
 //!    client on the published list) and a rebalance has then moved every misplaced file
 //!    (`remaining`, `failed` and `skipped` 0), every such path reads back its latest version
 //!    through a client on the published list. Only there: while old clients write to their old
@@ -86,11 +91,11 @@
 //!    reader on the new list reads it until a rebalance compares the two and keeps the newer;
 //!    the router says so (`router/README.md`, known limits);
 //! 2. no file lies under `<mount>/<root>/data/analysis` for a root not in the published list
-//!    (the router's own `.efs-router-*` names aside; nothing outside those trees is looked
-//!    at), and the old state directory `.efs-mount-autoscaler` does not exist (the state is in
+//!    (a move's private name included; nothing outside those trees is looked at), and the old state directory `.efs-mount-autoscaler` does not exist (the state is in
 //!    SSM);
 //! 3. no mount target is deleted while its shard holds a file: after each run, the tree of
-//!    each target it deleted holds no regular file (and the first shard `/` is never deleted);
+//!    each target it deleted holds no regular file, in a private name or not (and the first
+//!    shard `/` is never deleted);
 //! 4. the published list names only targets AWS has, draining ones included, and none that AWS
 //!    (the proxy, which plays `creating` where moto makes a target available at once) still
 //!    shows `creating`. ("At most one mount target per AZ" is not checked: moto refuses a
@@ -148,7 +153,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efs_mount_autoscaler::reports::MAX_SKEW_SECS;
-use efs_router::names::private_kind;
+use efs_router::names::{private_kind, Private};
 use efs_router::report::{ListSeen, Report, LIFETIME_SECS};
 use efs_router::reporter::Reporting;
 use efs_router::{Deleted, Layout, MountTargetList, Place, Router};
@@ -959,6 +964,41 @@ fn is_private(rel: &str) -> bool {
         .any(|name| private_kind(name.as_bytes()).is_some())
 }
 
+/// The path a move's private name stands for: its `.moving` directory left out. `None` for a
+/// write's temporary name and the reports, which stand for no client path.
+fn unprivate(rel: &str) -> Option<String> {
+    let mut kept = Vec::new();
+    for name in rel.split('/') {
+        match private_kind(name.as_bytes()) {
+            Some(Private::Moving) => {}
+            Some(_) => return None,
+            None => kept.push(name),
+        }
+    }
+    Some(kept.join("/"))
+}
+
+/// A file of the co-tenant's under one of the router's own names: its content says so.
+fn planted_by_hostile(path: &Path) -> bool {
+    fs::read(path).is_ok_and(|b| b.starts_with(hostile::CONTENT))
+}
+
+/// Where the clients' files are on disk, under any root: the roots by logical path (private
+/// names and the co-tenant's aside).
+fn places_on_disk(truth: &Path) -> Places {
+    let (files, _) = files_under(truth);
+    let mut places = Places::new();
+    for (rel, _) in files {
+        if is_private(&rel) || hostile::is_hostile(&rel) {
+            continue;
+        }
+        if let Some((root, logical)) = placed(&rel) {
+            places.entry(logical).or_default().insert(root);
+        }
+    }
+    places
+}
+
 /// The router's own names under `dir` (files and directories), relative to it.
 fn privates_under(dir: &Path) -> BTreeSet<String> {
     fn walk(dir: &Path, rel: &str, out: &mut BTreeSet<String>) {
@@ -1203,6 +1243,19 @@ struct Stats {
     /// Abandoned names removed or given back in runs where a private name of the co-tenant's
     /// went too.
     abandoned_beside_hostile: u64,
+    /// Runs that took a client's file from its place on disk or deleted a target in AWS, by how
+    /// they ended (`answered`, `failed`, `killed`): each judged by the fleet rule on that.
+    changed_on_disk: BTreeMap<&'static str, usize>,
+    /// Paths whose latest version was, at some check, only in a private name of a move (a
+    /// version a move hid), and the longest any stayed so before it was given back.
+    hidden_latest: usize,
+    longest_hidden: Duration,
+    /// The paths whose latest version is hidden now, since when.
+    hidden_since: BTreeMap<String, Instant>,
+    /// Runs whose answer said a cut-short move's private name held a drain (within
+    /// `ABANDONED_AFTER` of the kill), and the client files found in private names at all.
+    drains_held_by_moves: usize,
+    private_copies: BTreeSet<String>,
 }
 
 /// A client operation beside a function run.
@@ -1267,6 +1320,9 @@ struct BeforeRun {
     serving: usize,
     /// The private names of the co-tenant's on disk.
     hostile_privates: Vec<PathBuf>,
+    /// Where the clients' files were: the run is judged on what it changed, whether it
+    /// answered or not.
+    places: Places,
 }
 
 /// How a run went: its answer (`None`: killed), how long it took, its deadline.
@@ -1279,6 +1335,9 @@ struct Ran {
 
 /// Every copy under a listed root, by logical path: its root and its bytes.
 type Copies = BTreeMap<String, Vec<(String, Vec<u8>)>>;
+
+/// The roots under which each client path has a copy on disk (private names aside).
+type Places = BTreeMap<String, BTreeSet<String>>;
 
 struct Soak {
     seed: u64,
@@ -2612,6 +2671,11 @@ impl Soak {
             ("faults that fired", s.faults.values().sum()),
             ("runs killed", s.kills),
             ("kills among moves", s.kills_among_moves),
+            // Judged on disk: a killed run took files from their place, with no answer to say so.
+            (
+                "killed runs that moved files, judged on disk",
+                s.changed_on_disk.get("killed").copied().unwrap_or(0),
+            ),
             ("targets created", s.created),
             ("drains", s.drains),
             // The wind-down deletes every target the function created, on the tier too.
@@ -2682,6 +2746,16 @@ impl Soak {
             assert!(
                 n > 0,
                 "soak: seed {}, {} steps: no {what}; the soak did not test what it is for",
+                self.seed,
+                self.steps
+            );
+        }
+        // A drain that starts within `ABANDONED_AFTER` of a kill inside a move in its shard
+        // waits for the function to give the move's private name back: long runs meet one.
+        if self.steps >= HOSTILE_ALL_STEPS {
+            assert!(
+                s.drains_held_by_moves > 0 && !s.private_copies.is_empty(),
+                "soak: seed {}, {} steps: no drain held by a cut-short move",
                 self.seed,
                 self.steps
             );
@@ -2991,6 +3065,7 @@ impl Soak {
             before.sources = self.misplaced();
             before.privates = privates_under(&self.views.truth);
         }
+        let beside: BTreeSet<String> = planned.iter().map(|(_, _, p, _)| p.clone()).collect();
         let traffic = self.traffic_beside(planned);
         let swap = self.swap_in_run();
         let ran = self.invoke(event, &fault, &before.sources).await;
@@ -3010,6 +3085,7 @@ impl Soak {
             let _ = write!(line, " ({swapped})");
         }
         let rebalanced_all = self.check_answer(&mut line, &action, &fault, &ran, &before)?;
+        self.judge_on_disk(&mut line, &before, &beside, &ran)?;
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
         self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
@@ -3061,6 +3137,7 @@ impl Soak {
                 .filter(|t| !t.draining)
                 .count(),
             hostile_privates: self.hostile_privates(),
+            places: places_on_disk(&self.views.truth),
         }
     }
 
@@ -3259,6 +3336,67 @@ impl Soak {
         Ok(rebalanced_all)
     }
 
+    /// The fleet rule judged on what the run did, not on what it said: the client paths that
+    /// lost a copy on disk (a move takes its source; the paths of the traffic beside it aside)
+    /// and the targets AWS shows deleted or deleting since it began, whether it answered,
+    /// failed or was killed. An answer that moved nothing must have taken nothing.
+    fn judge_on_disk(
+        &mut self,
+        line: &mut String,
+        before: &BeforeRun,
+        beside: &BTreeSet<String>,
+        ran: &Ran,
+    ) -> Result<(), String> {
+        let after = places_on_disk(&self.views.truth);
+        let taken: Vec<&String> = before
+            .places
+            .iter()
+            .filter(|(path, roots)| {
+                !beside.contains(*path) && after.get(*path).is_none_or(|now| !roots.is_subset(now))
+            })
+            .map(|(path, _)| path)
+            .collect();
+        let gone = |state: &str| state == "deleting" || state == "deleted";
+        let now: BTreeMap<&str, &str> = self
+            .targets
+            .iter()
+            .map(|t| (t.id.as_str(), t.state.as_str()))
+            .collect();
+        let deleted: Vec<&str> = before
+            .targets
+            .iter()
+            .filter(|t| !gone(&t.state) && now.get(t.id.as_str()).is_none_or(|s| gone(s)))
+            .map(|t| t.id.as_str())
+            .collect();
+        if taken.is_empty() && deleted.is_empty() {
+            return Ok(());
+        }
+        let outcome = match &ran.outcome {
+            None => "killed",
+            Some(Ok(_)) => "answered",
+            Some(Err(_)) => "failed",
+        };
+        *self.stats.changed_on_disk.entry(outcome).or_default() += 1;
+        if !before.behind.is_empty() || !before.converged {
+            return Err(format!(
+                "{line}: the run ({outcome}) took {taken:?} from their place on disk and deleted {deleted:?} in AWS while clients ran lists {} (behind: {:?}) and {} was published",
+                before.lists,
+                before.behind,
+                self.published.label()
+            ));
+        }
+        if let Some(Ok(r)) = &ran.outcome {
+            let m = &r["moves"];
+            let said = m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
+            if said == 0 && !taken.is_empty() {
+                return Err(format!(
+                    "{line}: the run took {taken:?} from their place on disk, and its answer says it moved none"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A run's response: 200, and nothing moved or deleted unless the fleet had converged at
     /// its start; answers whether it rebalanced every misplaced file.
     fn check_response(
@@ -3292,6 +3430,12 @@ impl Soak {
             .collect();
         if !held.is_empty() {
             let _ = write!(line, " held by {held:?}");
+        }
+        if strings(r, "warning_kinds")
+            .iter()
+            .any(|k| k == "drain_held_by_move")
+        {
+            self.stats.drains_held_by_moves += 1;
         }
         let m = &r["moves"];
         let walked_all = action == "rebalance"
@@ -3440,10 +3584,13 @@ impl Soak {
                 + odd.iter().filter(|rel| hostile::is_hostile(rel)).count();
             self.stats.hostile_left_in_deleted += left;
             odd.retain(|rel| !hostile::is_hostile(rel));
+            // A private name counts too: a move's may hold a client's only latest version.
             let data: Vec<&String> = files
                 .iter()
+                .filter(|(rel, path)| {
+                    !(hostile::is_hostile(rel) || is_private(rel) && planted_by_hostile(path))
+                })
                 .map(|(rel, _)| rel)
-                .filter(|rel| !is_private(rel) && !hostile::is_hostile(rel))
                 .collect();
             if !data.is_empty() || !odd.is_empty() {
                 return Err(format!(
@@ -3628,28 +3775,53 @@ impl Soak {
     async fn check(&mut self) -> Result<(), String> {
         self.hostile.victims.check(&self.views.truth)?;
         self.check_reports_kept()?;
-        let copies = self.check_listed_roots()?;
+        let (copies, hidden) = self.check_listed_roots()?;
         self.check_deleted_stay_deleted(&copies)?;
-        self.check_none_lost(&copies)?;
+        self.check_none_lost(&copies, &hidden)?;
         self.check_listed_targets()?;
         self.check_lists_handed()?;
         self.check_checkpoint()
     }
 
     /// 2: no state directory on the file system; nothing under a root that is not listed.
-    /// Answers every copy under a listed root, by logical path: each some client's write of it.
-    fn check_listed_roots(&self) -> Result<Copies, String> {
+    /// Answers every copy under a listed root, by logical path: each some client's write of it;
+    /// and apart, the copies in a move's private names there, each one too.
+    fn check_listed_roots(&mut self) -> Result<(Copies, Copies), String> {
         let listed = self.published.roots();
         if self.views.truth.join(".efs-mount-autoscaler").exists() {
             return Err("the old state directory .efs-mount-autoscaler exists".into());
         }
         let (files, odd) = files_under(&self.views.truth);
         let mut copies = Copies::new();
+        let mut hidden = Copies::new();
         for (rel, path) in &files {
             let Some((root, logical)) = placed(rel) else {
                 continue;
             };
-            if is_private(rel) {
+            if is_private(rel) && !hostile::is_hostile(rel) {
+                // A move's private name holds a client's file until the move settles or the
+                // function gives it back: a copy like any other, only hidden from reads.
+                let Some((_, logical)) = unprivate(rel).as_deref().and_then(placed) else {
+                    continue; // a write's temporary name: no path's version yet
+                };
+                let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+                if bytes.starts_with(hostile::CONTENT) {
+                    continue; // the co-tenant plants the router's names too
+                }
+                if !listed.contains(&root) {
+                    return Err(format!(
+                        "{rel}, a private name under {root}, which the published list {} does not name, holds a file",
+                        self.published.label()
+                    ));
+                }
+                if !self.model.is_version(&logical, &bytes) {
+                    return Err(format!(
+                        "{rel} holds {}",
+                        self.model.describe(&logical, &bytes)
+                    ));
+                }
+                self.stats.private_copies.insert(rel.clone());
+                hidden.entry(logical).or_default().push((root, bytes));
                 continue;
             }
             if hostile::is_hostile(rel) {
@@ -3685,7 +3857,7 @@ impl Soak {
         {
             return Err(format!("{rel} is not a regular file or directory"));
         }
-        Ok(copies)
+        Ok((copies, hidden))
     }
 
     /// Every live router's report is where it wrote it: nothing the function walked (through a
@@ -3733,10 +3905,35 @@ impl Soak {
         Ok(())
     }
 
-    /// 1: the latest version of every live path is under a listed root.
-    fn check_none_lost(&self, copies: &Copies) -> Result<(), String> {
+    /// 1: the latest version of every live path is under a listed root. One only in a move's
+    /// private name there is hidden, not lost, until the function gives it back: for at most
+    /// three times `ABANDONED_AFTER`.
+    fn check_none_lost(&mut self, copies: &Copies, hidden: &Copies) -> Result<(), String> {
+        let mut still = BTreeMap::new();
         for (path, latest) in &self.model.live {
             let found = copies.get(path).map(Vec::as_slice).unwrap_or(&[]);
+            let in_private = hidden.get(path).map(Vec::as_slice).unwrap_or(&[]);
+            if !found.iter().any(|(_, b)| b == latest)
+                && in_private.iter().any(|(_, b)| b == latest)
+            {
+                let since = match self.stats.hidden_since.get(path) {
+                    Some(t) => *t,
+                    None => {
+                        self.stats.hidden_latest += 1;
+                        Instant::now()
+                    }
+                };
+                let long = since.elapsed();
+                self.stats.longest_hidden = self.stats.longest_hidden.max(long);
+                if long > 3 * ABANDONED_AFTER {
+                    return Err(format!(
+                        "{path}: its latest version ({}) has been only in a private name for {long:?}",
+                        self.model.describe(path, latest)
+                    ));
+                }
+                still.insert(path.clone(), since);
+                continue;
+            }
             if !found.iter().any(|(_, b)| b == latest) {
                 let seen: Vec<String> = found
                     .iter()
@@ -3748,6 +3945,7 @@ impl Soak {
                 ));
             }
         }
+        self.stats.hidden_since = still;
         Ok(())
     }
 
@@ -3893,6 +4091,10 @@ impl Soak {
         println!(
             "  runs {:?} (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}; abandoned names cleaned up {}",
             s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn, s.abandoned_removed
+        );
+        println!(
+            "  runs that changed disk or AWS, judged on that {:?}; client files seen in private names {}; latest versions hidden there {} (longest {:.1} s); drains held by a cut-short move {}",
+            s.changed_on_disk, s.private_copies.len(), s.hidden_latest, s.longest_hidden.as_secs_f64(), s.drains_held_by_moves
         );
         println!(
             "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",
