@@ -1999,3 +1999,82 @@ async fn a_cut_short_moves_private_name_holds_the_drain_and_its_target() {
     );
     assert_eq!(fs::read(private.join(&only)).unwrap(), content(&only));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_short_moves_only_copy_is_given_back_after_the_hour_and_the_drain_ends() {
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    // The hour, shortened to the least the function accepts: the give-back runs end to end.
+    tb.env("ABANDONED_AFTER_SECONDS", "60");
+    let list = published_list(&tb).await;
+    let a = entry_in(&list, &tb.world, 'a');
+    let b = entry_in(&list, &tb.world, 'b');
+    put_files(&tb.mount.watch_dir(), 0..5);
+    // A move from b home to a was killed after its retire took the source into a private
+    // directory, and the source was then a writer's newer version: home has the older one, and
+    // the newest is only in the private directory, in the shard that few files drain.
+    let i = homed_at(&list, &a.root, 100, 1)[0];
+    let only = name(i);
+    let at_home = tb.mount.dir_of_root(&a.root).join(&only);
+    fs::create_dir_all(at_home.parent().unwrap()).unwrap();
+    fs::write(&at_home, b"an older version").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(&at_home)
+        .and_then(|f| f.set_modified(old))
+        .unwrap();
+    let private = tb
+        .mount
+        .dir_of_root(&b.root)
+        .join(efs_router::names::new_private_name(
+            efs_router::names::Private::Moving,
+        ));
+    put_files(&private, [i]);
+    let started = std::time::Instant::now();
+    // Within the hour the drain starts and waits.
+    let mut held = 0;
+    for _ in 0..4 {
+        tb.fleet_reports(&[1, 2]).await;
+        let inv = tb.invoke(&event("reconcile")).await;
+        check!(inv, inv.result.is_ok());
+        held += usize::from(has_warning(inv.response(), "drain_held_by_move"));
+    }
+    assert!(
+        held > 0,
+        "no run said the move's private name held the drain"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "too slow to test within the hour"
+    );
+    assert_eq!(tb.world.mount_targets().await.len(), 2);
+    // Past it, the drain gives the copy back, moves it home and ends.
+    tokio::time::sleep(Duration::from_secs(61).saturating_sub(started.elapsed())).await;
+    let mut given_back = 0;
+    for _ in 0..MAX_RUNS {
+        tb.fleet_reports(&[1, 2]).await;
+        let inv = tb.invoke(&event("reconcile")).await;
+        check!(inv, inv.result.is_ok());
+        given_back += inv.response()["moves"]["abandoned_removed"]
+            .as_u64()
+            .unwrap_or(0);
+        if tb.world.mount_targets().await.len() == 1 {
+            break;
+        }
+    }
+    assert_eq!(
+        tb.world.mount_targets().await.len(),
+        1,
+        "the drain never ended"
+    );
+    assert!(given_back > 0, "no run counted the give-back");
+    let now = published_list(&tb).await;
+    let at = tb.mount.dir_of_root(&home(&now, &only).root);
+    assert_eq!(
+        fs::read(at.join(&only)).ok(),
+        Some(content(&only)),
+        "the newest version is not at its home"
+    );
+    assert!(!private.exists(), "the private directory is still there");
+}
