@@ -1212,6 +1212,12 @@ struct Stats {
     /// Runs begun while ECS showed no rollout held but a live report named an older list:
     /// only the reports could hold them.
     held_by_reports: usize,
+    /// Silent clients' reports, written through a client's mount, by client id: when written;
+    /// and for each the time until a run's answer first named it, and the runs before that.
+    silent_written: BTreeMap<String, Instant>,
+    silent_named_after: Vec<(Duration, usize)>,
+    /// Runs since each unnamed silent client's report was written.
+    silent_runs_before: BTreeMap<String, usize>,
     /// Runs whose answer named clients behind (`clients_behind`).
     runs_naming_clients: usize,
     /// Runs begun on a version 1 list while a router that reads version 1 only was live.
@@ -1657,10 +1663,13 @@ impl Soak {
                 .clone()
                 .unwrap_or_else(|| self.published.clone());
             let client = format!("{:016x}", rng.next());
-            // Through the function's own mount: on the NFS tier a client's mount would let its
-            // directory cache hide a new report from the function for a while, and the checks
-            // would blame the function for a report it could not see yet.
-            let file = report_file(&self.views.function, &client);
+            // Through a client's own mount, as a task writes its report: on the NFS tier the
+            // function's client must still see the new name at its next run (it opens the
+            // directory, which asks the server), or it would move files the report holds.
+            let file = report_file(self.views.client(CLIENTS), &client);
+            self.stats
+                .silent_written
+                .insert(client.clone(), Instant::now());
             rewrite_report(
                 &file,
                 &report_of(&client, &list, vec![1, 2], "soak: silent"),
@@ -2715,6 +2724,14 @@ impl Soak {
         let local = |n: usize| if self.views.tier { 1 } else { n };
         let hidden = [
             ("silent clients", local(actor("silent"))),
+            // Each written through a client's mount: a run named it, on the tier too.
+            (
+                "silent clients named by a run",
+                match self.views.tier && actor("silent") == 0 {
+                    true => 1,
+                    false => s.silent_named_after.len(),
+                },
+            ),
             ("stopping tasks", local(actor("stopping"))),
             (
                 "clients whose refresh failed",
@@ -3336,6 +3353,33 @@ impl Soak {
         Ok(rebalanced_all)
     }
 
+    /// How long a silent client's report, written through another mount than the function's,
+    /// took to be named by a run (on the NFS tier: another client's name cache in between).
+    fn count_silent_named(&mut self, r: &Value) {
+        let named: BTreeSet<&str> = r["clients_behind"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["client"].as_str())
+            .collect();
+        let s = &mut self.stats;
+        let written: Vec<(String, Instant)> = s
+            .silent_written
+            .iter()
+            .map(|(c, t)| (c.clone(), *t))
+            .collect();
+        for (client, at) in written {
+            let runs = s.silent_runs_before.entry(client.clone()).or_default();
+            if named.contains(client.as_str()) {
+                s.silent_named_after.push((at.elapsed(), *runs));
+                s.silent_written.remove(&client);
+                s.silent_runs_before.remove(&client);
+            } else {
+                *runs += 1;
+            }
+        }
+    }
+
     /// The fleet rule judged on what the run did, not on what it said: the client paths that
     /// lost a copy on disk (a move takes its source; the paths of the traffic beside it aside)
     /// and the targets AWS shows deleted or deleting since it began, whether it answered,
@@ -3462,6 +3506,7 @@ impl Soak {
             self.stats.abandoned_removed += abandoned;
         }
         self.check_hostile_answer(line, action, r, before)?;
+        self.count_silent_named(r);
         if r["clients_behind"]
             .as_array()
             .is_some_and(|a| !a.is_empty())
@@ -4095,6 +4140,15 @@ impl Soak {
         println!(
             "  runs that changed disk or AWS, judged on that {:?}; client files seen in private names {}; latest versions hidden there {} (longest {:.1} s); drains held by a cut-short move {}",
             s.changed_on_disk, s.private_copies.len(), s.hidden_latest, s.longest_hidden.as_secs_f64(), s.drains_held_by_moves
+        );
+        let named = &s.silent_named_after;
+        println!(
+            "  silent clients' reports, written through a client's mount: {} named by a run, {} by the first run after it (longest {:.1} s, most runs before {}); {} never named",
+            named.len(),
+            named.iter().filter(|(_, runs)| *runs == 0).count(),
+            named.iter().map(|(d, _)| d.as_secs_f64()).fold(0.0, f64::max),
+            named.iter().map(|(_, r)| *r).max().unwrap_or(0),
+            s.silent_written.len()
         );
         println!(
             "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}",
