@@ -4224,6 +4224,7 @@ fn place_text(place: &Place, list: &Published) -> String {
         Place::LeftElsewhere { index, reason } => {
             format!("left in {}: {reason}", root(index))
         }
+        Place::AtPlacement { index } => format!("left at an open placement, {}", root(index)),
     }
 }
 

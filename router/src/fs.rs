@@ -121,16 +121,22 @@ pub enum Place {
     /// Found in shard `index` and left there, for `reason` (no mount sees both shards, or the
     /// move failed); the read still succeeds.
     LeftElsewhere { index: usize, reason: String },
+    /// Found in shard `index`, where an open placement of a version 3 list homes it, and left
+    /// there: a client still on that placement's list looks for it there and nowhere the
+    /// newer list homes it. The function moves it home once every client runs one list.
+    AtPlacement { index: usize },
 }
 
 impl Place {
-    /// `home`, `moved-home`, `moved-by-another` or `left-elsewhere`, as the Python client names them.
+    /// `home`, `moved-home`, `moved-by-another`, `left-elsewhere` or `at-placement`, as the
+    /// Python client names them.
     pub fn as_str(&self) -> &'static str {
         match self {
             Place::Home => "home",
             Place::MovedHome { .. } => "moved-home",
             Place::MovedByAnother { .. } => "moved-by-another",
             Place::LeftElsewhere { .. } => "left-elsewhere",
+            Place::AtPlacement { .. } => "at-placement",
         }
     }
 }
@@ -325,8 +331,9 @@ impl Router {
     }
 
     /// Reads `path` from its home (one open: no look before it). On a miss, opens it in every
-    /// other shard at once, reads the newest copy (modification time; a tie goes to the shard
-    /// earlier in the list) and moves it home by [`crate::relocate`]. Fails with
+    /// shard of [`Router::miss_shards`] at once, reads the newest copy (modification time; a
+    /// tie goes to the shard earlier in the list) and moves it home by [`crate::relocate`];
+    /// on a version 3 list it leaves it there ([`Place::AtPlacement`]). Fails with
     /// [`Error::NotFound`] when no shard has it, and [`Error::NotRegular`] when the home copy
     /// is not a regular file (elsewhere such a thing is skipped).
     pub fn read_with_fallback(&self, path: &str) -> Result<Read, Error> {
@@ -380,6 +387,16 @@ impl Router {
         };
         let stamp = copy.stamp;
         let data = copy.read(real)?;
+        if self.list.open.is_some() {
+            // A version 3 list: a miss found it only where an open placement homes it. Moving it
+            // home would hide it from the clients still on that placement's list, whose misses
+            // look nowhere this list homes it; the function's rebalance moves it once every
+            // client runs one list.
+            return Ok(Read {
+                data,
+                place: Place::AtPlacement { index: j },
+            });
+        }
         match self.move_home(j, &home, stamp)? {
             Move::Done(place) => Ok(Read { data, place }),
             Move::HomeNewer => {

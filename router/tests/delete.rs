@@ -280,7 +280,7 @@ fn read_as_move(router: &Router, path: &str) -> Option<Relocation> {
         Ok(read) => match read.place {
             Place::MovedHome { .. } => Some(Relocation::Moved),
             Place::MovedByAnother { .. } => Some(Relocation::SourceGone),
-            Place::Home | Place::LeftElsewhere { .. } => None,
+            Place::Home | Place::LeftElsewhere { .. } | Place::AtPlacement { .. } => None,
         },
         Err(Error::NotFound { .. }) => None,
         Err(e) => panic!("{path}: {e}"),

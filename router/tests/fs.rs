@@ -219,6 +219,7 @@ fn racing_readers_all_get_the_bytes_and_one_copy_stays_at_home() {
                 }
                 Place::Home | Place::MovedByAnother { .. } => {}
                 Place::LeftElsewhere { reason, .. } => panic!("left elsewhere: {reason}"),
+                Place::AtPlacement { index } => panic!("left at a placement, {index}"),
             }
         }
         assert_eq!(movers, 1, "round {round}: exactly one rename succeeds");
@@ -646,4 +647,36 @@ fn a_router_refuses_a_list_built_in_code_that_breaks_a_rule() {
             .contains("fsmt-a has root /shards/z.1 twice"),
         "{one_entry_twice}"
     );
+}
+
+/// On a version 3 list a miss finds a copy only where an open placement homes it, and a client
+/// still on that placement's list looks for it there alone: the read leaves it there. On an
+/// earlier form, whose readers look everywhere, the read moves it home.
+#[test]
+fn a_read_on_a_version_3_list_leaves_a_copy_where_an_open_placement_homes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in THREE {
+        fs::create_dir_all(dir.path().join(r.trim_start_matches('/'))).unwrap();
+    }
+    let mut v3 = list(THREE, Strategy::Rendezvous);
+    // The app's files, before the first list: all in `/`.
+    v3.open = Some(efs_router::placement::Open::Placements(vec![
+        efs_router::placement::Placement::of(Strategy::Rendezvous, &[target(0, "/")]),
+    ]));
+    let router = Router::new(v3, Layout::single_mount(dir.path())).unwrap();
+    let (p, home, at_slash) = misplaced(&router, 1, 0, "v3-");
+    put(&at_slash, b"before the router");
+    let read = router.read_with_fallback(&p).unwrap();
+    assert_eq!(read.data, b"before the router");
+    assert_eq!(read.place, Place::AtPlacement { index: 0 });
+    assert!(at_slash.exists() && !home.exists());
+    // The same list as version 2: its readers look in every shard, so the read moves it.
+    let v2 = Router::new(
+        list(THREE, Strategy::Rendezvous),
+        Layout::single_mount(dir.path()),
+    )
+    .unwrap();
+    let read = v2.read_with_fallback(&p).unwrap();
+    assert_eq!(read.place, Place::MovedHome { from: 0 });
+    assert!(!at_slash.exists() && home.exists());
 }

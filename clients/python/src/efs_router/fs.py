@@ -51,7 +51,9 @@ class Location(NamedTuple):
 class Place(NamedTuple):
     """Where a read found its bytes: ``home``; ``moved-home`` (found in shard ``index``, moved
     home by this read); ``moved-by-another`` (found in shard ``index``, another client moved or
-    removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``)."""
+    removed it first); ``left-elsewhere`` (found in shard ``index`` and left there, for ``reason``);
+    ``at-placement`` (found in shard ``index``, where an open placement of a version 3 list homes it,
+    and left there: a client still on that placement's list looks for it there alone)."""
 
     kind: str
     index: Optional[int] = None  # type: ignore[assignment]  # shadows tuple.index, as in Resolved
@@ -540,7 +542,7 @@ class Router:
         """Reads ``path`` from home (one open: no look before it). On a miss, opens it at once in each shard a miss
         looks in (``miss_shards``: every other shard, but under a version 3 list only where an open placement homes
         it), reads the newest copy (modification time; a tie goes to the shard earlier in the list) and moves it
-        home by ``relocate``. Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat: at home,
+        home by ``relocate``; on a version 3 list it leaves it there (``at-placement``). Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat: at home,
         anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped. Raises ``NotFound`` when
         none of those shards has it."""
         s = self._current()
@@ -573,6 +575,11 @@ class Router:
             raise NotFound("%r: no such file in any shard" % path)
         j, copy = newest
         data = _read_opened(copy)
+        if s.list.open is not None:
+            # A version 3 list: found only where an open placement homes it. Moved home, it would be
+            # hidden from the clients still on that placement's list; the function moves it once
+            # every client runs one list.
+            return ReadResult(data, Place("at-placement", j))
         place = self._move_home(s, j, home, copy.st)
         if place is None:  # home gained a file as new or newer (a write) since our miss: home is the truth
             opened = _fresh_open(home.real)
