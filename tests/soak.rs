@@ -3106,7 +3106,7 @@ impl Soak {
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
         self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
-        self.traffic_results(&mut line, traffic)?;
+        self.traffic_results(&mut line, traffic, before.version)?;
         Ok(line)
     }
 
@@ -3724,7 +3724,18 @@ impl Soak {
 
     /// The traffic beside the run: writes recorded, deletes checked (5) and reads checked
     /// against the model.
-    fn traffic_results(&mut self, line: &mut String, traffic: Vec<Done>) -> Result<(), String> {
+    fn traffic_results(
+        &mut self,
+        line: &mut String,
+        traffic: Vec<Done>,
+        published: i64,
+    ) -> Result<(), String> {
+        // A read may miss a path deleted beside it; a live one, never on the published list.
+        let deleted: BTreeSet<String> = traffic
+            .iter()
+            .filter(|(_, _, _, op, _, result)| matches!(op, Beside::Delete) && result.is_ok())
+            .map(|(_, _, path, ..)| path.clone())
+            .collect();
         for (c, version, path, op, at, result) in traffic {
             self.stats.concurrent_ops += 1;
             match (op, result) {
@@ -3754,7 +3765,19 @@ impl Soak {
                     );
                 }
                 (Beside::Read, Err(efs_router::Error::NotFound { .. })) => {
-                    *self.stats.reads.entry("not found").or_default() += 1;
+                    let live = self.model.live.contains_key(&path) && !deleted.contains(&path);
+                    if live && version == published {
+                        return Err(format!(
+                            "{line}: c{c}@v{version}, on the published list, read {path} beside the run: not found, and no client deleted it"
+                        ));
+                    }
+                    // An older list may not name the shard that holds it.
+                    let what = if live {
+                        "not found on an older list"
+                    } else {
+                        "not found"
+                    };
+                    *self.stats.reads.entry(what).or_default() += 1;
                     let _ = write!(line, "; c{c}@v{version} read {path}: not found");
                 }
                 (_, Err(e)) => {
