@@ -1,7 +1,8 @@
 //! What AWS does that moto does not, played by the proxy, and what the function does about it:
 //! a deleted mount target stays `deleting` for a while and a retried delete is refused; pages
 //! of mount targets and subnets; DescribeServices takes at most 10 services; several old
-//! deployments at once; the 4,096-character limit of a Standard parameter. Each scenario runs
+//! deployments at once; the 4,096-character limit of a Standard parameter; SSM reads that lag
+//! a write (the previous version, or "not found" for a new parameter). Each scenario runs
 //! the function binary against moto through the proxy and asserts on what AWS would have seen
 //! and what is left.
 //!
@@ -430,4 +431,93 @@ async fn a_value_ssm_refuses_as_too_large_is_an_error_naming_the_parameter() {
         "asked once, and refused"
     );
     check!(inv, tb.world.parameter().await.is_none());
+}
+
+// ----------------------------------------------------------------------------- SSM lagging
+
+/// SSM's reads can lag a write: right after a PutParameter a GetParameter may answer the
+/// previous version, or `ParameterNotFound` for a parameter the write created. The proxy
+/// plays it; moto never does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxy_answers_a_read_right_after_a_write_with_what_ssm_held_before() {
+    let tb = testbed(World::builder(), 0).await;
+    tb.proxy
+        .lag_parameter_reads(1000, 1, std::time::Duration::from_secs(30), 7);
+    let ssm = aws_sdk_ssm::Client::from_conf(
+        tb.aws
+            .ssm
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let put = |value: &'static str| {
+        ssm.put_parameter()
+            .name("/lagging")
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+    };
+    let get = || ssm.get_parameter().name("/lagging").send();
+    put("one").await.unwrap();
+    let err = get().await.expect_err("a read right after a create");
+    assert_eq!(err.code(), Some("ParameterNotFound"), "{err:?}");
+    let now = get().await.unwrap();
+    let p = now.parameter().unwrap();
+    assert_eq!((p.value(), p.version()), (Some("one"), 1));
+
+    put("two").await.unwrap();
+    let stale = get().await.unwrap();
+    let p = stale.parameter().unwrap();
+    assert_eq!(
+        (p.value(), p.version()),
+        (Some("one"), 1),
+        "the previous version"
+    );
+    let now = get().await.unwrap();
+    let p = now.parameter().unwrap();
+    assert_eq!((p.value(), p.version()), (Some("two"), 2));
+    let served = tb.proxy.stale_reads();
+    let served: Vec<(&str, &str, usize)> = served
+        .iter()
+        .map(|((name, kind), n)| (name.as_str(), *kind, *n))
+        .collect();
+    assert_eq!(
+        served,
+        [
+            ("/lagging", "not found", 1),
+            ("/lagging", "previous version", 1)
+        ]
+    );
+}
+
+/// Every read of the state and of the list right after the function wrote it answers what
+/// was there before: the run that creates a target still records it as its own (or scale-in
+/// would never remove it) and publishes it once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_created_while_ssm_reads_lag_stays_recorded_as_the_functions_own() {
+    let mut tb = testbed(World::builder(), THRESHOLD + 100).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    tb.proxy
+        .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(30), 11);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, error_type(&inv), "", "the run failed");
+    check_eq!(inv, inv.response()["decision"], json!("create"));
+    let created = tb.proxy.created_mount_targets();
+    check_eq!(inv, created.len(), 1);
+    let b = created[0].clone();
+    let state = tb.world.state().await;
+    check!(inv, state["created"].get(&b).is_some(), "state: {state}");
+    check!(inv, listed(&tb).await.contains(&b));
+    check!(inv, !tb.proxy.stale_reads().is_empty());
+
+    // The next runs, their reads lagging too, keep the record.
+    for _ in 0..3 {
+        let inv = tb.invoke(&event("reconcile")).await;
+        check_eq!(inv, error_type(&inv), "", "the run failed");
+        let state = tb.world.state().await;
+        check!(inv, state["created"].get(&b).is_some(), "state: {state}");
+        check_eq!(inv, tb.proxy.created_mount_targets().len(), 1);
+    }
 }

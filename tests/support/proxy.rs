@@ -21,17 +21,22 @@
 //!   `DescribeSubnets` (`nextToken`); `DescribeServices` refusing more than 10 services; a
 //!   deployment forced during a rollout leaving several `ACTIVE` deployments with tasks; and
 //!   SSM's 4,096-character limit on a Standard parameter's value (`ValidationException`);
+//!   SSM reads that lag a write (a GetParameter right after a PutParameter answering the
+//!   previous version, or `ParameterNotFound` for a new parameter: `stale.rs`); throttling
+//!   across services at once (`throttle_services`);
 //! - plays ECS tasks, which moto's services never start: ListTasks and DescribeTasks answer
 //!   from the proxy's own tasks, replaced ones stopping step by step (`tasks.rs`).
 
 mod deleting;
 mod paging;
+mod stale;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -167,6 +172,12 @@ struct State {
     stalled: usize,
     /// ECS tasks, as the proxy plays them.
     tasks: tasks::Tasks,
+    /// SSM reads that lag a write.
+    stale: stale::Stale,
+    /// What the proxy played of AWS's ways, by what (`Proxy::played`).
+    played: BTreeMap<&'static str, usize>,
+    /// The longest value a PutParameter asked for, in characters.
+    longest_value: usize,
 }
 
 pub struct Proxy {
@@ -221,6 +232,14 @@ impl Proxy {
     /// Answer the next `times` requests of `operation` with an internal error of this status.
     pub fn server_error(&self, operation: &str, status: u16, times: usize) {
         self.add_fault(operation, FaultKind::ServerError(status), times);
+    }
+
+    /// A burst across services: the next `times` requests signed for each of `services`
+    /// (`elasticfilesystem`, `ssm`, `ecs`, `ec2`), whatever their operation, are throttled.
+    pub fn throttle_services(&self, services: &[&str], times: usize) {
+        for service in services {
+            self.add_fault(&format!("service:{service}"), FaultKind::Throttle, times);
+        }
     }
 
     fn add_fault(&self, operation: &str, kind: FaultKind, times: usize) {
@@ -372,6 +391,38 @@ impl Proxy {
     /// 4,096 on the Standard tier.
     pub fn limit_parameter_values(&self, chars: usize) {
         self.state.lock().unwrap().value_limit = Some(chars);
+    }
+
+    /// SSM reads lag writes from now on: a PutParameter opens, with a chance of `per_mille`
+    /// (drawn from `seed`), a window in which the next `reads` GetParameters of that name,
+    /// within `window`, answer what the parameter held before the write (its previous value
+    /// and version), or `ParameterNotFound` if the write created it.
+    pub fn lag_parameter_reads(&self, per_mille: u64, reads: usize, window: Duration, seed: u64) {
+        stale::lag(&self.state, per_mille, reads, window, seed);
+    }
+
+    /// What the proxy played of AWS's ways, by what: `targets shown deleting`, `describes
+    /// showing a target deleting`, `deletes refused while deleting`, and pages with more to
+    /// follow of `DescribeMountTargets`, `DescribeSubnets` and `ListTasks`.
+    pub fn played(&self) -> BTreeMap<&'static str, usize> {
+        let s = self.state.lock().unwrap();
+        let mut played = s.played.clone();
+        if s.tasks.cut_short > 0 {
+            played.insert("ListTasks pages with more to follow", s.tasks.cut_short);
+        }
+        played
+    }
+
+    /// The longest value a PutParameter (of the list or of the state) asked for, in
+    /// characters, whether or not it was taken.
+    pub fn longest_parameter_value(&self) -> usize {
+        self.state.lock().unwrap().longest_value
+    }
+
+    /// Stale GetParameter answers served, by parameter name and kind (`previous version`,
+    /// `not found`).
+    pub fn stale_reads(&self) -> BTreeMap<(String, &'static str), usize> {
+        self.state.lock().unwrap().stale.served.clone()
     }
 
     /// A task replaced by a forced deployment (or stopped by `stop_task`) from now on goes
@@ -636,6 +687,12 @@ async fn handle(
     if let Some(reply) = tasks::answer(&state, &op, &body) {
         return Ok(reply);
     }
+    if let Some(reply) = stale::answer(&state, &op, &body) {
+        return Ok(reply);
+    }
+    if op == "PutParameter" || op == STATE_WRITE {
+        stale::remember(&state, &parts, &body, &upstream, &client).await;
+    }
     if op == "DeleteMountTarget" {
         if let Some(reply) = deleting::redelete(&state, &path) {
             return Ok(reply);
@@ -683,10 +740,11 @@ fn count_and_fault(state: &Mutex<State>, op: &str, service: &str) -> Option<Faul
     let mut s = state.lock().unwrap();
     *s.counts.entry(op.to_string()).or_default() += 1;
     s.order.push(op.to_string());
+    let by_service = format!("service:{service}");
     let mut fault = s
         .faults
         .iter_mut()
-        .find(|f| f.operation == op && f.remaining > 0)
+        .find(|f| (f.operation == op || f.operation == by_service) && f.remaining > 0)
         .map(|f| {
             f.remaining -= 1;
             f.kind
@@ -791,6 +849,9 @@ fn play(
     if op == "DeleteMountTarget" {
         deleting::start(state, path);
     }
+    if op == "PutParameter" || op == STATE_WRITE {
+        stale::written(state, request);
+    }
     if let Some(p) = paged {
         answer = p.cut(state, op, answer);
     }
@@ -822,14 +883,17 @@ async fn stalled() -> Reply {
 /// deployment of a service another controller runs.
 fn refusal(state: &Mutex<State>, op: &str, body: &[u8]) -> Option<Reply> {
     let request: Value = serde_json::from_slice(body).ok()?;
-    let s = state.lock().unwrap();
+    let mut s = state.lock().unwrap();
+    if let Some(value) = request["Value"].as_str() {
+        s.longest_value = s.longest_value.max(value.chars().count());
+    }
     match op {
         "CreateMountTarget" => {
             let subnet = request["SubnetId"].as_str()?;
             let r = s.refusals.iter().find(|r| r.subnet_id == subnet)?;
             Some(aws_error(Protocol::RestJson, r.status, &r.code, &r.message))
         }
-        "PutParameter" => {
+        "PutParameter" | STATE_WRITE => {
             let limit = s.value_limit?;
             let len = request["Value"].as_str()?.chars().count();
             let standard = matches!(request["Tier"].as_str(), None | Some("Standard"));
@@ -1144,10 +1208,16 @@ impl Paged {
             .pages
             .entry(op.to_string())
             .or_default() += 1;
+        let more = |state: &Mutex<State>, what: &'static str| {
+            *state.lock().unwrap().played.entry(what).or_default() += 1;
+        };
         if op == "DescribeSubnets" {
             let text = String::from_utf8_lossy(&body);
-            return paging::page_xml(&text, "subnetSet", self.from, self.size)
-                .map_or(body.clone(), Bytes::from);
+            let page = paging::page_xml(&text, "subnetSet", self.from, self.size);
+            if page.as_ref().is_some_and(|p| p.contains("<nextToken>")) {
+                more(state, "DescribeSubnets pages with more to follow");
+            }
+            return page.map_or(body.clone(), Bytes::from);
         }
         let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
             return body;
@@ -1159,6 +1229,9 @@ impl Paged {
             self.size,
             self.marker.as_deref(),
         );
+        if v.get("NextMarker").is_some() {
+            more(state, "DescribeMountTargets pages with more to follow");
+        }
         Bytes::from(v.to_string())
     }
 }

@@ -23,12 +23,15 @@ fn target_id(path: &str) -> String {
 
 /// The answer to a DeleteMountTarget of a target still `deleting`, when one is played.
 pub(super) fn redelete(state: &Mutex<State>, path: &str) -> Option<Reply> {
-    let s = state.lock().unwrap();
+    let mut s = state.lock().unwrap();
     let id = target_id(path);
-    let (status, code) = s.redelete.as_ref()?;
+    let (status, code) = s.redelete.clone()?;
     s.deleting.get(&id).filter(|(_, left)| *left > 0)?;
+    *s.played
+        .entry("deletes refused while deleting")
+        .or_default() += 1;
     let message = format!("Mount target {id} is in the deleting state");
-    Some(aws_error(Protocol::RestJson, *status, code, &message))
+    Some(aws_error(Protocol::RestJson, status, &code, &message))
 }
 
 /// Before a delete is forwarded: the target's description, from moto, to show once it is gone.
@@ -73,10 +76,12 @@ pub(super) fn start(state: &Mutex<State>, path: &str) {
     let Some(describes) = s.hold_deleting else {
         return;
     };
+    let s = &mut *s;
     if let Some((d, left)) = s.deleting.get_mut(&target_id(path)) {
         if *left == 0 && d["LifeCycleState"] != json!("deleting") {
             d["LifeCycleState"] = json!("deleting");
             *left = describes;
+            *s.played.entry("targets shown deleting").or_default() += 1;
         }
     }
 }
@@ -85,11 +90,14 @@ pub(super) fn start(state: &Mutex<State>, path: &str) {
 pub(super) fn by_id(state: &Mutex<State>, query: &str) -> Option<Bytes> {
     let id = paging::param(query, "MountTargetId")?;
     let mut s = state.lock().unwrap();
+    let s = &mut *s;
     let (d, left) = s.deleting.get_mut(&id).filter(|(_, left)| *left > 0)?;
     *left -= 1;
-    Some(Bytes::from(
-        json!({"MountTargets": [d.clone()]}).to_string(),
-    ))
+    let shown = json!({"MountTargets": [d.clone()]}).to_string();
+    *s.played
+        .entry("describes showing a target deleting")
+        .or_default() += 1;
+    Some(Bytes::from(shown))
 }
 
 /// A describe of the file system's targets: those still `deleting` are among them.
@@ -104,6 +112,7 @@ pub(super) fn add(state: &Mutex<State>, query: &str, body: Bytes) -> Bytes {
     let Some(targets) = v["MountTargets"].as_array_mut() else {
         return body;
     };
+    let s = &mut *s;
     let mut changed = false;
     for (id, (d, left)) in s.deleting.iter_mut() {
         let shown = targets.iter().any(|t| t["MountTargetId"] == json!(id));
@@ -114,6 +123,9 @@ pub(super) fn add(state: &Mutex<State>, query: &str, body: Bytes) -> Bytes {
         }
     }
     if changed {
+        *s.played
+            .entry("describes showing a target deleting")
+            .or_default() += 1;
         Bytes::from(v.to_string())
     } else {
         body

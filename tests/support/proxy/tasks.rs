@@ -76,6 +76,8 @@ pub(super) struct Tasks {
     page_size: Option<usize>,
     /// Pages of ListTasks served.
     pub(super) pages: usize,
+    /// ... of which more followed (`nextToken`).
+    pub(super) cut_short: usize,
     made: usize,
 }
 
@@ -287,6 +289,7 @@ fn list(tasks: &mut Tasks, request: &Value) -> Value {
     let mut v = json!({ "taskArns": arns[from..end] });
     if end < arns.len() {
         v["nextToken"] = json!(paging::token(end));
+        tasks.cut_short += 1;
     }
     tasks.pages += 1;
     v
