@@ -521,3 +521,37 @@ async fn a_target_created_while_ssm_reads_lag_stays_recorded_as_the_functions_ow
         check_eq!(inv, tb.proxy.created_mount_targets().len(), 1);
     }
 }
+
+/// A run saved the state saying drained target c is unlisted and published the list without
+/// it; the next run read the state as it was before (SSM's read lagging the write) and saved
+/// it again: c is draining but no longer unlisted, and the list does not name it. The drain
+/// still ends: c is unlisted again and deleted (the soak, seed 1, found it stuck forever).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_drained_target_whose_unlisting_a_stale_state_read_lost_is_still_deleted() {
+    let mut tb = testbed(World::builder().mount_targets_in(&['a', 'b', 'c']), 100).await;
+    let targets = tb.world.mount_targets().await;
+    let c = targets[2].clone();
+    tb.world.put_parameter(&contract_json(&targets[..2])).await;
+    let root = shard_root(2, &c);
+    std::fs::create_dir_all(tb.mount.dir_of_root(&root)).expect("c's shard directory");
+    tb.world
+        .put_state(&json!({
+            "created": {&c.id: {"az_id": c.az_id, "at": 1}},
+            "draining": {&c.id: {"root": root, "since": 1}},
+        }))
+        .await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    for _ in 0..4 {
+        let inv = tb.invoke(&event("reconcile")).await;
+        check_eq!(inv, error_type(&inv), "", "the run failed");
+        if !tb.world.mount_target_ids().await.contains(&c.id) {
+            check!(inv, !listed(&tb).await.contains(&c.id));
+            return;
+        }
+    }
+    panic!(
+        "{} was never deleted; state {}",
+        c.id,
+        tb.world.state().await
+    );
+}

@@ -9,7 +9,8 @@ use crate::state::State;
 use efs_router::list::MountTargetList;
 
 /// The drain under way, if any: a target's (the first in the list's order, then any unlisted
-/// one), else a shard's.
+/// one, or one the list no longer names: a state read that lagged its write may have lost
+/// its `unlisted`), else a shard's.
 pub(super) fn drain_under_way(
     list: &MountTargetList,
     base: Option<&MountTargetList>,
@@ -30,7 +31,12 @@ pub(super) fn drain_under_way(
         .mount_targets
         .iter()
         .find_map(|t| state.draining.get_key_value(&t.id))
-        .or_else(|| state.draining.iter().find(|(_, d)| d.unlisted && !d.gone));
+        .or_else(|| {
+            let listed = |id: &str| list.mount_targets.iter().any(|t| t.id == id);
+            let left =
+                |(id, d): &(&String, &crate::state::Drain)| (d.unlisted || !listed(id)) && !d.gone;
+            state.draining.iter().find(left)
+        });
     let keep = |id: &str| {
         let az = shards
             .iter()
