@@ -17,8 +17,8 @@
 //!   `FILE_THRESHOLD` = 20, so the function adds shards and drains them within the run
 //!   (`SCALE_IN_COOLDOWN_SECONDS` = 0);
 //! - a **function run**: reconcile, or rebalance with a small `max_moves`, sometimes with a
-//!   fault injected by the proxy (throttling, 5xx, a stalled call under
-//!   `API_ATTEMPT_TIMEOUT_SECONDS` = 1 and `API_CALL_TIMEOUT_SECONDS` = 2, an answer lost after
+//!   fault injected by the proxy (throttling, of one operation or of every service at once,
+//!   5xx, a stalled call under `API_ATTEMPT_TIMEOUT_SECONDS` = 1 and `API_CALL_TIMEOUT_SECONDS` = 2, an answer lost after
 //!   AWS did the call, a deadline too short to move anything, a new target that stays
 //!   `creating` past the run) or **killed** where it stands (the
 //!   proxy stalls every request after the Nth, or the request whose answer it lost, and the
@@ -76,6 +76,19 @@
 //! change; and a run the clients do not work beside counts at least the clients' files, and
 //! one that wants more shards than serve decides to grow (`SOAK_HOSTILE_SKIP=link,report,
 //! junk,private,non-utf8` or `all` leaves kinds out).
+//!
+//! **What AWS does and moto does not** (issue 29), played by the proxy from the start, its
+//! parameters drawn from the seed (`AwsWays`): DescribeMountTargets, DescribeSubnets and
+//! ListTasks answer in pages of one or two; a deleted target stays `deleting` for a few
+//! describes, and a delete of it meanwhile is refused (`IncorrectMountTargetState` or
+//! `MountTargetNotFound`, as drawn); PutParameter refuses a value past SSM's 4,096 characters;
+//! and SSM's reads lag its writes: right after a PutParameter of the state or the list, the
+//! next reads of it, within a window drawn in time and reads, may answer the previous version
+//! (or "not found" for a new parameter). Beside the faults aimed at one operation (ListTasks,
+//! DescribeTasks and RunTask among them: RunTask is the harness's own, so a fault drawn for it
+//! waits for the next standalone task's start, which may also draw one, and the harness calls
+//! again), a **throttling burst** hits EFS, SSM, ECS and EC2 at once. `assert_statistics`
+//! holds the default run to each of them having fired, and the summary counts them.
 //!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
@@ -310,6 +323,11 @@ const OPERATIONS: &[&str] = &[
     "PutParameter(state)",
     "DescribeServices",
     "UpdateService",
+    "ListTasks",
+    "DescribeTasks",
+    // The function never calls it: a fault drawn for it waits for the harness's next RunTask
+    // (a standalone task's start), which retries.
+    "RunTask",
 ];
 /// Operations that change something: an answer lost after AWS did it matters most there.
 const MUTATING: &[&str] = &[
@@ -1073,6 +1091,8 @@ enum Fault {
     Throttle(&'static str, usize),
     ServerError(&'static str, u16, usize),
     Stall(&'static str, usize),
+    /// Every service throttles at once, each its next N requests (`THROTTLED_SERVICES`).
+    ThrottleBurst(usize),
     /// AWS does the call, the function never hears; `kill`: killed while it waits.
     LoseAnswer {
         op: &'static str,
@@ -1097,7 +1117,8 @@ impl Fault {
         let k = 1 + rng.index(3);
         match r {
             0..=539 => Fault::None,
-            540..=639 => Fault::Throttle(op, k),
+            540..=609 => Fault::Throttle(op, k),
+            610..=639 => Fault::ThrottleBurst(k),
             640..=719 => Fault::ServerError(op, *rng.pick(&[500, 503]), k),
             720..=779 => Fault::Stall(op, 1 + rng.index(2)),
             780..=859 => Fault::LoseAnswer {
@@ -1140,6 +1161,7 @@ impl Fault {
         match self {
             Fault::None => "none",
             Fault::Throttle(..) => "throttle",
+            Fault::ThrottleBurst(_) => "throttle burst",
             Fault::ServerError(..) => "5xx",
             Fault::Stall(..) => "stall",
             Fault::LoseAnswer { kill: false, .. } => "lost answer",
@@ -1151,6 +1173,77 @@ impl Fault {
         }
     }
 }
+
+/// What AWS does that moto does not, played by the proxy from the soak's start, each drawn
+/// from the seed (`AwsWays::draw`): pages of DescribeMountTargets and DescribeSubnets, and of
+/// ListTasks, of 1..=N items ...
+const PAGE_ITEMS: usize = 2;
+/// ... a deleted target `deleting` for 1..=N describes, a delete of it meanwhile refused ...
+const DELETING_DESCRIBES: usize = 4;
+/// ... and SSM reads lagging a write: a write opens a window this often (per mille, drawn
+/// between the two), in which the next 1..=N reads of it, within the time drawn (ms), answer
+/// what it held before.
+const STALE_PER_MILLE: (u64, u64) = (150, 500);
+const STALE_READS: usize = 2;
+const STALE_WINDOW_MS: (u64, u64) = (200, 1500);
+/// A standalone task's RunTask meets a fault of its own this often (per mille), when no run
+/// left it one: the harness retries it.
+const RUN_TASK_FAULT_PER_MILLE: u64 = 400;
+/// Calls of RunTask the harness makes before it gives up (each with the SDK's own retries).
+const RUN_TASK_TRIES: usize = 4;
+
+/// The AWS ways a soak plays, as drawn from its seed.
+#[derive(Debug)]
+struct AwsWays {
+    page_items: usize,
+    task_page_items: usize,
+    deleting_describes: usize,
+    /// What a delete of a target still `deleting` is answered.
+    redelete: (u16, &'static str),
+    stale_per_mille: u64,
+    stale_reads: usize,
+    stale_window: Duration,
+}
+
+impl AwsWays {
+    fn draw(seed: u64) -> AwsWays {
+        let mut rng = Rng::for_step(seed ^ 0xA3A5_3A75, 0);
+        let between = |rng: &mut Rng, (low, high): (u64, u64)| low + rng.below(high - low + 1);
+        AwsWays {
+            page_items: 1 + rng.index(PAGE_ITEMS),
+            task_page_items: 1 + rng.index(PAGE_ITEMS),
+            deleting_describes: 1 + rng.index(DELETING_DESCRIBES),
+            redelete: *rng.pick(&[
+                (409, "IncorrectMountTargetState"),
+                (404, "MountTargetNotFound"),
+            ]),
+            stale_per_mille: between(&mut rng, STALE_PER_MILLE),
+            stale_reads: 1 + rng.index(STALE_READS),
+            stale_window: Duration::from_millis(between(&mut rng, STALE_WINDOW_MS)),
+        }
+    }
+
+    /// Sets the proxy to play them; SSM's Standard-tier limit on a value (4,096 characters)
+    /// always, as on AWS: the function must never write past it.
+    fn play(&self, proxy: &support::proxy::Proxy, seed: u64) {
+        proxy.page(self.page_items);
+        proxy.task_page_size(self.task_page_items);
+        proxy.delete_slowly(self.deleting_describes, self.redelete.0, self.redelete.1);
+        proxy.limit_parameter_values(SSM_VALUE_LIMIT);
+        proxy.lag_parameter_reads(
+            self.stale_per_mille,
+            self.stale_reads,
+            self.stale_window,
+            seed,
+        );
+    }
+}
+
+/// SSM's limit on a Standard-tier parameter's value, in characters.
+const SSM_VALUE_LIMIT: usize = 4096;
+
+/// The services a throttling burst hits, as the proxy names them (SigV4's service names).
+const THROTTLED_SERVICES: &[&str] = &["elasticfilesystem", "ssm", "ecs", "ec2"];
 
 /// Error types a faulted run may answer: the fault's own.
 const FAULT_ERRORS: &[&str] = &["Throttled", "Aws", "TimedOut"];
@@ -1165,6 +1258,12 @@ struct Stats {
     /// Faults that fired: the proxy answered with them (or the run was killed, the deadline
     /// was short, a new target was held `creating`).
     faults: BTreeMap<&'static str, usize>,
+    /// Faults aimed at one operation that fired, by operation (RunTask's in the harness).
+    faulted_operations: BTreeMap<&'static str, usize>,
+    /// Throttling errors of the bursts that fired, by service.
+    burst_throttles: BTreeMap<String, usize>,
+    /// RunTask calls the harness made again after a fault.
+    run_task_retries: usize,
     failed_runs: usize,
     kills: usize,
     /// Kills after some moves of the run began and before they all ended.
@@ -1375,6 +1474,10 @@ struct Soak {
     phase: Phase,
     /// ECS through the proxy, for RunTask.
     ecs: aws_sdk_ecs::Client,
+    /// A fault a run drew for RunTask, which only the harness calls: its next RunTask meets it.
+    run_task_fault: Option<Fault>,
+    /// What AWS does that moto does not, as this seed plays it.
+    aws: AwsWays,
     /// The hostile co-tenant.
     hostile: CoTenant,
 }
@@ -1417,6 +1520,8 @@ impl Soak {
                 ABANDONED_AFTER.as_secs().to_string(),
             );
         tb.proxy.hold_rollouts();
+        let aws = AwsWays::draw(seed);
+        aws.play(&tb.proxy, seed);
         let ecs = support::Aws::at(&tb.proxy.endpoint()).await.ecs;
         fs::create_dir_all(views.function.join(WATCH_DIR))
             .expect("create the first shard's directory");
@@ -1454,6 +1559,8 @@ impl Soak {
             previous: None,
             phase: Phase::Main,
             ecs,
+            run_task_fault: None,
+            aws,
             hostile,
         };
         soak.remember_roots();
@@ -1727,15 +1834,7 @@ impl Soak {
     /// A task started with RunTask: ECS lists it in its family, and its router reports the
     /// list published now.
     async fn start_standalone(&mut self, rng: &mut Rng) -> Result<String, String> {
-        let out = self
-            .ecs
-            .run_task()
-            .cluster(&self.tb.world.cluster)
-            .task_definition(STANDALONE_FAMILY)
-            .launch_type(aws_sdk_ecs::types::LaunchType::Fargate)
-            .send()
-            .await
-            .map_err(|e| format!("RunTask: {e:?}"))?;
+        let (out, met) = self.run_task().await?;
         let task = out
             .tasks()
             .first()
@@ -1771,9 +1870,61 @@ impl Soak {
             until,
         });
         Ok(format!(
-            "RunTask: a standalone task {task} starts on {}, until #{until}",
+            "RunTask{met}: a standalone task {task} starts on {}, until #{until}",
             published.label()
         ))
+    }
+
+    /// RunTask of a standalone task, meeting the fault a run left for it or one drawn now
+    /// (apart, so the actors' draws stay as they were): the harness calls again, a few times,
+    /// after each error or a call that hangs. Answers the task and what it met, for the log.
+    async fn run_task(
+        &mut self,
+    ) -> Result<(aws_sdk_ecs::operation::run_task::RunTaskOutput, String), String> {
+        let mut rng = Rng::for_step(self.seed ^ 0x7A5C, self.step);
+        let fault = self.run_task_fault.take().or_else(|| {
+            rng.chance(RUN_TASK_FAULT_PER_MILLE)
+                .then(|| match rng.below(3) {
+                    0 => Fault::Throttle("RunTask", 1 + rng.index(3)),
+                    1 => Fault::ServerError("RunTask", *rng.pick(&[500, 503]), 1 + rng.index(3)),
+                    _ => Fault::Stall("RunTask", 1),
+                })
+        });
+        let proxy = &self.tb.proxy;
+        match &fault {
+            Some(Fault::Throttle(op, k)) => proxy.throttle(op, *k),
+            Some(Fault::ServerError(op, status, k)) => proxy.server_error(op, *status, *k),
+            Some(Fault::Stall(op, k)) => proxy.stall(op, *k),
+            _ => {}
+        }
+        let faulted_before = proxy.faulted("RunTask");
+        let mut tries = 0;
+        let out = loop {
+            tries += 1;
+            let call = self
+                .ecs
+                .run_task()
+                .cluster(&self.tb.world.cluster)
+                .task_definition(STANDALONE_FAMILY)
+                .launch_type(aws_sdk_ecs::types::LaunchType::Fargate)
+                .send();
+            let error = match tokio::time::timeout(Duration::from_secs(2), call).await {
+                Ok(Ok(out)) => break out,
+                Ok(Err(e)) => format!("{e:?}"),
+                Err(_) => "no answer within 2 s".to_string(),
+            };
+            if tries == RUN_TASK_TRIES {
+                return Err(format!("RunTask, {tries} calls with {fault:?}: {error}"));
+            }
+            self.stats.run_task_retries += 1;
+        };
+        proxy.clear_faults();
+        let Some(fault) = fault.filter(|_| proxy.faulted("RunTask") > faulted_before) else {
+            return Ok((out, String::new()));
+        };
+        *self.stats.faults.entry(fault.name()).or_default() += 1;
+        *self.stats.faulted_operations.entry("RunTask").or_default() += 1;
+        Ok((out, format!(" (met {fault:?}, {tries} call(s))")))
     }
 
     /// Whether this step is a rebalance, as `one_step` and `function_step` will draw it (from
@@ -2759,7 +2910,11 @@ impl Soak {
             // Readers found every file while misses looked only where placements were open.
             ("version 3 lists with a placement open", s.v3_open),
         ];
-        for (what, n) in counts.into_iter().chain(hidden) {
+        let ours = counts
+            .into_iter()
+            .chain(hidden)
+            .map(|(w, n)| (w.to_string(), n));
+        for (what, n) in ours.chain(self.aws_statistics()) {
             assert!(
                 n > 0,
                 "soak: seed {}, {} steps: no {what}; the soak did not test what it is for",
@@ -2777,7 +2932,79 @@ impl Soak {
                 self.steps
             );
         }
+        let longest = self.tb.proxy.longest_parameter_value();
+        assert!(
+            longest <= SSM_VALUE_LIMIT,
+            "soak: seed {}, {} steps: a parameter value of {longest} characters was written, past SSM's {SSM_VALUE_LIMIT}",
+            self.seed,
+            self.steps
+        );
         self.assert_hostile_statistics();
+    }
+
+    /// What AWS does that moto does not, as the proxy played it (`AwsWays`), and the faults
+    /// that came with it: each must have fired in a run of the default length (seed 26) and
+    /// in any run of `HOSTILE_ALL_STEPS` or more; faults on each of ECS's task operations in
+    /// the long runs (the default one meets at least one of them).
+    fn aws_statistics(&self) -> Vec<(String, usize)> {
+        let s = &self.stats;
+        let played = self.tb.proxy.played();
+        let play = |what: &str| played.get(what).copied().unwrap_or(0);
+        let stale = self.tb.proxy.stale_reads();
+        let stale_of = |name: &str| -> usize {
+            let of = stale
+                .iter()
+                .filter(|((n, kind), _)| n == name && *kind == "previous version");
+            of.map(|(_, n)| n).sum()
+        };
+        let on = |op: &str| s.faulted_operations.get(op).copied().unwrap_or(0);
+        let task_ops = ["ListTasks", "DescribeTasks", "RunTask"];
+        let mut out = vec![
+            (
+                "targets shown deleting".to_string(),
+                play("targets shown deleting"),
+            ),
+            (
+                "describes showing a target deleting".into(),
+                play("describes showing a target deleting"),
+            ),
+            (
+                "pages of mount targets with more to follow".into(),
+                play("DescribeMountTargets pages with more to follow"),
+            ),
+            (
+                "pages of subnets with more to follow".into(),
+                play("DescribeSubnets pages with more to follow"),
+            ),
+            (
+                "pages of tasks with more to follow".into(),
+                play("ListTasks pages with more to follow"),
+            ),
+            (
+                "stale reads of the state parameter".into(),
+                stale_of(support::world::STATE_PARAMETER_NAME),
+            ),
+            (
+                "stale reads of the list parameter".into(),
+                stale_of(&self.tb.world.parameter_name),
+            ),
+            (
+                "throttle bursts across services".into(),
+                s.faults.get("throttle burst").copied().unwrap_or(0),
+            ),
+            (
+                "faults on ECS's task operations".into(),
+                task_ops.iter().map(|op| on(op)).sum(),
+            ),
+        ];
+        if self.steps >= HOSTILE_ALL_STEPS {
+            out.extend(
+                task_ops
+                    .iter()
+                    .map(|op| (format!("faults on {op}"), on(op))),
+            );
+        }
+        out
     }
 
     /// The co-tenant did each kind of thing (each of its actions in a run of
@@ -3160,10 +3387,16 @@ impl Soak {
 
     /// Sets the proxy's part of `fault` (a kill among moves and a short deadline are the
     /// harness's own).
-    fn inject(&self, fault: &Fault) {
+    fn inject(&mut self, fault: &Fault) {
+        if fault.operation() == Some("RunTask") {
+            // Only the harness calls it: its next RunTask meets the fault.
+            self.run_task_fault = Some(fault.clone());
+            return;
+        }
         let proxy = &self.tb.proxy;
         match fault {
             Fault::None | Fault::ShortDeadline => {}
+            Fault::ThrottleBurst(k) => proxy.throttle_services(THROTTLED_SERVICES, *k),
             Fault::Throttle(op, k) => proxy.throttle(op, *k),
             Fault::ServerError(op, status, k) => proxy.server_error(op, *status, *k),
             Fault::Stall(op, k) => proxy.stall(op, *k),
@@ -3217,6 +3450,7 @@ impl Soak {
         let stalled_before = proxy.stalled_requests();
         let created_before = proxy.created_mount_targets().len();
         let faulted_before = fault.operation().map_or(0, |op| proxy.faulted(op));
+        let throttled_before = proxy.throttled_by_service();
         let mut instance = self.tb.function.start().await;
         let started = Instant::now();
         let mut killed_among_moves = false;
@@ -3253,6 +3487,17 @@ impl Soak {
             | Fault::LoseAnswer { .. } => fault
                 .operation()
                 .is_some_and(|op| proxy.faulted(op) > faulted_before),
+            Fault::ThrottleBurst(_) => {
+                let mut services = 0;
+                for (service, n) in proxy.throttled_by_service() {
+                    let new =
+                        n.saturating_sub(throttled_before.get(&service).copied().unwrap_or(0));
+                    services += usize::from(new > 0);
+                    *self.stats.burst_throttles.entry(service).or_default() += new;
+                }
+                // A burst: more than one service at once.
+                services > 1
+            }
             Fault::KillAfter(_) => proxy.stalled_requests() > stalled_before,
             Fault::KillAmongMoves(_) => killed_among_moves,
             Fault::ShortDeadline => true,
@@ -3260,6 +3505,9 @@ impl Soak {
         };
         if fired {
             *self.stats.faults.entry(fault.name()).or_default() += 1;
+            if let Some(op) = fault.operation() {
+                *self.stats.faulted_operations.entry(op).or_default() += 1;
+            }
         }
         proxy.clear_faults();
         if let Fault::SlowCreate(k) = fault {
@@ -4149,6 +4397,7 @@ impl Soak {
 
     fn summary(&self) {
         let s = &self.stats;
+        let proxy = &self.tb.proxy;
         println!(
             "soak: seed {} (0x{:x}), {} steps clean in {:.1} s",
             self.seed,
@@ -4207,6 +4456,16 @@ impl Soak {
             s.v2_published,
             s.v3_open,
             s.v3_closed
+        );
+        println!(
+            "  AWS's ways {:?}: played {:?}; stale reads {:?}; longest parameter value {} characters; faults fired by operation {:?}; throttle bursts by service {:?}; RunTask calls again {}",
+            self.aws,
+            proxy.played(),
+            proxy.stale_reads(),
+            proxy.longest_parameter_value(),
+            s.faulted_operations,
+            s.burst_throttles,
+            s.run_task_retries
         );
         println!(
             "  co-tenant: {:?}; swaps during runs {}; runs growing beside it {}, counted beside it {}; runs begun while its reports held {}, answers naming them {}; its entries left in deleted targets' trees {}; abandoned names taken with its own {}",
