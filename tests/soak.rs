@@ -3185,19 +3185,46 @@ impl Soak {
                         self.published.label()
                     ));
                 }
-                // An old client: only if no shard of its list holds a copy.
+                // An old client: only if no shard of its list holds a copy, but for a write by a
+                // client on a newer list where the old list's miss does not look (home and its
+                // open placements): a version 3 list cannot know where later lists home a path,
+                // the one hiding docs/routing.md leaves open during a rollout.
+                let looks: BTreeSet<String> = match client.router.resolve(path) {
+                    Ok(home) => std::iter::once(home.index)
+                        .chain(client.router.miss_shards(&home))
+                        .map(|j| client.router.shards()[j].root.clone())
+                        .collect(),
+                    Err(e) => return Err(format!("{head}: {e}")),
+                };
+                let mut newer = 0;
                 for root in client.list.roots() {
                     let copy = root_dir(&self.views.truth, &root).join(path);
-                    if copy.exists() {
+                    let Ok(bytes) = fs::read(&copy) else {
+                        continue;
+                    };
+                    let written_on = serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .and_then(|v| v["list"].as_i64());
+                    let by_newer = written_on.is_some_and(|v| v > client.list.version);
+                    if looks.contains(&root) || !by_newer || client.list.list.open.is_none() {
                         return Err(format!(
-                            "{head}: not found, but its list {} has a copy at {}",
+                            "{head}: not found, but its list {} has a copy at {} ({})",
                             client.list.label(),
-                            copy.display()
+                            copy.display(),
+                            self.model.describe(path, &bytes)
                         ));
                     }
+                    newer += 1;
+                }
+                if newer > 0 {
+                    *self
+                        .stats
+                        .reads
+                        .entry("missed a newer list's write")
+                        .or_default() += 1;
                 }
                 Ok(format!(
-                    "{head}: not found (an old client; no shard of {} holds it)",
+                    "{head}: not found (an old client; no shard of {} holds it where it looks)",
                     client.list.label()
                 ))
             }
