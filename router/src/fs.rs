@@ -26,6 +26,7 @@ use crate::layout::{relative_to, Layout, LayoutError};
 use crate::list::{ListError, MountTargetList, Target};
 use crate::names::{new_private_name, Private};
 use crate::path::LogicalPath;
+use crate::placement::Open;
 use crate::relocation::{relocate_known, Relocation, Stamp};
 use crate::shard::{index_of, RouteError};
 use rustix::fs::{Mode, OFlags};
@@ -255,6 +256,22 @@ impl Router {
         self.layout.real_path(self.shards(), index, logical)
     }
 
+    /// The shards of [`Router::miss_shards`], with the real path there; and whether home need
+    /// not be asked before them. Under open placements a file moves only from a placement's
+    /// home to its home under this list (the function's moves, made while every client runs
+    /// it; a read leaves it, [`Place::AtPlacement`]), linked home before it leaves: a look
+    /// there, then at home, cannot miss it, so home is asked once, last. Elsewhere readers on
+    /// other lists move files either way, and home is asked before and after.
+    fn miss_places(&self, home: &Resolved) -> (Vec<(usize, PathBuf)>, bool) {
+        let places: Vec<(usize, PathBuf)> = self
+            .miss_shards(home)
+            .into_iter()
+            .map(|j| (j, self.real_in(j, &home.logical)))
+            .collect();
+        let home_last = matches!(self.list.open, Some(Open::Placements(_))) && !places.is_empty();
+        (places, home_last)
+    }
+
     /// Where `path` is now: home, elsewhere, or nowhere. Moves nothing. Every answer is the
     /// server's, never this client's name cache ([`crate::cache`]): each directory it answers
     /// from is revalidated first (one round trip each, the other shards' at once).
@@ -270,16 +287,12 @@ impl Router {
         if !fresh_hit && present(&home.real)? {
             return Ok(Found::Home);
         }
+        let (others, home_last) = self.miss_places(home);
         // A miss may be this client's cache remembering a name missing that another client
         // has written since: ask the server.
-        if fresh_present(&home.real)? {
+        if !home_last && fresh_present(&home.real)? {
             return Ok(Found::Home);
         }
-        let others: Vec<(usize, PathBuf)> = self
-            .miss_shards(home)
-            .into_iter()
-            .map(|j| (j, self.real_in(j, &home.logical)))
-            .collect();
         if others.is_empty() {
             return Ok(Found::Missing);
         }
@@ -301,7 +314,8 @@ impl Router {
 
     /// Whether `path` exists where the router would find it. One `stat` when it is at home; on
     /// a miss, home's directory revalidated and home looked at again, then the directory of each
-    /// shard of [`Router::miss_shards`] the same way (at once), then home once more.
+    /// shard of [`Router::miss_shards`] the same way (at once), then home once more. Under open
+    /// placements home is looked at again only after them: a move there goes home, never away.
     pub fn exists(&self, path: &str) -> Result<bool, Error> {
         let home = self.resolve(path)?;
         Ok(self.find(&home, false)? != Found::Missing)
@@ -344,18 +358,17 @@ impl Router {
                 place: Place::Home,
             });
         }
-        // A miss is confirmed against the server before any other shard is searched.
-        if let Some(copy) = fresh_open(&home.real)? {
-            return Ok(Read {
-                data: copy.read(&home.real)?,
-                place: Place::Home,
-            });
+        let (others, home_last) = self.miss_places(&home);
+        // A miss is confirmed against the server before any other shard is searched (or, under
+        // open placements, after them: see `miss_places`).
+        if !home_last {
+            if let Some(copy) = fresh_open(&home.real)? {
+                return Ok(Read {
+                    data: copy.read(&home.real)?,
+                    place: Place::Home,
+                });
+            }
         }
-        let others: Vec<(usize, PathBuf)> = self
-            .miss_shards(&home)
-            .into_iter()
-            .map(|j| (j, self.real_in(j, &home.logical)))
-            .collect();
         if others.is_empty() {
             return Err(Error::NotFound {
                 path: path.to_owned(),

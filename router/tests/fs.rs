@@ -680,3 +680,79 @@ fn a_read_on_a_version_3_list_leaves_a_copy_where_an_open_placement_homes_it() {
     assert_eq!(read.place, Place::MovedHome { from: 0 });
     assert!(!at_slash.exists() && home.exists());
 }
+
+/// Under open placements a miss asks home last, not first: files move only from a placement's
+/// home to their home (the function's moves; a read leaves them), linked home before they go,
+/// so a look at the placement and then at home never misses one in flight. A mover takes the
+/// files home in a seeded order while readers ask for every one of them (`EFS_RACE_SEED`).
+#[test]
+fn a_miss_under_open_placements_finds_every_file_moving_home_beside_it() {
+    let seed: u64 = std::env::var("EFS_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2026);
+    let dir = tempfile::tempdir().unwrap();
+    for r in THREE {
+        fs::create_dir_all(dir.path().join(r.trim_start_matches('/'))).unwrap();
+    }
+    let mut v3 = list(THREE, Strategy::Rendezvous);
+    v3.open = Some(efs_router::Open::Placements(vec![
+        efs_router::Placement::of(Strategy::Rendezvous, &[target(0, "/")]),
+    ]));
+    let router = Arc::new(Router::new(v3, Layout::single_mount(dir.path())).unwrap());
+    let mut files: Vec<(String, PathBuf, PathBuf)> = (0..200)
+        .map(|i| misplaced(&router, 1 + i % 2, 0, &format!("race{i}-")))
+        .collect();
+    for (_, home, at_slash) in &files {
+        put(at_slash, b"x");
+        fs::create_dir_all(home.parent().unwrap()).unwrap();
+    }
+    // Fisher-Yates by splitmix64: the seed replays the order.
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..files.len()).rev() {
+        files.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (router, done) = (router.clone(), done.clone());
+            let paths: Vec<String> = files.iter().map(|(p, ..)| p.clone()).collect();
+            thread::spawn(move || {
+                let (mut home, mut away) = (0u64, 0u64);
+                while !done.load(Ordering::Acquire) {
+                    for p in &paths {
+                        match router.locate(p).unwrap().found {
+                            Found::Home => home += 1,
+                            Found::Elsewhere { .. } => away += 1,
+                            Found::Missing => panic!("seed {seed}: {p} missing while it moved"),
+                        }
+                        assert!(router.exists(p).unwrap(), "seed {seed}: {p} missed");
+                    }
+                }
+                (home, away)
+            })
+        })
+        .collect();
+    for (_, home, at_slash) in &files {
+        efs_router::relocate(at_slash, home).unwrap();
+        thread::yield_now();
+    }
+    done.store(true, Ordering::Release);
+    let (mut home, mut away) = (0, 0);
+    for r in readers {
+        let (h, a) = r.join().unwrap();
+        (home, away) = (home + h, away + a);
+    }
+    // Coverage: the readers met files on both sides of their moves.
+    assert!(
+        home > 0 && away > 0,
+        "seed {seed}: home {home}, away {away}"
+    );
+}

@@ -4,7 +4,9 @@ the Rust router, and the operations that look there (``exists``, ``locate``, ``c
 
 import json
 import os
+import random
 import tempfile
+import threading
 import unittest
 from typing import Any, Callable, ClassVar, Dict, List, Set, Tuple
 from unittest import mock
@@ -19,6 +21,7 @@ from efs_router import (
     Router,
     Target,
     modulo_sha256,
+    relocate,
 )
 from helpers import MISS_VECTORS, put, read
 
@@ -240,6 +243,47 @@ class OpenPlacements(MountCase):
                     self.assertEqual(old.read_with_fallback(p).data, b"written %d" % i)
                     r.delete(p)
         self.assertEqual(set(seen), {"/", "/shards/use1-az2"})
+
+    def test_a_miss_finds_every_file_moving_home_beside_it(self) -> None:
+        """Under open placements home is asked last: files move only from a placement's home to their home (the
+        function's moves), linked home before they go, so a look there and then at home never misses one in
+        flight (router/tests/fs.rs has the same race). A mover takes them home in a seeded order."""
+        r = self.router("the app's files, and an older list")
+        paths = []
+        for i in range(2000):
+            p = "data/analysis/device-race%d.json" % i
+            home = r.resolve(p)
+            if r.shards[home.index].root != "/" and "/" in [r.shards[j].root for j in r.miss_shards(home)]:
+                paths.append((p, self.at("/", home.logical), home.real))
+            if len(paths) == 150:
+                break
+        for _, at_slash, _ in paths:
+            put(at_slash, b"x")
+        order = list(paths)
+        random.Random(int(os.environ.get("EFS_RACE_SEED", "2026"))).shuffle(order)
+        done = threading.Event()
+        seen = {"home": 0, "elsewhere": 0}
+        failures: List[str] = []
+
+        def reader() -> None:
+            while not done.is_set():
+                for p, _, _ in paths:
+                    kind = r.locate(p).found.kind
+                    if kind == "missing" or not r.exists(p):
+                        failures.append(p)
+                        return
+                    seen[kind] += 1
+
+        threads = [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for _, at_slash, real in order:
+            relocate(at_slash, real)
+        done.set()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        self.assertGreater(min(seen.values()), 0, seen)
 
     def test_a_modulo_placement_finds_a_file_by_the_path_as_the_app_spelled_it(self) -> None:
         r = self.router("migrated from modulo")

@@ -415,14 +415,22 @@ class Router:
         home = self._resolve(s, path)
         return Location(home, self._find(s, home, fresh_hit=True))
 
+    @classmethod
+    def _home_last(cls, s: _Snapshot, others: List[int]) -> bool:
+        """Whether home need not be asked before the other shards a miss looks in (router/src/fs.rs,
+        ``miss_places``): under open placements a file moves only from a placement's home to its home under this
+        list, linked home before it leaves, so a look there and then at home cannot miss it. Elsewhere readers on
+        other lists move files either way, and home is asked before and after."""
+        return isinstance(s.list.open, list) and bool(others)
+
     def _find(self, s: _Snapshot, home: Resolved, fresh_hit: bool) -> Found:
         if not fresh_hit and _present(home.real):
             return Found("home")
+        others = self._miss_shards(s, home)
         # A miss may be this client's cache remembering a name missing that another client has written since.
-        if _fresh_present(home.real):
+        if not self._home_last(s, others) and _fresh_present(home.real):
             return Found("home")
         # The other shards a miss looks in (miss_shards) are looked at all at once, as a fallback read does.
-        others = self._miss_shards(s, home)
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
         for j, real, there in zip(others, reals, _probe(reals, _fresh_present)):
             if isinstance(there, BaseException):
@@ -436,7 +444,8 @@ class Router:
     def exists(self, path: str) -> bool:
         """Whether ``path`` is in any shard a miss looks in (``miss_shards``): one stat at home; on a miss, home's
         directory revalidated and home looked at again, then each of those shards the same way (at once), then home
-        once more (not when there are none)."""
+        once more (not when there are none). Under open placements home is looked at again only after them
+        (``_home_last``)."""
         s = self._current()
         return self._find(s, self._resolve(s, path), fresh_hit=False).kind != "missing"
 
@@ -542,17 +551,17 @@ class Router:
         """Reads ``path`` from home (one open: no look before it). On a miss, opens it at once in each shard a miss
         looks in (``miss_shards``: every other shard, but under a version 3 list only where an open placement homes
         it), reads the newest copy (modification time; a tie goes to the shard earlier in the list) and moves it
-        home by ``relocate``; on a version 3 list it leaves it there (``at-placement``). Copies are opened with O_NOFOLLOW | O_NONBLOCK and checked with fstat: at home,
-        anything but a regular file raises ``NotARegularFile``; elsewhere it is skipped. Raises ``NotFound`` when
-        none of those shards has it."""
+        home by ``relocate``; on a version 3 list it leaves it there (``at-placement``). Copies are opened with
+        O_NOFOLLOW | O_NONBLOCK and checked with fstat: at home, anything but a regular file raises
+        ``NotARegularFile``; elsewhere it is skipped. Raises ``NotFound`` when none of those shards has it."""
         s = self._current()
         home = self._resolve(s, path)
         opened = _open_copy(home.real)
-        if opened is None:  # a miss is confirmed against the server before any other shard is searched
-            opened = _fresh_open(home.real)
+        others = self._miss_shards(s, home)
+        if opened is None and not self._home_last(s, others):
+            opened = _fresh_open(home.real)  # a miss is confirmed against the server before any other shard
         if opened is not None:
             return ReadResult(_read_opened(opened), HOME)
-        others = self._miss_shards(s, home)
         reals = [self.layout.real_path(s.targets, j, home.logical) for j in others]
         found = _probe(reals, _fresh_candidate)
         newest: Optional[Tuple[int, _Opened]] = None
