@@ -224,6 +224,8 @@ const STANDALONE_STEPS: u64 = 30;
 /// The task definition family of the standalone tasks, named to the function in
 /// `ECS_CLIENT_FAMILIES` (the service's own: the world registers no other).
 const STANDALONE_FAMILY: &str = "ingest";
+/// A kill among moves lands within a move this often (the others after a drawn delay).
+const KILL_WITHIN_PER_MILLE: u64 = 600;
 /// Steps the wind-down may take: after the main steps, the clients delete down to a few files
 /// (faults, kills and the clients ECS does not show go on), until AWS is back to the one mount
 /// target and the list to one shard. Every seed then drains and deletes targets, whatever
@@ -1045,7 +1047,13 @@ fn privates_under(dir: &Path) -> BTreeSet<String> {
 
 /// Kills process `pid` `delay` after the first of `sources` has left its place (a move's retire
 /// took it), unless `done` is set first; true when it killed. It spins rather than sleeps: on a
-/// local directory a move takes some tens of microseconds.
+/// local directory a move takes some tens of microseconds. With `delay` zero it kills within a
+/// move: once the moves have begun (a private name appeared beside a source, or a source left),
+/// it freezes the process (SIGSTOP) every few microseconds of its running, looks beside the
+/// sources for a private name that was not there when it began (a move's retire makes its
+/// private directory, and takes the source into it), and kills the frozen process when there
+/// is one, or lets it go on (SIGCONT). One look when a source left would come too late: a
+/// batch of moves ends within tens of microseconds.
 fn kill_among_moves(
     pid: u32,
     sources: Vec<PathBuf>,
@@ -1053,6 +1061,62 @@ fn kill_among_moves(
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<bool> {
     std::thread::spawn(move || {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill(2) takes plain integers; the process is the function's, still running
+        // (the harness stops it only after `done`).
+        let signal = |sig: libc::c_int| unsafe { libc::kill(pid, sig) == 0 };
+        let spin = |d: Duration| {
+            let at = Instant::now() + d;
+            while Instant::now() < at {
+                if done.load(Ordering::Acquire) {
+                    return false;
+                }
+                std::hint::spin_loop();
+            }
+            !done.load(Ordering::Acquire)
+        };
+        if delay.is_zero() {
+            let dirs: BTreeSet<&Path> = sources.iter().filter_map(|p| p.parent()).collect();
+            // The private names beside the sources.
+            let beside = || -> BTreeSet<PathBuf> {
+                let mut out = BTreeSet::new();
+                for d in &dirs {
+                    for e in fs::read_dir(d).into_iter().flatten().filter_map(Result::ok) {
+                        if private_kind(e.file_name().as_encoded_bytes()).is_some() {
+                            out.insert(e.path());
+                        }
+                    }
+                }
+                out
+            };
+            let before = beside();
+            let gone = |p: &PathBuf| matches!(fs::symlink_metadata(p), Err(e) if e.kind() == ErrorKind::NotFound);
+            // Until the moves begin (a private name beside a source, or a source gone), only
+            // look; from then on, freeze it again and again.
+            while beside().is_subset(&before) && !sources.iter().any(gone) {
+                if done.load(Ordering::Acquire) {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+            let mut turn = 0u64;
+            loop {
+                if !signal(libc::SIGSTOP) {
+                    return false;
+                }
+                wait_stopped(pid);
+                if !beside().is_subset(&before) {
+                    return signal(libc::SIGKILL);
+                }
+                signal(libc::SIGCONT);
+                turn += 1;
+                if !spin(Duration::from_micros(2 + turn % 7)) {
+                    return false;
+                }
+            }
+        }
         let gone = |p: &PathBuf| matches!(fs::symlink_metadata(p), Err(e) if e.kind() == ErrorKind::NotFound);
         while !sources.iter().any(gone) {
             if done.load(Ordering::Acquire) {
@@ -1060,23 +1124,33 @@ fn kill_among_moves(
             }
             std::thread::yield_now();
         }
-        let at = Instant::now() + delay;
-        while Instant::now() < at {
-            if done.load(Ordering::Acquire) {
-                return false;
-            }
-            std::hint::spin_loop();
-        }
-        if done.load(Ordering::Acquire) {
-            return false;
-        }
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return false;
-        };
-        // SAFETY: kill(2) takes plain integers; the process is the function's, still running
-        // (the harness stops it only after `done`).
-        unsafe { libc::kill(pid, libc::SIGKILL) == 0 }
+        spin(delay) && signal(libc::SIGKILL)
     })
+}
+
+/// Waits (up to a second) until every thread of process `pid` is stopped, as SIGSTOP leaves
+/// them: the disk it looks at then is what a kill would leave.
+fn wait_stopped(pid: libc::pid_t) {
+    let until = Instant::now() + Duration::from_secs(1);
+    let tasks = PathBuf::from(format!("/proc/{pid}/task"));
+    while Instant::now() < until {
+        let Ok(entries) = fs::read_dir(&tasks) else {
+            return;
+        };
+        let running = entries.filter_map(Result::ok).any(|e| {
+            let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // The state follows the command's closing parenthesis.
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            !matches!(
+                state.and_then(|s| s.chars().next()),
+                Some('T' | 't' | 'Z' | 'X') | None
+            )
+        });
+        if !running {
+            return;
+        }
+        std::thread::yield_now();
+    }
 }
 
 fn root_dir(mount: &Path, root: &str) -> PathBuf {
@@ -1100,8 +1174,9 @@ enum Fault {
     },
     /// Every request after the first `after` stalls; the process is killed at the first.
     KillAfter(usize),
-    /// Killed this long after the first file it was to move left its place: among the moves,
-    /// or within one (moves make no AWS call, so no proxy fault lands there).
+    /// Killed this long after the first file it was to move left its place: among the moves
+    /// (moves make no AWS call, so no proxy fault lands there); zero: within one, frozen
+    /// while a move's private name is on disk (`kill_among_moves`).
     KillAmongMoves(Duration),
     /// A deadline that leaves the run no time to wait or move (the 20 s margin eats it).
     ShortDeadline,
@@ -2841,6 +2916,8 @@ impl Soak {
                 "killed runs that moved files, judged on disk",
                 s.changed_on_disk.get("killed").copied().unwrap_or(0),
             ),
+            // Inside the function's move phase: a private name of a move left (issue 29).
+            ("kills within a move", s.kills_within_a_move),
             ("targets created", s.created),
             ("drains", s.drains),
             // The wind-down deletes every target the function created, on the tier too.
@@ -3290,8 +3367,17 @@ impl Soak {
         // fleet runs the published list): mostly in rebalances, which move the most;
         // reconciles move files when they drain a shard.
         let movable = self.converged() && !self.misplaced().is_empty();
-        let fault = if rng.chance(if rebalance { 500 } else { 150 }) && movable {
-            Fault::KillAmongMoves(Duration::from_micros(rng.below(4000)))
+        let fault = if rng.chance(if rebalance { 700 } else { 150 }) && movable {
+            // Most of them within a move (zero: the watcher freezes the run to find a move's
+            // private name on disk, and kills it then); the others 0-4 ms after the first
+            // source left.
+            let micros = rng.below(4000);
+            let micros = if rng.chance(KILL_WITHIN_PER_MILLE) {
+                0
+            } else {
+                micros.max(1)
+            };
+            Fault::KillAmongMoves(Duration::from_micros(micros))
         } else {
             Fault::draw(rng)
         };
@@ -3303,8 +3389,15 @@ impl Soak {
         // Client traffic beside the run: new paths, reads and deletes, spaced over its time.
         // Which reads become deletes is drawn apart; only while the fleet runs the published
         // list, so that a copy left is the router's fault, never the documented old-list case
-        // (check 5).
-        let burst = if rng.chance(500) { 1 + rng.index(6) } else { 0 };
+        // (check 5). None beside a kill among moves: a source a client's read moved home, or
+        // its delete removed, would set the kill off outside the function's moves.
+        let burst = if matches!(fault, Fault::KillAmongMoves(_)) {
+            0
+        } else if rng.chance(500) {
+            1 + rng.index(6)
+        } else {
+            0
+        };
         let mut deletes = Rng::for_step(self.seed ^ 0xDE1E7E, self.step);
         let mut planned = Vec::new();
         for _ in 0..burst {
@@ -4099,12 +4192,16 @@ impl Soak {
             .filter(|p| fs::symlink_metadata(p).is_ok())
             .count();
         let gone = sources.len() - left;
+        // The co-tenant's directories swap for links while a run walks: names inside them are
+        // not the run's.
         let within: Vec<String> = privates_under(&self.views.truth)
             .difference(privates_before)
+            .filter(|rel| !hostile::is_hostile(rel))
             .cloned()
             .collect();
-        // Within the last move is among them too: its retire had begun.
-        if gone > 0 && (left > 0 || !within.is_empty()) {
+        // Among the moves: some gone and some left, or a move's private name left (within one,
+        // its retire begun, whatever was gone).
+        if (gone > 0 && left > 0) || !within.is_empty() {
             self.stats.kills_among_moves += 1;
         }
         if !within.is_empty() {
