@@ -11,10 +11,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::thread;
 
 use efs_router::{Layout, Reporting, Router};
 
@@ -29,33 +26,6 @@ const FILES: usize = 300;
 
 /// The app's directory, relative to the file system's root: the first shard's.
 const WATCH_DIR: &str = "data/analysis";
-
-/// An ECS task metadata endpoint for every task at once: `GET /<task ARN>/task` answers that
-/// ARN, as the endpoint ECS gives each container answers its own task's.
-fn metadata_endpoint() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the metadata endpoint");
-    let address = listener.local_addr().unwrap();
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = [0u8; 4096];
-            let n = stream.read(&mut request).unwrap_or(0);
-            let text = String::from_utf8_lossy(&request[..n]);
-            let path = text.split(' ').nth(1).unwrap_or("/");
-            let arn = path
-                .trim_start_matches('/')
-                .trim_end_matches("/task")
-                .to_string();
-            let body = serde_json::json!({ "TaskARN": arn }).to_string();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    format!("http://{address}")
-}
 
 /// The app's files as they are, by name: `data/analysis` alone, as a plain-path app sees them.
 fn plain_view(mount: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -153,7 +123,7 @@ async fn installed_beside_a_plain_app_it_moves_nothing_until_every_task_reports(
     // The app ships a reporting router: each task ECS runs now starts one on the list it
     // reads, and so does each task a forced deployment starts later.
     let mut app = RoutedApp {
-        endpoint: metadata_endpoint(),
+        endpoint: support::metadata::endpoint(),
         routers: BTreeMap::new(),
     };
     let mut total_moved = 0;

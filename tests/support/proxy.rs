@@ -442,6 +442,13 @@ impl Proxy {
         tasks::stop_task(&self.state, id);
     }
 
+    /// One more task in `group` (`service:<name>`), RUNNING, created now: a task ECS started
+    /// for the service outside a forced deployment (its desired count raised, an old revision
+    /// scaled up). A forced deployment replaces it with the others. Answers its ARN.
+    pub fn start_task(&self, group: &str, family: &str) -> String {
+        tasks::start(&self.state, group, family)
+    }
+
     /// ListTasks answers in pages of at most `size` (1 to 100).
     pub fn task_page_size(&self, size: usize) {
         tasks::page_size(&self.state, size);

@@ -134,6 +134,12 @@ pub(super) fn advance(state: &Mutex<State>) {
     }
 }
 
+/// A task started in `group` now, RUNNING: its ARN.
+pub(super) fn start(state: &Mutex<State>, group: &str, family: &str) -> String {
+    let mut s = state.lock().unwrap();
+    s.tasks.add(group.to_string(), family, now_ms())
+}
+
 /// ECS wants this task (by id) stopped, as a StopTask or the end of its work would.
 pub(super) fn stop_task(state: &Mutex<State>, id: &str) {
     let mut s = state.lock().unwrap();
