@@ -201,7 +201,7 @@ const HEAL_RUNS: usize = 20;
 // that the default seed still drains and deletes targets within its 400 steps (higher ones
 // delay the drains past the end).
 /// A client a rollout replaces goes on as a stopping task this often, for 1..=N steps.
-const STOPPING_PER_MILLE: u64 = 120;
+const STOPPING_PER_MILLE: u64 = 200;
 const STOPPING_STEPS: u64 = 8;
 /// A client a completed rollout would replace keeps its list (its refresh fails) this often,
 /// for 1..=N steps.
@@ -224,8 +224,26 @@ const STANDALONE_STEPS: u64 = 30;
 /// The task definition family of the standalone tasks, named to the function in
 /// `ECS_CLIENT_FAMILIES` (the service's own: the world registers no other).
 const STANDALONE_FAMILY: &str = "ingest";
+/// A task of the service whose router is older than reports (it reads list versions 1 and 2,
+/// and writes none) starts this often a step (one at a time; the second step always), while
+/// the published list is one it reads, for 3..3+N steps: ECS lists it running, nothing else
+/// shows it, and under `CLIENT_REPORTS=require` it holds every move while it runs.
+const UNREPORTED_PER_MILLE: u64 = 12;
+const UNREPORTED_STEPS: u64 = 12;
+/// The list versions such a router reads.
+const UNREPORTED_READS: &[u32] = &[1, 2];
+/// A task ECS is stopping (`stop_tasks_slowly`) goes one status on (DEACTIVATING, STOPPING,
+/// DEPROVISIONING, STOPPED) this often a step, whatever the rollouts do; from 1..=N steps
+/// after a rollout completes, more often. So either of ECS's two signals, the deployments
+/// and the tasks, may lag the other.
+const TASK_STOP_PER_MILLE: u64 = 150;
+const TASK_STOP_LAG_STEPS: u64 = 6;
+/// ... and once that lag is over, this often a step, until none is left stopping.
+const TASK_STOP_AFTER_PER_MILLE: u64 = 600;
 /// A kill among moves lands within a move this often (the others after a drawn delay).
 const KILL_WITHIN_PER_MILLE: u64 = 600;
+/// A function run is a rebalance this often once ECS shows no rollout held (else 300).
+const REBALANCE_SETTLED_PER_MILLE: u64 = 650;
 /// Steps the wind-down may take: after the main steps, the clients delete down to a few files
 /// (faults, kills and the clients ECS does not show go on), until AWS is back to the one mount
 /// target and the list to one shard. Every seed then drains and deletes targets, whatever
@@ -580,6 +598,15 @@ enum Actor {
         task: String,
         until: u64,
     },
+    /// A task of the service (ECS lists it running) whose router is older than reports: it
+    /// writes on the list published when it started and reports nothing, so only ECS shows
+    /// it. At step `until`, or when a forced deployment replaces it, its task stops and the
+    /// router with it. `task` is its ARN.
+    Unreported {
+        client: Client,
+        task: String,
+        until: u64,
+    },
 }
 
 impl Actor {
@@ -588,7 +615,8 @@ impl Actor {
             Actor::Stopping { until, .. }
             | Actor::Silent { until, .. }
             | Actor::OldRouter { until, .. }
-            | Actor::Standalone { until, .. } => *until,
+            | Actor::Standalone { until, .. }
+            | Actor::Unreported { until, .. } => *until,
         }
     }
 
@@ -599,7 +627,8 @@ impl Actor {
             Actor::Stopping { client, .. } => ("a stopping task", &client.list),
             Actor::Standalone { client, .. } => ("a standalone task", &client.list),
             Actor::Silent { list, .. } => ("a silent client", list),
-            Actor::OldRouter { .. } => return None,
+            // It writes no report: ECS shows it (`Soak::ecs_behind`).
+            Actor::OldRouter { .. } | Actor::Unreported { .. } => return None,
         };
         (list.text != published.text).then(|| format!("{what} on {}", list.label()))
     }
@@ -609,9 +638,24 @@ impl Actor {
         match self {
             Actor::Stopping { client, .. } => Some(("a stopping task", client)),
             Actor::Standalone { client, .. } => Some(("a standalone task", client)),
+            Actor::Unreported { client, .. } => Some(("an unreported task", client)),
             Actor::Silent { .. } | Actor::OldRouter { .. } => None,
         }
     }
+}
+
+/// A task of the service as ECS runs it (the proxy plays them): its router reports the list
+/// published when the task started, naming the task (`CLIENT_REPORTS=require`), until the
+/// task's containers are told to stop (STOPPING), when the router goes, and its report: ECS
+/// then shows the task STOPPING and DEPROVISIONING with no report of it.
+struct ServiceTask {
+    arn: String,
+    client: Client,
+}
+
+/// The last part of a task's ARN: its id, as the proxy names it.
+fn task_id(arn: &str) -> &str {
+    arn.rsplit('/').next().unwrap_or(arn)
 }
 
 /// A client is handed only a list it reads: `reads` are the list versions its router reads.
@@ -1436,6 +1480,17 @@ struct Stats {
     /// `ABANDONED_AFTER` of the kill), and the client files found in private names at all.
     drains_held_by_moves: usize,
     private_copies: BTreeSet<String>,
+    /// Runs begun while a task of the service whose router writes no report ran, and those
+    /// whose answer named it `unreported`.
+    runs_beside_unreported: usize,
+    unreported_named: usize,
+    /// Runs that moved files after such a task had stopped or been replaced: released.
+    unreported_released: usize,
+    /// Runs begun while only ECS's task rule held them: no rollout held, every live report on
+    /// the published list, and a task ECS had not stopped yet, started before the list.
+    held_by_tasks_alone: usize,
+    /// Times ECS moved its stopping tasks on a status (`advance_tasks`).
+    task_stop_steps: usize,
 }
 
 /// A client operation beside a function run.
@@ -1503,6 +1558,10 @@ struct BeforeRun {
     /// Where the clients' files were: the run is judged on what it changed, whether it
     /// answered or not.
     places: Places,
+    /// What ECS alone showed holding the moves (`Soak::ecs_behind`), and the running tasks of
+    /// routers that write no report (ARNs).
+    ecs_behind: Vec<String>,
+    unreported: Vec<String>,
 }
 
 /// How a run went: its answer (`None`: killed), how long it took, its deadline.
@@ -1555,6 +1614,20 @@ struct Soak {
     aws: AwsWays,
     /// The hostile co-tenant.
     hostile: CoTenant,
+    /// The task metadata endpoint the service's tasks' routers learn their ARN from.
+    metadata: String,
+    /// The service's tasks with a reporting router.
+    service_tasks: Vec<ServiceTask>,
+    /// Every task ECS has shown, by id: the runs begun when the soak first saw it.
+    task_born: BTreeMap<String, u64>,
+    /// Function runs begun so far, and the one that published the current list (0: the
+    /// world's).
+    runs_begun: u64,
+    published_run: u64,
+    /// The step by which ECS has stopped every task it was stopping (a rollout completed).
+    tasks_stop_by: Option<u64>,
+    /// A task of a router that writes no report has stopped since the last run that moved.
+    unreported_ended: bool,
 }
 
 /// One step's outcome: a line for the log, or what broke.
@@ -1575,8 +1648,10 @@ impl Soak {
     async fn new(seed: u64, steps: u64) -> Soak {
         let (views, mount) = Views::new();
         let mut tb = Testbed::with_mount(BIN, World::builder(), mount).await;
-        tb.trust_ecs_alone();
-        tb.env("FILE_THRESHOLD", THRESHOLD.to_string())
+        // The default: every running task of the service and the family must report, so a
+        // task whose router writes none holds the moves (issue 29).
+        tb.env("CLIENT_REPORTS", "require")
+            .env("FILE_THRESHOLD", THRESHOLD.to_string())
             .env("SCALE_IN_COOLDOWN_SECONDS", "0")
             // moto answers ~10x slower in the tier's VM.
             .env(
@@ -1602,6 +1677,11 @@ impl Soak {
             aws.stale_window *= 10;
         }
         aws.play(&tb.proxy, seed);
+        // Replaced tasks go DEACTIVATING, STOPPING, DEPROVISIONING, STOPPED as the soak moves
+        // them on (`tasks_step`), not at once.
+        tb.proxy.stop_tasks_slowly();
+        // The service's tasks run before the function's first run.
+        tb.start_tasks().await;
         let ecs = support::Aws::at(&tb.proxy.endpoint()).await.ecs;
         fs::create_dir_all(views.function.join(WATCH_DIR))
             .expect("create the first shard's directory");
@@ -1642,7 +1722,15 @@ impl Soak {
             run_task_fault: None,
             aws,
             hostile,
+            metadata: support::metadata::endpoint(),
+            service_tasks: Vec::new(),
+            task_born: BTreeMap::new(),
+            runs_begun: 0,
+            published_run: 0,
+            tasks_stop_by: None,
+            unreported_ended: false,
         };
+        soak.follow_tasks();
         soak.remember_roots();
         soak.stats.max_targets = soak.targets.len();
         soak
@@ -1673,6 +1761,7 @@ impl Soak {
                 .all(|c| c.list.version == self.published.version)
             && self.behind().is_empty()
             && self.hostile_behind().is_empty()
+            && self.ecs_behind().is_empty()
     }
 
     /// The co-tenant's entries in the reports' directory that the function must count as
@@ -1715,7 +1804,18 @@ impl Soak {
                 format!("client {i} on {}{lag}", c.list.label())
             });
         let hidden = self.actors.iter().filter_map(|a| a.behind(&self.published));
-        fleet.chain(hidden).collect()
+        let tasks = self
+            .service_tasks
+            .iter()
+            .filter(|t| t.client.list.text != self.published.text)
+            .map(|t| {
+                format!(
+                    "the service's task {} on {}",
+                    task_id(&t.arn),
+                    t.client.list.label()
+                )
+            });
+        fleet.chain(hidden).chain(tasks).collect()
     }
 
     /// Whether a router that reads version 1 only is live.
@@ -1723,6 +1823,219 @@ impl Soak {
         self.actors
             .iter()
             .any(|a| matches!(a, Actor::OldRouter { .. }))
+    }
+
+    // ------------------------------------------------------------------------- what ECS shows
+
+    /// The groups of the tasks the function is told of: the services' and the family's.
+    fn task_groups(&self) -> Vec<String> {
+        let services = self
+            .tb
+            .world
+            .services
+            .iter()
+            .map(|s| format!("service:{s}"));
+        services
+            .chain([format!("family:{STANDALONE_FAMILY}")])
+            .collect()
+    }
+
+    /// The tasks of those groups that ECS has not STOPPED and no longer wants running: (id,
+    /// last status).
+    fn stopping_tasks(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for g in self.task_groups() {
+            let running: Vec<String> = self.tb.proxy.running_task_arns(&g);
+            let running: Vec<&str> = running.iter().map(|a| task_id(a)).collect();
+            for (id, status) in self.tb.proxy.tasks(&g) {
+                if status != "STOPPED" && !running.contains(&id.as_str()) {
+                    out.push((id, status));
+                }
+            }
+        }
+        out
+    }
+
+    /// The tasks of the services that ECS wants running (ARNs).
+    fn service_running(&self) -> Vec<String> {
+        let services = self.tb.world.services.iter();
+        services
+            .flat_map(|s| self.tb.proxy.running_task_arns(&format!("service:{s}")))
+            .collect()
+    }
+
+    /// The tasks of the routers that write no report, while ECS wants them running (ARNs).
+    fn unreported_running(&self) -> Vec<String> {
+        let running = self.service_running();
+        self.actors
+            .iter()
+            .filter_map(|a| match a {
+                Actor::Unreported { task, .. } if running.contains(task) => Some(task.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What ECS alone shows holding the moves: a task it has not STOPPED that the soak saw
+    /// before the run that published the current list (the task rule: created no later than
+    /// that publish), and a running task whose router writes no report (`CLIENT_REPORTS=
+    /// require`). A task first seen in that run may have started after the publish: the
+    /// function may let it be, so the soak does.
+    fn ecs_behind(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for g in self.task_groups() {
+            for (id, status) in self.tb.proxy.tasks(&g) {
+                let born = self.task_born.get(&id).copied().unwrap_or(u64::MAX);
+                if status != "STOPPED" && born < self.published_run {
+                    out.push(format!(
+                        "task {id} ({g}, {status}), started before {} was published",
+                        self.published.label()
+                    ));
+                }
+            }
+        }
+        for arn in self.unreported_running() {
+            out.push(format!(
+                "task {} running a router that writes no report",
+                task_id(&arn)
+            ));
+        }
+        out
+    }
+
+    /// The service's tasks as ECS has them now: a task seen for the first time is dated (by
+    /// the runs begun so far), a running one gets a reporting router on the published list
+    /// (but the task of a router that writes none), and a stopping one's router goes once its
+    /// containers are told to stop (STOPPING).
+    fn follow_tasks(&mut self) {
+        let mut status = BTreeMap::new();
+        for g in self.task_groups() {
+            for (id, s) in self.tb.proxy.tasks(&g) {
+                self.task_born.entry(id.clone()).or_insert(self.runs_begun);
+                status.insert(id, s);
+            }
+        }
+        self.service_tasks.retain(|t| {
+            matches!(
+                status.get(task_id(&t.arn)).map(String::as_str),
+                Some("RUNNING" | "DEACTIVATING")
+            )
+        });
+        let unreported: Vec<String> = self
+            .actors
+            .iter()
+            .filter_map(|a| match a {
+                Actor::Unreported { task, .. } => Some(task.clone()),
+                _ => None,
+            })
+            .collect();
+        for service in self.tb.world.services.clone() {
+            for arn in self
+                .tb
+                .proxy
+                .running_task_arns(&format!("service:{service}"))
+            {
+                if unreported.contains(&arn) || self.service_tasks.iter().any(|t| t.arn == arn) {
+                    continue;
+                }
+                let list = self.published.clone();
+                let options = Reporting {
+                    parameter_version: Some(list.version),
+                    label: Some(format!("soak service task {}", task_id(&arn))),
+                    metadata_uri: Some(format!("{}/{arn}", self.metadata)),
+                    ..Reporting::default()
+                };
+                let router = Router::reporting(
+                    &list.text,
+                    Layout::single_mount(self.views.client(CLIENTS)),
+                    options,
+                )
+                .unwrap_or_else(|e| panic!("a service task's router on {}: {e}", list.label()));
+                self.service_tasks.push(ServiceTask {
+                    arn,
+                    client: Client { list, router },
+                });
+            }
+        }
+    }
+
+    /// Before each step, after the clients ECS does not show: ECS moves the tasks it is
+    /// stopping on a status now and then, more often once a completed rollout's lag is over;
+    /// then the soak follows the tasks.
+    fn tasks_step(&mut self, said: &mut Vec<String>) {
+        let mut rng = Rng::for_step(self.seed ^ 0x5709_7A5C, self.step);
+        let from = self.stopping_tasks();
+        if from.is_empty() {
+            self.tasks_stop_by = None;
+        }
+        let per_mille = match self.tasks_stop_by {
+            Some(by) if by <= self.step => TASK_STOP_AFTER_PER_MILLE,
+            _ => TASK_STOP_PER_MILLE,
+        };
+        if !from.is_empty() && rng.chance(per_mille) {
+            self.tb.proxy.advance_tasks();
+            self.stats.task_stop_steps += 1;
+            said.push(format!(
+                "ECS moves its stopping tasks one status on from {from:?}"
+            ));
+        }
+        self.follow_tasks();
+    }
+
+    /// Every task ECS is stopping is STOPPED.
+    fn stop_tasks_now(&mut self) {
+        for _ in 0..4 {
+            self.tb.proxy.advance_tasks();
+        }
+        self.stats.task_stop_steps += 1;
+        self.follow_tasks();
+    }
+
+    /// Sometimes, while the published list is one it reads, a task of the service starts with
+    /// a router older than reports (the second step always: a fleet still upgrading). Drawn
+    /// from a generator of its own.
+    fn maybe_start_unreported(&mut self, said: &mut Vec<String>) -> Result<(), String> {
+        let mut rng = Rng::for_step(self.seed ^ 0x0DE9_0A7E, self.step);
+        let per_mille = match self.step {
+            2 => 1000,
+            _ => UNREPORTED_PER_MILLE,
+        };
+        let live = self
+            .actors
+            .iter()
+            .any(|a| matches!(a, Actor::Unreported { .. }));
+        let Some(service) = self.tb.world.services.first().cloned() else {
+            return Ok(());
+        };
+        if live || !rng.chance(per_mille) {
+            return Ok(());
+        }
+        let list = self.published.clone();
+        if hand("a router older than reports", UNREPORTED_READS, &list).is_err() {
+            return Ok(());
+        }
+        let arn = self
+            .tb
+            .proxy
+            .start_task(&format!("service:{service}"), STANDALONE_FAMILY);
+        let router = Router::new(
+            list.list.clone(),
+            Layout::single_mount(self.views.client(CLIENTS)),
+        )
+        .map_err(|e| format!("a router older than reports on {}: {e}", list.label()))?;
+        let until = self.step + 3 + rng.below(UNREPORTED_STEPS);
+        *self.stats.actors.entry("unreported").or_default() += 1;
+        said.push(format!(
+            "task {} of the service starts a router older than reports (no report) on {}, until #{until}",
+            task_id(&arn),
+            list.label()
+        ));
+        self.actors.push(Actor::Unreported {
+            client: Client { list, router },
+            task: arn,
+            until,
+        });
+        Ok(())
     }
 
     // ------------------------------------------------------------------------- what ECS hides
@@ -1745,6 +2058,8 @@ impl Soak {
         {
             said.push(self.start_standalone(&mut rng).await?);
         }
+        self.maybe_start_unreported(&mut said)?;
+        self.tasks_step(&mut said);
         Ok((!said.is_empty()).then(|| said.join("; ")))
     }
 
@@ -1752,9 +2067,13 @@ impl Soak {
     /// list of the last forced deployment.
     fn end_due_actors(&mut self, said: &mut Vec<String>) {
         let step = self.step;
+        // A task of a router that writes no report that a forced deployment replaced ends too.
+        let running = self.unreported_running();
+        let replaced =
+            |a: &Actor| matches!(a, Actor::Unreported { task, .. } if !running.contains(task));
         let (ended, live): (Vec<Actor>, Vec<Actor>) = std::mem::take(&mut self.actors)
             .into_iter()
-            .partition(|a| a.until() <= step);
+            .partition(|a| a.until() <= step || replaced(a));
         self.actors = live;
         for a in ended {
             said.push(self.end(a));
@@ -2011,7 +2330,18 @@ impl Soak {
     /// a generator of their own: nothing is taken from theirs).
     fn rebalance_next(&self) -> bool {
         let mut rng = Rng::for_step(self.seed, self.step);
-        rng.below(1000) < 120 && rng.chance(300)
+        rng.below(1000) < 120 && rng.chance(self.rebalance_per_mille())
+    }
+
+    /// How often a function run is a rebalance: most once ECS shows no rollout held, so that
+    /// passes end, clean ones are recorded, and later ones compare against the shards added
+    /// since (issue 29); a held rebalance walks nothing.
+    fn rebalance_per_mille(&self) -> u64 {
+        if self.tb.proxy.rolling_services().is_empty() {
+            REBALANCE_SETTLED_PER_MILLE
+        } else {
+            300
+        }
     }
 
     /// An actor's end: a stopping task stops, a silent client's report outlives its lifetime,
@@ -2033,6 +2363,19 @@ impl Soak {
             Actor::OldRouter { file, .. } => {
                 let _ = fs::remove_file(&file);
                 "the version 1 router stops".to_string()
+            }
+            Actor::Unreported { client, task, .. } => {
+                let id = task_id(&task).to_string();
+                let replaced = !self.service_running().contains(&task);
+                self.tb.proxy.stop_task(&id);
+                self.unreported_ended = true;
+                let how = if replaced {
+                    "was replaced by a deployment"
+                } else {
+                    "stops"
+                };
+                drop(client);
+                format!("the task {id} of a router that writes no report {how}")
             }
             Actor::Standalone { client, task, .. } => {
                 self.tb.proxy.stop_task(&task);
@@ -2992,9 +3335,29 @@ impl Soak {
             // Readers found every file while misses looked only where placements were open.
             ("version 3 lists with a placement open", s.v3_open),
         ];
+        // What ECS alone shows (issue 29): a task whose router writes no report, and tasks
+        // stopping slowly while the rollouts lag or lead them.
+        let ecs = [
+            (
+                "runs beside a task whose router writes no report",
+                s.runs_beside_unreported,
+            ),
+            ("answers naming it unreported", s.unreported_named),
+            ("steps of ECS stopping tasks", s.task_stop_steps),
+            // Of the course and its timing, as the hidden clients' are.
+            (
+                "runs that moved once it was gone",
+                local(s.unreported_released),
+            ),
+            (
+                "runs held by ECS's task rule alone",
+                local(s.held_by_tasks_alone),
+            ),
+        ];
         let ours = counts
             .into_iter()
             .chain(hidden)
+            .chain(ecs)
             .map(|(w, n)| (w.to_string(), n));
         for (what, n) in ours.chain(self.aws_statistics()) {
             assert!(
@@ -3140,6 +3503,14 @@ impl Soak {
     fn complete_rollouts(&mut self) -> String {
         let held = self.tb.proxy.rolling_services();
         self.tb.proxy.complete_rollouts();
+        // The tasks ECS is stopping lag the rollout by a few steps (drawn apart); at the end,
+        // none.
+        if self.phase == Phase::Healing {
+            self.stop_tasks_now();
+        } else if self.tasks_stop_by.is_none() && !self.stopping_tasks().is_empty() {
+            let mut lag = Rng::for_step(self.seed ^ 0x1A95, self.step);
+            self.tasks_stop_by = Some(self.step + 1 + lag.below(TASK_STOP_LAG_STEPS));
+        }
         let mut moved = 0;
         let mut lag = Vec::new();
         // Drawn apart, so that the step's own draws stay as they were.
@@ -3361,7 +3732,7 @@ impl Soak {
     // ------------------------------------------------------------------------- the function
 
     async fn function_step(&mut self, rng: &mut Rng) -> Step {
-        let rebalance = rng.chance(300);
+        let rebalance = rng.chance(self.rebalance_per_mille());
         let max_moves = 1 + rng.below(40);
         // A kill among moves, when the run will move something (files are misplaced, and the
         // fleet runs the published list): mostly in rebalances, which move the most;
@@ -3441,6 +3812,8 @@ impl Soak {
         let swapped = self.swap_ends(swap);
         let traffic = traffic.await.expect("client traffic");
         let (old, forced) = self.read_aws().await?;
+        // A forced deployment started tasks (and stops the ones it replaced).
+        self.follow_tasks();
 
         // The answer.
         let mut line = format!("run {action} ({:.1} s)", ran.took.as_secs_f64());
@@ -3488,6 +3861,24 @@ impl Soak {
         behind.extend(hostile);
         let old_router = self.old_router_live() && self.published.form() == 1;
         self.stats.runs_beside_old_routers += usize::from(old_router);
+        self.runs_begun += 1;
+        let ecs_behind = self.ecs_behind();
+        let unreported = self.unreported_running();
+        self.stats.runs_beside_unreported += usize::from(!unreported.is_empty());
+        // Only ECS's task rule holds: no rollout held, no report behind, no client on another
+        // list, and a task started before the list is not STOPPED yet.
+        let fleet_current = self
+            .clients
+            .iter()
+            .all(|c| c.list.version == self.published.version);
+        if ecs_done
+            && fleet_current
+            && behind.is_empty()
+            && unreported.is_empty()
+            && !ecs_behind.is_empty()
+        {
+            self.stats.held_by_tasks_alone += 1;
+        }
         BeforeRun {
             converged,
             lists,
@@ -3507,6 +3898,8 @@ impl Soak {
                 .count(),
             hostile_privates: self.hostile_privates(),
             places: places_on_disk(&self.views.truth),
+            ecs_behind,
+            unreported,
         }
     }
 
@@ -3900,7 +4293,50 @@ impl Soak {
                 self.published.label()
             ));
         }
+        self.check_ecs_answer(line, r, before, moved)?;
         Ok(rebalanced_all)
+    }
+
+    /// What ECS alone shows must hold too: nothing moved or deleted while a task started
+    /// before the list was not STOPPED, or a task whose router writes no report ran; the
+    /// answer names that task `unreported` (unless ECS's tasks could not be listed, or a
+    /// deployment this run forced replaced it); and a run that moves once it is gone
+    /// releases it.
+    fn check_ecs_answer(
+        &mut self,
+        line: &str,
+        r: &Value,
+        before: &BeforeRun,
+        moved: u64,
+    ) -> Result<(), String> {
+        let changed = moved > 0 || !strings(r, "deleted").is_empty();
+        if changed && !before.ecs_behind.is_empty() {
+            return Err(format!(
+                "{line}: files moved or a target deleted while ECS showed {:?}",
+                before.ecs_behind
+            ));
+        }
+        let named = r["clients_behind"].as_array().cloned().unwrap_or_default();
+        let unknown = named.iter().any(|c| c["why"] == json!("tasks-unknown"));
+        let running = self.service_running();
+        for arn in before.unreported.iter().filter(|a| running.contains(a)) {
+            if named
+                .iter()
+                .any(|c| c["why"] == json!("unreported") && c["client"] == json!(arn))
+            {
+                self.stats.unreported_named += 1;
+            } else if !unknown {
+                return Err(format!(
+                    "{line}: task {arn} ran a router that writes no report, and the answer does not name it unreported: {}",
+                    r["clients_behind"]
+                ));
+            }
+        }
+        if moved > 0 && before.unreported.is_empty() && self.unreported_ended {
+            self.unreported_ended = false;
+            self.stats.unreported_released += 1;
+        }
+        Ok(())
     }
 
     /// What the co-tenant must not change in a run's answer: the run counts every file the
@@ -4047,6 +4483,8 @@ impl Soak {
         rebalanced_all: bool,
     ) {
         if self.published.version != before.version {
+            // Tasks the soak saw before this run started before this publish.
+            self.published_run = self.runs_begun;
             self.stats.publishes += 1;
             if self.published.form() >= 2 && old.form() < 2 {
                 self.stats.v2_published += 1;
@@ -4433,6 +4871,18 @@ impl Soak {
         if self.old_router_live() {
             hand("a router reading version 1 only", &[1], &self.published)?;
         }
+        // While a task whose router writes no report runs, the list stays one it reads (the
+        // function cannot know what it reads: it must not go on to version 3).
+        if !self.unreported_running().is_empty() {
+            hand(
+                "a router older than reports",
+                UNREPORTED_READS,
+                &self.published,
+            )?;
+        }
+        for t in &self.service_tasks {
+            hand("a task of the service", &reads, &t.client.list)?;
+        }
         Ok(())
     }
 
@@ -4606,6 +5056,14 @@ impl Soak {
             s.hostile_reports_named,
             s.hostile_left_in_deleted,
             s.abandoned_beside_hostile
+        );
+        println!(
+            "  ECS: runs beside a task whose router writes no report {} (answers naming it {}, runs that moved once it was gone {}); steps of stopping tasks {}; runs held by the task rule alone {}",
+            s.runs_beside_unreported,
+            s.unreported_named,
+            s.unreported_released,
+            s.task_stop_steps,
+            s.held_by_tasks_alone
         );
     }
 }
