@@ -240,6 +240,10 @@ const TASK_STOP_PER_MILLE: u64 = 150;
 const TASK_STOP_LAG_STEPS: u64 = 6;
 /// ... and once that lag is over, this often a step, until none is left stopping.
 const TASK_STOP_AFTER_PER_MILLE: u64 = 600;
+/// A rebalance runs with `REBALANCE_MAX_VISITS` this often, at 1..=N files (drawn apart): it
+/// stops after that many, and the next rebalance resumes where it stopped.
+const VISITS_CAPPED_PER_MILLE: u64 = 600;
+const VISITS_CAP: u64 = 30;
 /// A kill among moves lands within a move this often (the others after a drawn delay).
 const KILL_WITHIN_PER_MILLE: u64 = 600;
 /// A function run is a rebalance this often once ECS shows no rollout held (else 300).
@@ -1491,6 +1495,13 @@ struct Stats {
     held_by_tasks_alone: usize,
     /// Times ECS moved its stopping tasks on a status (`advance_tasks`).
     task_stop_steps: usize,
+    /// Rebalances that walked (by kind): resumed where a capped or timed-out one stopped,
+    /// stopped by `REBALANCE_MAX_VISITS` or the time, and compared against added shards only.
+    rebalances_resumed: usize,
+    rebalances_stopped: usize,
+    compared_with_added: usize,
+    /// Runs of the end's last pass, one file a run, that resumed where the one before stopped.
+    final_pass_resumes: usize,
 }
 
 /// A client operation beside a function run.
@@ -1562,6 +1573,8 @@ struct BeforeRun {
     /// routers that write no report (ARNs).
     ecs_behind: Vec<String>,
     unreported: Vec<String>,
+    /// A rebalance that goes on where an earlier one stopped (the state kept a position).
+    resumes: bool,
 }
 
 /// How a run went: its answer (`None`: killed), how long it took, its deadline.
@@ -1628,6 +1641,8 @@ struct Soak {
     tasks_stop_by: Option<u64>,
     /// A task of a router that writes no report has stopped since the last run that moved.
     unreported_ended: bool,
+    /// The last rebalance that walked: whether it resumed, and whether it ended its pass.
+    last_walk: Option<(bool, bool)>,
 }
 
 /// One step's outcome: a line for the log, or what broke.
@@ -1729,6 +1744,7 @@ impl Soak {
             published_run: 0,
             tasks_stop_by: None,
             unreported_ended: false,
+            last_walk: None,
         };
         soak.follow_tasks();
         soak.remember_roots();
@@ -3354,10 +3370,22 @@ impl Soak {
                 local(s.held_by_tasks_alone),
             ),
         ];
+        // The resumable rebalance (issue 29): capped runs stop, the next resume, and a pass
+        // after a clean one compares against the added shards only.
+        let rebalancing = [
+            ("rebalances stopped by their cap", s.rebalances_stopped),
+            ("rebalances resumed", s.rebalances_resumed),
+            (
+                "rebalances compared against added shards",
+                local(s.compared_with_added),
+            ),
+            ("resumes in the last pass", s.final_pass_resumes),
+        ];
         let ours = counts
             .into_iter()
             .chain(hidden)
             .chain(ecs)
+            .chain(rebalancing)
             .map(|(w, n)| (w.to_string(), n));
         for (what, n) in ours.chain(self.aws_statistics()) {
             assert!(
@@ -3752,6 +3780,10 @@ impl Soak {
         } else {
             Fault::draw(rng)
         };
+        // REBALANCE_MAX_VISITS, drawn apart (the step's own draws stay as they were).
+        let mut caps = Rng::for_step(self.seed ^ 0xCA95, self.step);
+        let cap =
+            (rebalance && caps.chance(VISITS_CAPPED_PER_MILLE)).then(|| 1 + caps.below(VISITS_CAP));
         let event = if rebalance {
             json!({"action": "rebalance", "max_moves": max_moves})
         } else {
@@ -3791,7 +3823,15 @@ impl Soak {
                 planned.push((c, pause, path, op));
             }
         }
-        self.run_function(&event, fault, planned).await
+        match cap {
+            Some(n) => self.tb.env("REBALANCE_MAX_VISITS", n.to_string()),
+            None => self.tb.unset("REBALANCE_MAX_VISITS"),
+        };
+        let mut line = self.run_function(&event, fault, planned).await?;
+        if let Some(n) = cap {
+            let _ = write!(line, " [visits capped at {n}]");
+        }
+        Ok(line)
     }
 
     /// Runs the function once (with `fault`, and `planned` client operations beside it) and
@@ -3799,6 +3839,10 @@ impl Soak {
     async fn run_function(&mut self, event: &Value, fault: Fault, planned: Vec<Planned>) -> Step {
         let action = event["action"].as_str().unwrap_or("reconcile").to_string();
         let mut before = self.before_run(&action, &fault, planned.is_empty());
+        if action == "rebalance" {
+            let state = self.tb.world.state().await;
+            before.resumes = state["rebalancing"]["next"].is_object();
+        }
         self.inject(&fault);
         // What a kill among moves watches, and what it is counted against: walked only then.
         if matches!(fault, Fault::KillAmongMoves(_)) {
@@ -3900,6 +3944,7 @@ impl Soak {
             places: places_on_disk(&self.views.truth),
             ecs_behind,
             unreported,
+            resumes: false,
         }
     }
 
@@ -4255,8 +4300,13 @@ impl Soak {
         // The co-tenant's links are skipped and its names that are not UTF-8 fail: then every
         // client's file must be at home on disk.
         let clean = m["failed"] == json!(0) && m["skipped"] == json!(0);
-        let rebalanced_all =
-            walked_all && (clean || (self.hostile.in_shards() && self.misplaced().is_empty()));
+        // A run that resumed walked only the end of its pass; the files before its start were
+        // walked by earlier runs, before clients wrote since: all at home only if none is
+        // misplaced on disk now.
+        let whole = !before.resumes || self.misplaced().is_empty();
+        let rebalanced_all = walked_all
+            && whole
+            && (clean || (self.hostile.in_shards() && self.misplaced().is_empty()));
         // Files move, and targets go, only while every client runs the published
         // list (publish → converge → move → publish → converge → delete).
         let moved = m["moved"].as_u64().unwrap_or(0) + m["dropped_older"].as_u64().unwrap_or(0);
@@ -4294,6 +4344,18 @@ impl Soak {
             ));
         }
         self.check_ecs_answer(line, r, before, moved)?;
+        if action == "rebalance" && actions.iter().any(|a| a == "move_files") {
+            let ended = m["incomplete"] != json!(true);
+            self.last_walk = Some((before.resumes, ended));
+            self.stats.rebalances_resumed += usize::from(before.resumes);
+            self.stats.rebalances_stopped += usize::from(!ended);
+            if m["comparison"] == json!("added_shards") {
+                self.stats.compared_with_added += 1;
+            }
+            if before.resumes {
+                let _ = write!(line, " (resumed)");
+            }
+        }
         Ok(rebalanced_all)
     }
 
@@ -4945,17 +5007,63 @@ impl Soak {
         self.step += 1;
         let line = self.complete_rollouts();
         self.log.push(format!("#{} {line}", self.step));
-        self.step += 1;
+        // A full pass, one file a run (`REBALANCE_MAX_VISITS=1`): each run after the pass's
+        // first resumes where the one before stopped, and the pass that began here must end
+        // with every file at home (a checkpoint). A pass a main step left half done ends
+        // first.
+        self.tb.env("REBALANCE_MAX_VISITS", "1");
         let rebalance = json!({"action": "rebalance", "max_moves": 100_000});
-        let line = self
-            .run_function(&rebalance, Fault::None, Vec::new())
-            .await?;
-        self.log.push(format!("#{} {line}", self.step));
-        if !self.clean {
+        let (mut began, mut resumes, mut ended) = (false, 0, false);
+        let mut line = String::new();
+        self.clean = false;
+        for _ in 0..self.model.live.len() * 4 + 20 {
+            self.step += 1;
+            self.last_walk = None;
+            line = self
+                .run_function(&rebalance, Fault::None, Vec::new())
+                .await?;
+            self.log.push(format!("#{} {line}", self.step));
+            if self.last_walk.is_none() {
+                // Held (a list to publish first, as a pass's end closes placements): the
+                // reconcile publishes it, and the rollout completes.
+                self.check().await?;
+                self.step += 1;
+                let line = self
+                    .run_function(&event("reconcile"), Fault::None, Vec::new())
+                    .await?;
+                self.log.push(format!("#{} {line}", self.step));
+                self.check().await?;
+                self.step += 1;
+                let line = self.complete_rollouts();
+                self.log.push(format!("#{} {line}", self.step));
+                self.clean = false;
+                continue;
+            }
+            match self.last_walk {
+                Some((false, _)) => {
+                    began = true;
+                    resumes = 0;
+                }
+                Some((true, _)) if began => resumes += 1,
+                _ => {}
+            }
+            ended = began && self.last_walk.is_some_and(|(_, end)| end);
+            if !ended {
+                // Not yet the end of a whole pass that began here.
+                self.clean = false;
+            }
+            self.check().await?;
+            if ended {
+                break;
+            }
+        }
+        self.tb.unset("REBALANCE_MAX_VISITS");
+        if !ended || !self.clean {
             return Err(format!(
-                "after settling, a full rebalance did not reach a checkpoint: {line}"
+                "after settling, a full pass of rebalances one file a run (resumed {resumes} times) did not reach a checkpoint: {line}"
             ));
         }
+        self.stats.final_pass_resumes = resumes;
         self.check().await?;
         let flat = self.model.flat() as u64;
         // Shards are not capped by the AZs: settled, the serving shards hold every file.
@@ -5058,12 +5166,16 @@ impl Soak {
             s.abandoned_beside_hostile
         );
         println!(
-            "  ECS: runs beside a task whose router writes no report {} (answers naming it {}, runs that moved once it was gone {}); steps of stopping tasks {}; runs held by the task rule alone {}",
+            "  ECS: runs beside a task whose router writes no report {} (answers naming it {}, runs that moved once it was gone {}); steps of stopping tasks {}; runs held by the task rule alone {}; rebalances stopped by their cap {}, resumed {}, compared against added shards {}; resumes in the last pass {}",
             s.runs_beside_unreported,
             s.unreported_named,
             s.unreported_released,
             s.task_stop_steps,
-            s.held_by_tasks_alone
+            s.held_by_tasks_alone,
+            s.rebalances_stopped,
+            s.rebalances_resumed,
+            s.compared_with_added,
+            s.final_pass_resumes
         );
     }
 }
