@@ -16,22 +16,31 @@
 //!   any copy found says which write it is. The files grow and shrink in phases, across
 //!   `FILE_THRESHOLD` = 20, so the function adds shards and drains them within the run
 //!   (`SCALE_IN_COOLDOWN_SECONDS` = 0);
-//! - a **function run**: reconcile, or rebalance with a small `max_moves`, sometimes with a
+//! - a **function run**: reconcile, or rebalance with a small `max_moves` (most often once no
+//!   rollout is held) and, most of the time, `REBALANCE_MAX_VISITS` of 1 to 30 files, so that a
+//!   pass spans runs and each resumes where the last stopped; sometimes with a
 //!   fault injected by the proxy (throttling, of one operation or of every service at once,
-//!   5xx, a stalled call under `API_ATTEMPT_TIMEOUT_SECONDS` = 1 and `API_CALL_TIMEOUT_SECONDS` = 2, an answer lost after
+//!   5xx, a stalled call under
+//!   `API_ATTEMPT_TIMEOUT_SECONDS` = 1 and `API_CALL_TIMEOUT_SECONDS` = 2, an answer lost after
 //!   AWS did the call, a deadline too short to move anything, a new target that stays
 //!   `creating` past the run) or **killed** where it stands (the
 //!   proxy stalls every request after the Nth, or the request whose answer it lost, and the
 //!   harness kills the process as Lambda would at its deadline), or **killed among its moves**
 //!   (a thread watching the files kills it a random 0-4 ms after the first misplaced file left
-//!   its place; moves make no AWS call, so no proxy fault lands there). The harness kills a run
-//!   at its deadline, as Lambda does, and a run that answered after it fails the soak. Faults
-//!   are cleared after the run. Some runs have client operations going on beside them (new
-//!   paths, reads, and deletes while the fleet runs the published list: a rewrite racing a move
-//!   of the same path is a documented window of `relocate`, which this soak does not claim to
-//!   close);
+//!   its place; moves make no AWS call, so no proxy fault lands there), most of these **within
+//!   a move**: once the moves begin, the thread freezes the run (SIGSTOP) every few
+//!   microseconds of its running and kills it only while a move's private name is on disk.
+//!   No client works beside such a run, so a file gone is the function's doing. The harness
+//!   kills a run at its deadline, as Lambda does, and a run that answered after it fails the
+//!   soak. Faults are cleared after the run. Some runs have client operations going on beside
+//!   them (new paths, reads, and deletes while the fleet runs the published list: a rewrite
+//!   racing a move of the same path is a documented window of `relocate`, which this soak does
+//!   not claim to close);
 //! - **an ECS rollout completes** (`Proxy::complete_rollouts`; rollouts are held from the
-//!   start, as ECS's rolling update keeps old tasks running).
+//!   start, as ECS's rolling update keeps old tasks running). The tasks a deployment replaced
+//!   stop slowly (`Proxy::stop_tasks_slowly`): before each step ECS moves them a status on
+//!   (DEACTIVATING, STOPPING, DEPROVISIONING, STOPPED) now and then, and more often from a
+//!   drawn lag after a rollout completes, so either of ECS's two signals may lead.
 //!
 //! **Clients and lists.** A client's list is what SSM held when its task started. When a run
 //! forces a deployment, each client is replaced (takes the list published now) or not (keeps
@@ -55,6 +64,20 @@
 //! after every run, answered, failed or killed (a client path that lost a copy, the paths of
 //! the traffic beside the run aside; a target that went from AWS or shows `deleting`); and a
 //! run that answered it moved nothing must have taken no file from its place.
+//!
+//! **What ECS alone shows** (issue 29). The function runs with its default,
+//! `CLIENT_REPORTS=require`: every running task of the service and the family must have a live
+//! report naming it. Each task of the service has a router that reports the list published
+//! when the task started and names the task (through a task metadata endpoint), until the
+//! task is STOPPING; ECS then shows it STOPPING and DEPROVISIONING with no report, so ECS's task
+//! rule (a task created no later than the list's publish and not STOPPED) holds alone. And now
+//! and then (always at step 2) a task of the service runs a **router older than reports**
+//! (it reads list versions 1 and 2, writes on the list it started with, and reports nothing):
+//! only ECS shows it, until it stops or a forced deployment replaces it. After every run:
+//! nothing moved or deleted while ECS showed a task the soak saw before the run that published
+//! the current list and not STOPPED yet, or a running task that writes no report; the answer
+//! names that task `unreported` in `clients_behind` (unless ECS's tasks could not be listed);
+//! and while it runs the published list stays one it reads.
 //!
 //! **A hostile co-tenant** (issue 27), drawn before each step from a generator of its own
 //! (`support::hostile` does it on disk): a writer with the clients' uid that plants links in
@@ -137,8 +160,10 @@
 //! path only when no shard of the reader's list holds a copy (never for a reader on the
 //! published list). A run with no fault injected must succeed; a faulted one may fail only with
 //! the error the fault explains (`Throttled`, `Aws`, `TimedOut`). At the end the faults stop and
-//! the system must settle (a reconcile that changes nothing, within 20 runs), then a full
-//! rebalance and a checkpoint.
+//! the system must settle (a reconcile that changes nothing, within 20 runs), then a full pass
+//! of rebalances one file a run (`REBALANCE_MAX_VISITS=1`): a pass a main step left half done
+//! ends first, and the pass that begins then must end, after resuming run after run, with
+//! every file at home (a checkpoint).
 //!
 //! "Latest" is what the file system's clock says (`relocate` keeps the newer by modification
 //! time, home winning a tie; router/README.md): the harness never writes one path twice
@@ -181,10 +206,11 @@ use support::{event, strings, Testbed, World};
 const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
-/// A seed whose 400 steps create, drain and delete targets, kill runs, among moves too, delete
-/// paths beside runs and with copies in several shards, and meet each kind of client ECS does
-/// not show: `assert_statistics` holds the default run to that. (With the wind-down, every
-/// seed drains and deletes targets.)
+/// A seed whose 400 steps create, drain and delete targets, kill runs, among moves and within
+/// one too, delete paths beside runs and with copies in several shards, meet each kind of
+/// client ECS does not show and a task only ECS shows, and resume rebalances, one of them
+/// compared against added shards: `assert_statistics` holds the default run to that. (With
+/// the wind-down, every seed drains and deletes targets.)
 const DEFAULT_SEED: u64 = 26;
 const DEFAULT_STEPS: u64 = 400;
 
