@@ -47,6 +47,11 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// SSM answered an older version of a parameter than it holds (its reads may lag a write):
+    /// a run that planned from it could undo the last run's work, so nothing was done.
+    #[error("SSM parameter {name} was read at version {read}, but version {newer} exists: SSM's reads lagged its last write, so nothing was done; the next run reads it again")]
+    StaleParameter { name: String, read: i64, newer: i64 },
+
     #[error("state parameter {name} (STATE_PARAMETER_NAME) is not the function's state: {problem}; only the function's role writes it: restore it from its history (aws ssm get-parameter-history) or delete it (the scale-in timers start again, and targets it created are no longer removed)")]
     StateParameter { name: String, problem: String },
 
@@ -158,6 +163,7 @@ impl Error {
             Error::ReadDir { .. } => "ReadDir",
             Error::CreateShardDir { .. } => "CreateShardDir",
             Error::StateParameter { .. } => "StateParameter",
+            Error::StaleParameter { .. } => "StaleParameter",
             Error::ParameterTooLarge { .. } => "ParameterTooLarge",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",

@@ -54,14 +54,42 @@ impl Ssm {
             })
     }
 
-    /// A parameter's value and last modification; `None` when it does not exist.
+    /// A parameter's value and last modification, as SSM holds it now; `None` when it does
+    /// not exist. SSM's reads may lag its writes (an older version, for a moment after a
+    /// write): a run that planned from the previous version could undo the last run's work
+    /// (a list without the shards it added, a state without a target it created). So each read
+    /// asks whether the next version exists, and reads again while it does;
+    /// [`Error::StaleParameter`] when it still lags after [`FRESH_READS`] reads.
     async fn get(&self, name: &str) -> Result<Option<(String, Option<When>)>, Error> {
+        for attempt in 1..=FRESH_READS {
+            let Some((text, when, version)) = self.get_once(name).await? else {
+                return Ok(None);
+            };
+            let newer = version + 1;
+            if !self.has_version(name, newer).await? {
+                return Ok(Some((text, when)));
+            }
+            tracing::warn!(parameter = %name, read = version, newer, attempt, "SSM answered an older version: reading it again");
+            if attempt == FRESH_READS {
+                return Err(Error::StaleParameter {
+                    name: name.to_owned(),
+                    read: version,
+                    newer,
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200 * attempt as u64)).await;
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    async fn get_once(&self, name: &str) -> Result<Option<(String, Option<When>, i64)>, Error> {
         match self.client.get_parameter().name(name).send().await {
             Ok(out) => {
                 let p = out.parameter();
                 Ok(Some((
                     p.and_then(|p| p.value()).unwrap_or_default().to_owned(),
                     time(p.and_then(|p| p.last_modified_date())),
+                    p.map_or(0, |p| p.version()),
                 )))
             }
             Err(err)
@@ -70,6 +98,23 @@ impl Ssm {
                     .is_some_and(|e| e.is_parameter_not_found()) =>
             {
                 Ok(None)
+            }
+            Err(err) => Err(sdk_error("GetParameter", err)),
+        }
+    }
+
+    /// Whether version `version` of the parameter exists (`<name>:<version>`, GetParameter's
+    /// version selector).
+    async fn has_version(&self, name: &str, version: i64) -> Result<bool, Error> {
+        let selector = format!("{name}:{version}");
+        match self.client.get_parameter().name(selector).send().await {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err.as_service_error().is_some_and(|e| {
+                    e.is_parameter_not_found() || e.is_parameter_version_not_found()
+                }) =>
+            {
+                Ok(false)
             }
             Err(err) => Err(sdk_error("GetParameter", err)),
         }
@@ -112,6 +157,9 @@ impl Ssm {
         Ok(())
     }
 }
+
+/// Reads of a parameter before a run gives up on SSM's lag ([`Ssm::get`]).
+const FRESH_READS: u32 = 4;
 
 /// The most characters a Standard-tier parameter's value may hold (the function writes its
 /// parameters without a tier, so on the account's default, Standard unless changed).
