@@ -3472,8 +3472,10 @@ impl Soak {
             );
         }
         // A drain that starts within `ABANDONED_AFTER` of a kill inside a move in its shard
-        // waits for the function to give the move's private name back: long runs meet one.
-        if self.steps >= HOSTILE_ALL_STEPS {
+        // waits for the function to give the move's private name back: the default seed's long
+        // runs meet one (others may not: seed 2 in 2,000 steps; tests/scale_in.rs has it
+        // end to end).
+        if self.steps >= HOSTILE_ALL_STEPS && self.seed == DEFAULT_SEED {
             assert!(
                 s.drains_held_by_moves > 0 && !s.private_copies.is_empty(),
                 "soak: seed {}, {} steps: no drain held by a cut-short move",
