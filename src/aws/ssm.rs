@@ -207,22 +207,42 @@ mod tests {
     use super::*;
     use aws_sdk_ssm::operation::get_parameter::{GetParameterError, GetParameterOutput};
     use aws_sdk_ssm::types::error::ParameterNotFound;
+    use aws_sdk_ssm::types::error::ParameterVersionNotFound;
     use aws_sdk_ssm::Client;
-    use aws_smithy_mocks::{mock, mock_client};
+    use aws_smithy_mocks::{mock, mock_client, RuleMode};
     use efs_router::list::Strategy;
 
     fn holding(value: &'static str) -> aws_smithy_mocks::Rule {
-        mock!(Client::get_parameter).then_output(move || {
-            GetParameterOutput::builder()
-                .parameter(
-                    aws_sdk_ssm::types::Parameter::builder()
-                        .name("/p")
-                        .value(value)
-                        .last_modified_date(aws_smithy_types::DateTime::from_secs(1_700_000_000))
-                        .build(),
+        mock!(Client::get_parameter)
+            .match_requests(|r| !r.name().unwrap_or_default().contains(':'))
+            .then_output(move || {
+                GetParameterOutput::builder()
+                    .parameter(
+                        aws_sdk_ssm::types::Parameter::builder()
+                            .name("/p")
+                            .value(value)
+                            .version(1)
+                            .last_modified_date(aws_smithy_types::DateTime::from_secs(
+                                1_700_000_000,
+                            ))
+                            .build(),
+                    )
+                    .build()
+            })
+    }
+
+    /// The answer to `<name>:<version>`: that version exists, or not.
+    fn next_version(exists: bool) -> aws_smithy_mocks::Rule {
+        let rule = mock!(Client::get_parameter)
+            .match_requests(|r| r.name().unwrap_or_default().contains(':'));
+        match exists {
+            true => rule.then_output(|| GetParameterOutput::builder().build()),
+            false => rule.then_error(|| {
+                GetParameterError::ParameterVersionNotFound(
+                    ParameterVersionNotFound::builder().build(),
                 )
-                .build()
-        })
+            }),
+        }
     }
 
     #[tokio::test]
@@ -271,7 +291,12 @@ mod tests {
     #[tokio::test]
     async fn a_value_of_another_shape_is_corrupt_and_named() {
         let rule = holding(r#"{"targets": []}"#);
-        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        let fresh = next_version(false);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &fresh]
+        ));
         let err = ssm.read("/p").await.unwrap_err();
         assert!(
             matches!(&err, Error::CorruptParameter { name, .. } if name == "/p"),
@@ -282,9 +307,32 @@ mod tests {
     #[tokio::test]
     async fn the_original_form_reads_with_its_time() {
         let rule = holding(r#"{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"}]}"#);
-        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        let fresh = next_version(false);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &fresh]
+        ));
         let p = ssm.read("/p").await.unwrap().unwrap();
         assert_eq!(p.list.strategy, Strategy::ModuloSha256);
         assert_eq!(p.last_modified, Some(When::from_secs(1_700_000_000)));
+        assert_eq!(fresh.num_calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_read_while_a_newer_version_exists_is_read_again_then_refused() {
+        let rule = holding(r#"{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"}]}"#);
+        let newer = next_version(true);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &newer]
+        ));
+        let err = ssm.read("/p").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::StaleParameter { name, read: 1, newer: 2 } if name == "/p"),
+            "{err:?}"
+        );
+        assert_eq!(rule.num_calls(), FRESH_READS as usize);
     }
 }
