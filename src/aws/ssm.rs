@@ -83,38 +83,40 @@ impl Ssm {
     }
 
     async fn get_once(&self, name: &str) -> Result<Option<(String, Option<When>, i64)>, Error> {
-        match self.client.get_parameter().name(name).send().await {
-            Ok(out) => {
-                let p = out.parameter();
-                Ok(Some((
-                    p.and_then(|p| p.value()).unwrap_or_default().to_owned(),
-                    time(p.and_then(|p| p.last_modified_date())),
-                    p.map_or(0, |p| p.version()),
-                )))
-            }
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_parameter_not_found()) =>
-            {
-                Ok(None)
-            }
-            Err(err) => Err(sdk_error("GetParameter", err)),
-        }
+        Ok(self.get_parameter(name).await?.map(|p| {
+            (
+                p.value().unwrap_or_default().to_owned(),
+                time(p.last_modified_date()),
+                p.version(),
+            )
+        }))
     }
 
     /// Whether version `version` of the parameter exists (`<name>:<version>`, GetParameter's
     /// version selector).
     async fn has_version(&self, name: &str, version: i64) -> Result<bool, Error> {
         let selector = format!("{name}:{version}");
-        match self.client.get_parameter().name(selector).send().await {
-            Ok(_) => Ok(true),
+        Ok(self.get_parameter(&selector).await?.is_some())
+    }
+
+    /// One GetParameter of `name` (a version selector included); `None` when SSM has no such
+    /// parameter or version.
+    async fn get_parameter(
+        &self,
+        name: &str,
+    ) -> Result<Option<aws_sdk_ssm::types::Parameter>, Error> {
+        match self.client.get_parameter().name(name).send().await {
+            Ok(out) => {
+                Ok(Some(out.parameter.unwrap_or_else(|| {
+                    aws_sdk_ssm::types::Parameter::builder().build()
+                })))
+            }
             Err(err)
                 if err.as_service_error().is_some_and(|e| {
                     e.is_parameter_not_found() || e.is_parameter_version_not_found()
                 }) =>
             {
-                Ok(false)
+                Ok(None)
             }
             Err(err) => Err(sdk_error("GetParameter", err)),
         }
