@@ -17,6 +17,9 @@ use super::world::{World, WorldBuilder};
 /// The client id of the simulated fleet's report ([`Testbed::fleet_reports`]).
 pub const FLEET_CLIENT: &str = "f1ee7000f1ee7000";
 
+/// The first half of the client ids of the services' tasks' reports (`fleet_reports`).
+const TASK_CLIENT_PREFIX: &str = "f1ee7a5c";
+
 /// A deadline long enough for any run against moto.
 pub const LONG: Duration = Duration::from_secs(60);
 
@@ -49,14 +52,19 @@ impl Testbed {
         let proxy = Proxy::start(&moto.endpoint()).await;
         let function =
             Function::new(binary, &proxy.endpoint()).envs(world.function_env(mount.path()));
-        Testbed {
+        let tb = Testbed {
             world,
             mount,
             proxy,
             function,
             aws,
             moto,
-        }
+        };
+        // The services' tasks run before the function's first run, as on ECS: else whether
+        // its first ListTasks finds them would hang on the host's timing (issue 29).
+        tb.describe_services().await;
+        tb.proxy.reset_counts();
+        tb
     }
 
     /// Sets one of the function's variables.
@@ -97,23 +105,44 @@ impl Testbed {
     }
 
     /// The simulated fleet reports: one client that routes by the list published now and
-    /// reads the list versions `reads` (what lets the list grow to version 2, or holds it).
+    /// reads the list versions `reads` (what lets the list grow to version 2, or holds it),
+    /// and a router in each running task of the services, naming its task (the default
+    /// `CLIENT_REPORTS=require` wants one); the reports of tasks no longer running go.
     pub async fn fleet_reports(&self, reads: &[u32]) {
         let text = self.world.published().await.value;
         self.mount.report(FLEET_CLIENT, &text, reads);
+        let mut written = Vec::new();
+        for (i, arn) in self.service_tasks().iter().enumerate() {
+            let id = format!("{TASK_CLIENT_PREFIX}{:08x}", i + 1);
+            written.push(self.mount.report_of_task(&id, &text, reads, arn));
+        }
+        let Ok(dir) = std::fs::read_dir(self.mount.reports_dir()) else {
+            return;
+        };
+        for e in dir.flatten() {
+            let ours = e
+                .file_name()
+                .to_string_lossy()
+                .starts_with(TASK_CLIENT_PREFIX);
+            if ours && !written.contains(&e.path()) {
+                std::fs::remove_file(e.path()).expect("remove a stopped task's report");
+            }
+        }
+    }
+
+    /// The running tasks of the services, as the proxy plays them (ARNs).
+    fn service_tasks(&self) -> Vec<String> {
+        let services = self.world.services.iter();
+        services
+            .flat_map(|s| self.proxy.running_task_arns(&format!("service:{s}")))
+            .collect()
     }
 
     /// The services' tasks as ECS runs them before the function's first run: the proxy plays
     /// them from the first DescribeServices answer it passes, so one is sent now, and each
     /// service's running tasks are returned by group (`service:<name>`).
     pub async fn start_tasks(&self) -> Vec<String> {
-        let ecs = Aws::at(&self.proxy.endpoint()).await.ecs;
-        ecs.describe_services()
-            .cluster(&self.world.cluster)
-            .set_services(Some(self.world.services.clone()))
-            .send()
-            .await
-            .expect("DescribeServices through the proxy");
+        self.describe_services().await;
         let groups: Vec<String> = self
             .world
             .services
@@ -126,6 +155,23 @@ impl Testbed {
             .collect();
         assert!(!arns.is_empty(), "the proxy started no task for {groups:?}");
         arns
+    }
+
+    /// One DescribeServices through the proxy, which starts the services' tasks (once).
+    async fn describe_services(&self) {
+        if self.world.services.is_empty() {
+            return;
+        }
+        let ecs = Aws::at(&self.proxy.endpoint()).await.ecs;
+        // At most 10 a call, as ECS takes them.
+        for ten in self.world.services.chunks(10) {
+            ecs.describe_services()
+                .cluster(&self.world.cluster)
+                .set_services(Some(ten.to_vec()))
+                .send()
+                .await
+                .expect("DescribeServices through the proxy");
+        }
     }
 
     /// No create, delete, put or update of any kind went through the proxy.
