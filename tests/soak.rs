@@ -72,8 +72,8 @@
 //! task is STOPPING; ECS then shows it STOPPING and DEPROVISIONING with no report, so ECS's task
 //! rule (a task created no later than the list's publish and not STOPPED) holds alone. And now
 //! and then (always at step 2) a task of the service runs a **router older than reports**
-//! (it reads list versions 1 and 2, writes on the list it started with, and reports nothing):
-//! only ECS shows it, until it stops or a forced deployment replaces it. After every run:
+//! (it reads list versions 1 and 2, writes on the list it started with, and reports nothing;
+//! on a version 3 list, a current router built with reports off): only ECS shows it, until it stops or a forced deployment replaces it. After every run:
 //! nothing moved or deleted while ECS showed a task the soak saw before the run that published
 //! the current list and not STOPPED yet, or a running task that writes no report; the answer
 //! names that task `unreported` in `clients_behind` (unless ECS's tasks could not be listed);
@@ -250,10 +250,10 @@ const STANDALONE_STEPS: u64 = 30;
 /// The task definition family of the standalone tasks, named to the function in
 /// `ECS_CLIENT_FAMILIES` (the service's own: the world registers no other).
 const STANDALONE_FAMILY: &str = "ingest";
-/// A task of the service whose router is older than reports (it reads list versions 1 and 2,
-/// and writes none) starts this often a step (one at a time; the second step always), while
-/// the published list is one it reads, for 3..3+N steps: ECS lists it running, nothing else
-/// shows it, and under `CLIENT_REPORTS=require` it holds every move while it runs.
+/// A task of the service whose router writes no report (older than reports, on a list of
+/// version 1 or 2; else built with reports off) starts this often a step (one at a time; the
+/// second step always), for 3..3+N steps: ECS lists it running, nothing else shows it, and
+/// under `CLIENT_REPORTS=require` it holds every move while it runs.
 const UNREPORTED_PER_MILLE: u64 = 12;
 const UNREPORTED_STEPS: u64 = 12;
 /// The list versions such a router reads.
@@ -628,14 +628,16 @@ enum Actor {
         task: String,
         until: u64,
     },
-    /// A task of the service (ECS lists it running) whose router is older than reports: it
-    /// writes on the list published when it started and reports nothing, so only ECS shows
-    /// it. At step `until`, or when a forced deployment replaces it, its task stops and the
-    /// router with it. `task` is its ARN.
+    /// A task of the service (ECS lists it running) whose router writes no report (older than
+    /// reports, or built with them off): it writes on the list published when it started and
+    /// reports nothing, so only ECS shows it. At step `until`, or when a forced deployment
+    /// replaces it, its task stops and the router with it. `task` is its ARN.
     Unreported {
         client: Client,
         task: String,
         until: u64,
+        /// The list versions it reads.
+        reads: &'static [u32],
     },
 }
 
@@ -1905,6 +1907,25 @@ impl Soak {
         out
     }
 
+    /// Coverage a statistic is still owed: past half the main steps with none of it yet, the
+    /// course is steered to it (an actor starts, lives or writes for sure), so the statistic
+    /// does not rest on the seed's luck.
+    fn owed(&self, met: usize) -> bool {
+        self.phase == Phase::Main && self.step > self.steps / 2 && met == 0
+    }
+
+    /// Runs beside a task whose router writes no report, and answers naming one, are owed.
+    fn unreported_owed(&self) -> bool {
+        let s = &self.stats;
+        self.owed(s.runs_beside_unreported.min(s.unreported_named))
+    }
+
+    /// A standalone task's write on an old list is owed.
+    fn standalone_write_owed(&self) -> bool {
+        let n = self.stats.hidden_writes.get("a standalone task");
+        self.owed(n.copied().unwrap_or(0))
+    }
+
     /// The tasks of the services that ECS wants running (ARNs).
     fn service_running(&self) -> Vec<String> {
         let services = self.tb.world.services.iter();
@@ -2040,13 +2061,15 @@ impl Soak {
         self.follow_tasks();
     }
 
-    /// Sometimes, while the published list is one it reads, a task of the service starts with
-    /// a router older than reports (the second step always: a fleet still upgrading). Drawn
-    /// from a generator of its own.
+    /// Sometimes a task of the service starts with a router that writes no report (the second
+    /// step always: a fleet still upgrading): a router older than reports while the published
+    /// list is one it reads, else a current one built with reports off (`Router::new`, as an
+    /// app that never turned them on). Drawn from a generator of its own.
     fn maybe_start_unreported(&mut self, said: &mut Vec<String>) -> Result<(), String> {
         let mut rng = Rng::for_step(self.seed ^ 0x0DE9_0A7E, self.step);
         let per_mille = match self.step {
             2 => 1000,
+            _ if self.unreported_owed() => 1000,
             _ => UNREPORTED_PER_MILLE,
         };
         let live = self
@@ -2060,9 +2083,13 @@ impl Soak {
             return Ok(());
         }
         let list = self.published.clone();
-        if hand("a router older than reports", UNREPORTED_READS, &list).is_err() {
-            return Ok(());
-        }
+        let (what, reads) = match hand("a router older than reports", UNREPORTED_READS, &list) {
+            Ok(()) => ("a router older than reports", UNREPORTED_READS),
+            Err(_) => (
+                "a router with reports off",
+                &efs_router::reporter::READS[..],
+            ),
+        };
         let arn = self
             .tb
             .proxy
@@ -2071,11 +2098,11 @@ impl Soak {
             list.list.clone(),
             Layout::single_mount(self.views.client(CLIENTS)),
         )
-        .map_err(|e| format!("a router older than reports on {}: {e}", list.label()))?;
+        .map_err(|e| format!("{what} on {}: {e}", list.label()))?;
         let until = self.step + 3 + rng.below(UNREPORTED_STEPS);
         *self.stats.actors.entry("unreported").or_default() += 1;
         said.push(format!(
-            "task {} of the service starts a router older than reports (no report) on {}, until #{until}",
+            "task {} of the service starts {what} (no report) on {}, until #{until}",
             task_id(&arn),
             list.label()
         ));
@@ -2083,6 +2110,7 @@ impl Soak {
             client: Client { list, router },
             task: arn,
             until,
+            reads,
         });
         Ok(())
     }
@@ -2103,7 +2131,7 @@ impl Soak {
             .actors
             .iter()
             .any(|a| matches!(a, Actor::Standalone { .. }))
-            && rng.chance(STANDALONE_PER_MILLE)
+            && (self.standalone_write_owed() || rng.chance(STANDALONE_PER_MILLE))
         {
             said.push(self.start_standalone(&mut rng).await?);
         }
@@ -2120,9 +2148,17 @@ impl Soak {
         let running = self.unreported_running();
         let replaced =
             |a: &Actor| matches!(a, Actor::Unreported { task, .. } if !running.contains(task));
+        // While its coverage is owed, an actor that gives it lives on past its time.
+        let (unreported_owed, standalone_owed) =
+            (self.unreported_owed(), self.standalone_write_owed());
+        let kept = |a: &Actor| match a {
+            Actor::Unreported { .. } => unreported_owed,
+            Actor::Standalone { .. } => standalone_owed,
+            _ => false,
+        };
         let (ended, live): (Vec<Actor>, Vec<Actor>) = std::mem::take(&mut self.actors)
             .into_iter()
-            .partition(|a| a.until() <= step || replaced(a));
+            .partition(|a| (a.until() <= step && !kept(a)) || replaced(a));
         self.actors = live;
         for a in ended {
             said.push(self.end(a));
@@ -2161,8 +2197,12 @@ impl Soak {
     /// A stopping or standalone task writes on its old list: a new path, or a rewrite of a
     /// live one.
     fn hidden_writes(&mut self, rng: &mut Rng, said: &mut Vec<String>) -> Result<(), String> {
+        let standalone_owed = self.standalone_write_owed();
         for k in 0..self.actors.len() {
-            if self.actors[k].writer().is_none() || !rng.chance(400) {
+            let sure = standalone_owed
+                && matches!(&self.actors[k], Actor::Standalone { client, .. }
+                    if client.list.text != self.published.text);
+            if self.actors[k].writer().is_none() || !(sure || rng.chance(400)) {
                 continue;
             }
             let live: Vec<String> = self.model.live.keys().cloned().collect();
@@ -5041,13 +5081,19 @@ impl Soak {
             hand("a router reading version 1 only", &[1], &self.published)?;
         }
         // While a task whose router writes no report runs, the list stays one it reads (the
-        // function cannot know what it reads: it must not go on to version 3).
-        if !self.unreported_running().is_empty() {
-            hand(
-                "a router older than reports",
-                UNREPORTED_READS,
-                &self.published,
-            )?;
+        // function cannot know what it reads: it must not go on to version 3; a version 3
+        // list stays so, so a router with reports off starts only on one).
+        let running = self.unreported_running();
+        for a in &self.actors {
+            if let Actor::Unreported { task, reads, .. } = a {
+                if running.contains(task) {
+                    hand(
+                        "a task whose router writes no report",
+                        reads,
+                        &self.published,
+                    )?;
+                }
+            }
         }
         for t in &self.service_tasks {
             hand("a task of the service", &reads, &t.client.list)?;
