@@ -4576,10 +4576,14 @@ impl Soak {
             // A run that read a parameter as it was before a write (SSM's lag) planned from that:
             // the next run reads it afresh.
             let stale = self.tb.proxy.stale_reads().values().sum::<usize>() > before.stale_served;
+            // A run that finishes the growth of one killed after saving its state decides
+            // `keep`, having planned from the saved shards, and publishes them.
+            let grew = r["shards"].as_u64().unwrap_or(0) > before.serving as u64;
             if wanted > before.serving as u64
                 && !GROWTH.contains(&decision)
                 && !held_by_v1
                 && !stale
+                && !grew
             {
                 return Err(format!(
                     "{line}: {wanted} shards wanted and {} served, and the run decided {decision}: growth stopped",
