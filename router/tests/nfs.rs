@@ -13,6 +13,7 @@
 use efs_router::{relocate, Found, Layout, MountTargetList, Place, Relocation, Router, Target};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use std::{fs, thread};
@@ -960,4 +961,109 @@ fn a_create_is_the_look_then_one_link_and_one_remove() {
     let wrote = sent_since(&m[1], &before);
     println!("write of a new path: {wrote:?}");
     assert_eq!((n("LINK", &wrote), n("RENAME", &wrote)), (0, 1));
+}
+
+/// Under open placements (list version 3) a miss looks at the placements first and at home
+/// last: the function's moves go only from a placement's home to the file's home, linked home
+/// before they leave. Here the mover is the function's mount and each reader its own, which
+/// has already missed every file at home, so its cache remembers each name missing there: the
+/// look at home must still ask the server. Seeded order (`NFS_RACE_SEED`); coverage asserted
+/// per reader: files met on both sides of their moves.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_miss_under_open_placements_through_another_mount_finds_every_file_moving_home() {
+    let t = "placements_home_last";
+    let m = setup(t);
+    let seed: u64 = std::env::var("NFS_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261202);
+    let v3 = |mount: &Path| {
+        let mut list = router(mount, t).list().clone();
+        list.open = Some(efs_router::Open::Placements(vec![
+            efs_router::Placement::of(efs_router::Strategy::Rendezvous, &list.mount_targets[..1]),
+        ]));
+        Router::new(list, Layout::single_mount(mount.join(t))).unwrap()
+    };
+    let mover = v3(&m[0]);
+    let mut files: Vec<(String, PathBuf, PathBuf)> = (0..120)
+        .map(|i| misplaced(&mover, 1 + i % 2, 0, &format!("h{i}-")))
+        .collect();
+    for (_, home, at_slash) in &files {
+        fs::write(on_server(t, &m[0], at_slash), b"x").unwrap();
+        fs::create_dir_all(home.parent().unwrap()).unwrap();
+    }
+    let mut rng = seed.max(1);
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    for i in (1..files.len()).rev() {
+        files.swap(i, next(i as u64 + 1) as usize);
+    }
+    let paths: Vec<String> = files.iter().map(|(p, ..)| p.clone()).collect();
+    let readers: Vec<Router> = m[1..].iter().map(|mount| v3(mount)).collect();
+    // Each reader's cache: every file missing at home, found at the placement.
+    for (r, mount) in readers.iter().zip(&m[1..]) {
+        for (_, home, at_slash) in &files {
+            assert!(missing(&through(home, &m[0], mount)));
+            assert!(through(at_slash, &m[0], mount).exists());
+        }
+        assert!(paths.iter().all(|p| r.exists(p).unwrap()));
+    }
+    let done = AtomicBool::new(false);
+    let crossed: Vec<(u64, u64)> = thread::scope(|s| {
+        let handles: Vec<_> = readers
+            .iter()
+            .map(|r| {
+                let (done, paths) = (&done, &paths);
+                s.spawn(move || {
+                    // Rounds that met files on both sides of their moves.
+                    let mut crossed = 0u64;
+                    let mut last_round = false;
+                    loop {
+                        // One whole round after the mover is done: every file home by then.
+                        last_round |= done.load(Ordering::Acquire);
+                        let (mut home, mut away) = (0u64, 0u64);
+                        // Against the mover's order, so that the two cross.
+                        for p in paths.iter().rev() {
+                            match r.locate(p).unwrap().found {
+                                Found::Home => home += 1,
+                                Found::Elsewhere { .. } => away += 1,
+                                Found::Missing => {
+                                    panic!("seed {seed}: {p} missing while it moved")
+                                }
+                            }
+                            assert!(r.exists(p).unwrap(), "seed {seed}: {p} missed");
+                        }
+                        crossed += u64::from(home > 0 && away > 0);
+                        if last_round {
+                            return (crossed, away);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for (_, home, at_slash) in &files {
+            relocate(at_slash, home).unwrap();
+        }
+        done.store(true, Ordering::Release);
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    println!(
+        "placements first, home last, through other mounts (seed {seed}): rounds that met files on both sides of their moves per reader {:?}",
+        crossed.iter().map(|(c, _)| c).collect::<Vec<_>>()
+    );
+    for (c, away_in_last) in &crossed {
+        assert!(
+            *c > 0,
+            "seed {seed}: a reader never crossed the mover: {crossed:?}"
+        );
+        assert_eq!(
+            *away_in_last, 0,
+            "seed {seed}: a file not home after its move"
+        );
+    }
 }
