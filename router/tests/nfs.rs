@@ -106,6 +106,23 @@ fn on_server(test: &str, mount: &Path, real: &Path) -> PathBuf {
         .join(real.strip_prefix(mount.join(test)).unwrap())
 }
 
+/// A race test's seed (`NFS_RACE_SEED`, else `default`) and a xorshift generator from it: the
+/// seed a failure prints replays its draws.
+fn race_draws(default: u64) -> (u64, impl FnMut() -> u64) {
+    let seed = std::env::var("NFS_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    let mut rng = seed.max(1);
+    let next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    (seed, next)
+}
+
 fn missing(path: &Path) -> bool {
     matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
@@ -316,17 +333,7 @@ fn the_newest_version_survives_moves_racing_writers() {
     let t = "race_random";
     let m = setup(t);
     let func = router(&m[0], t);
-    let seed: u64 = std::env::var("NFS_RACE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261201);
-    let mut rng = seed;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let (seed, mut next) = race_draws(20261201);
     let (mut at_home, mut at_source) = (0, 0);
     let (mut relinked, mut enoent_gone, mut links_seen) = (0, 0, 0);
     let mut answers = std::collections::BTreeMap::<String, usize>::new();
@@ -400,17 +407,8 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
     let t = "delete_move_race";
     let m = setup(t);
     let (deleter, func) = (router(&m[1], t), router(&m[0], t));
-    let seed: u64 = std::env::var("NFS_RACE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261201);
-    let mut rng = seed.max(1);
-    let mut next = move |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (seed, mut draw) = race_draws(20261201);
+    let mut next = move |n: u64| draw() % n;
     let server = |real: &Path| on_server(t, &m[0], real);
     // Placed home, then deleted there; deleted at the source first, the mover finding it gone;
     // came back through the replace window; a trial where the delete went round more than once.
@@ -974,10 +972,7 @@ fn a_create_is_the_look_then_one_link_and_one_remove() {
 fn a_miss_under_open_placements_through_another_mount_finds_every_file_moving_home() {
     let t = "placements_home_last";
     let m = setup(t);
-    let seed: u64 = std::env::var("NFS_RACE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261202);
+    let (seed, mut draw) = race_draws(20261202);
     let v3 = |mount: &Path| {
         let mut list = router(mount, t).list().clone();
         list.open = Some(efs_router::Open::Placements(vec![
@@ -993,13 +988,7 @@ fn a_miss_under_open_placements_through_another_mount_finds_every_file_moving_ho
         fs::write(on_server(t, &m[0], at_slash), b"x").unwrap();
         fs::create_dir_all(home.parent().unwrap()).unwrap();
     }
-    let mut rng = seed.max(1);
-    let mut next = move |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let mut next = move |n: u64| draw() % n;
     for i in (1..files.len()).rev() {
         files.swap(i, next(i as u64 + 1) as usize);
     }
