@@ -1928,10 +1928,7 @@ impl Soak {
 
     /// The tasks of the services that ECS wants running (ARNs).
     fn service_running(&self) -> Vec<String> {
-        let services = self.tb.world.services.iter();
-        services
-            .flat_map(|s| self.tb.proxy.running_task_arns(&format!("service:{s}")))
-            .collect()
+        self.tb.service_tasks()
     }
 
     /// The tasks of the routers that write no report, while ECS wants them running (ARNs).

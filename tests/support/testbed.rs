@@ -131,7 +131,7 @@ impl Testbed {
     }
 
     /// The running tasks of the services, as the proxy plays them (ARNs).
-    fn service_tasks(&self) -> Vec<String> {
+    pub fn service_tasks(&self) -> Vec<String> {
         let services = self.world.services.iter();
         services
             .flat_map(|s| self.proxy.running_task_arns(&format!("service:{s}")))
@@ -143,17 +143,12 @@ impl Testbed {
     /// service's running tasks are returned by group (`service:<name>`).
     pub async fn start_tasks(&self) -> Vec<String> {
         self.describe_services().await;
-        let groups: Vec<String> = self
-            .world
-            .services
-            .iter()
-            .map(|s| format!("service:{s}"))
-            .collect();
-        let arns: Vec<String> = groups
-            .iter()
-            .flat_map(|g| self.proxy.running_task_arns(g))
-            .collect();
-        assert!(!arns.is_empty(), "the proxy started no task for {groups:?}");
+        let arns = self.service_tasks();
+        let services = &self.world.services;
+        assert!(
+            !arns.is_empty(),
+            "the proxy started no task for {services:?}"
+        );
         arns
     }
 
