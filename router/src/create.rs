@@ -25,7 +25,7 @@
 //! name, then the temporary file renamed over it. For that one round trip the name holds an empty
 //! file; a client killed in between leaves it empty. EFS has hard links: it never takes either.
 
-use crate::fs::{io_err, temporary_in, Error, Found, Router};
+use crate::router::{io_err, temporary_in, Error, Found, Router};
 use rustix::fs::{RenameFlags, CWD};
 use rustix::io::Errno;
 use std::fs;

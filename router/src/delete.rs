@@ -26,8 +26,8 @@
 
 use crate::cache::revalidate_dir;
 use crate::dir::open_beneath;
-use crate::fs::{Error, Router, PROBE_THREADS};
 use crate::names::private_kind;
+use crate::router::{Error, Router, PROBE_THREADS};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, CWD};
 use rustix::io::Errno;
 use std::io;

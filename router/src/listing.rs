@@ -27,10 +27,10 @@
 
 use crate::cache::revalidate_dir;
 use crate::dir::{open_beneath, WALK_BUFFER_BYTES};
-use crate::fs::{Error, Router, PROBE_THREADS};
 use crate::layout::relative_to;
 use crate::names::private_kind;
 use crate::path::{LogicalPath, PathError};
+use crate::router::{Error, Router, PROBE_THREADS};
 use crate::shard::RouteError;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, ResolveFlags, CWD};
 use rustix::io::Errno;

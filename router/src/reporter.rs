@@ -20,11 +20,11 @@
 //!   operation in flight and a clock difference.
 
 use crate::dir::open_beneath;
-use crate::fs::{Error, Router};
 use crate::layout::Layout;
 use crate::list::MountTargetList;
 use crate::names::{new_private_name, random_hex16, Private};
 use crate::report::{ListSeen, Report, DIR, EVERY_SECS, LIFETIME_SECS};
+use crate::router::{Error, Router};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fmt;
 use std::io::{self, Write};

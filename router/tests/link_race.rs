@@ -1,4 +1,4 @@
-//! The mover's link after ENOENT (`link_or_settle` in router/src/relocation.rs), reached on
+//! The mover's link after ENOENT (`link_or_settle` in router/src/relocation/single.rs), reached on
 //! purpose: when `hard_link(src, dst)` fails with NotFound, a fresh look at `src` tells a
 //! writer's new file under the name (move that one), a source gone (`SourceGone`) and a missing
 //! destination directory (an error) apart.

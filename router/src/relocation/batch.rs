@@ -1,5 +1,6 @@
-//! The function's moves in bulk ([`crate::relocation::relocate_many`]): each move decides as
-//! [`crate::relocate`] does, but the retires share private directories and their listings.
+//! The function's moves in bulk ([`relocate_many`]): each move decides as
+//! [`relocate`](super::relocate) does, but the retires share private directories and their
+//! listings.
 //!
 //! A single move makes a private directory in the source's directory, renames the source into
 //! it, lists it (the server's answer of what the rename took, docs/design.md fact 13), unlinks
@@ -17,14 +18,15 @@
 //! the shared CREATE and RMDIR.
 //!
 //! A kill at any point leaves each taken source in a private directory under its own name,
-//! which [`crate::relocation::recover`] gives back (the newer copy staying), as it does for a
+//! which [`recover`](fn@super::recover) gives back (the newer copy staying), as it does for a
 //! single move's.
 
+use super::outcome::Relocation;
+use super::parent;
+use super::retire::{retire, settle_listed};
+use super::single::{check_names, link_or_settle, Next};
+use super::stamp::{fresh_look, look, Stamp};
 use crate::names::{new_private_name, Private};
-use crate::relocation::{
-    check_names, fresh_look, link_or_settle, look, parent, retire, settle_listed, Next, Relocation,
-    Stamp,
-};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
@@ -57,7 +59,7 @@ struct Moving {
 
 /// The pairs `order` names, moved by at most `most` workers, none started once `until` has
 /// come; the outcome of pair `i` at index `i`, `None` for a pair not reached.
-pub(crate) fn run<P: AsRef<Path> + Sync>(
+fn run<P: AsRef<Path> + Sync>(
     pairs: &[(P, P)],
     order: &[usize],
     most: usize,
@@ -245,6 +247,49 @@ fn listed_inodes(pd: &Path) -> io::Result<HashMap<OsString, u64>> {
     Ok(inodes)
 }
 
+/// Moves each `(src, dst)` pair as [`relocate`](super::relocate) does, `concurrency` moves at a
+/// time, and gives each outcome in the order of `pairs`: `None` for a pair not tried because
+/// `until` came first. The same pair twice is safe (the second finds the source gone).
+///
+/// How it saves round trips (router/README.md, "Many moves at once"): the first look at each
+/// source is this client's cached one, a miss confirmed with the server; and each worker
+/// retires the sources it takes into one private directory per source directory, settled from
+/// one listing for up to 64 moves, so a move is a LINK, a RENAME and a REMOVE. Why at once:
+/// Linux holds a directory's lock through a link, a rename or an unlink in it, so moves out of
+/// one directory finish at most one rename per round trip however many run; several at a time
+/// overlap one file's link into its destination, another's rename and a third's unlink (each
+/// worker unlinks in its own private directory). Pairs from several source directories are
+/// taken from each directory in turn, so each one's lock is busy.
+pub fn relocate_many<P: AsRef<Path> + Sync>(
+    pairs: &[(P, P)],
+    concurrency: usize,
+    until: Option<Instant>,
+) -> Vec<Option<io::Result<Relocation>>> {
+    let order = by_source_directory_in_turn(pairs);
+    run(pairs, &order, concurrency, until)
+}
+
+/// The indices of `pairs`, one from each source directory in turn (in order of first
+/// appearance), each directory's in their order.
+fn by_source_directory_in_turn<P: AsRef<Path>>(pairs: &[(P, P)]) -> Vec<usize> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<&Path, usize> = HashMap::new();
+    for (i, (src, _)) in pairs.iter().enumerate() {
+        let dir = src.as_ref().parent().unwrap_or(Path::new(""));
+        let g = *group_of.entry(dir).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    let mut order = Vec::with_capacity(pairs.len());
+    let longest = groups.iter().map(Vec::len).max().unwrap_or(0);
+    for round in 0..longest {
+        order.extend(groups.iter().filter_map(|g| g.get(round)));
+    }
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +415,72 @@ mod tests {
         assert_eq!(sorted(w.finish()), [Relocation::Moved; 10]);
         assert!(names(&dirs[0]).is_empty() && names(&dirs[1]).is_empty());
         assert_eq!(names(&dirs[2]).len(), 10);
+    }
+
+    #[test]
+    fn many_moves_at_once_report_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs: Vec<_> = ["a", "b", "home"]
+            .iter()
+            .map(|n| d.path().join(n))
+            .collect();
+        for dir in &dirs {
+            fs::create_dir(dir).unwrap();
+        }
+        let mut pairs = Vec::new();
+        for i in 0..300 {
+            let src = dirs[i % 2].join(format!("f{i}"));
+            put(&src, i.to_string().as_bytes(), 10);
+            pairs.push((src, dirs[2].join(format!("f{i}"))));
+        }
+        put(&dirs[2].join("f7"), b"already home, newer", 20);
+        put(&dirs[2].join("f8"), b"already home, older", 5);
+        pairs.push((dirs[0].join("absent"), dirs[2].join("absent")));
+        for concurrency in [0, 1, 8] {
+            let outcomes = relocate_many(&pairs, concurrency, None);
+            assert_eq!(outcomes.len(), pairs.len());
+            for (i, o) in outcomes.into_iter().enumerate() {
+                let o = o.expect("every pair tried").unwrap();
+                let want = match (concurrency, i) {
+                    (_, 300) => Relocation::SourceGone,
+                    (0, 7) => Relocation::DroppedOlder,
+                    (0, 8) => Relocation::ReplacedOlder,
+                    (0, _) => Relocation::Moved,
+                    _ => Relocation::SourceGone, // moved by the first round
+                };
+                assert_eq!(o, want, "pair {i} at concurrency {concurrency}");
+            }
+        }
+        for i in (0..300).filter(|&i| i != 7) {
+            assert_eq!(
+                fs::read_to_string(dirs[2].join(format!("f{i}"))).unwrap(),
+                i.to_string()
+            );
+        }
+        assert_eq!(
+            fs::read(dirs[2].join("f7")).unwrap(),
+            b"already home, newer"
+        );
+        assert!(names(&dirs[0]).is_empty() && names(&dirs[1]).is_empty());
+        assert_eq!(names(&dirs[2]).len(), 300);
+    }
+
+    #[test]
+    fn nothing_is_tried_after_the_deadline() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("a"), d.path().join("b"));
+        fs::write(&src, b"x").unwrap();
+        let outcomes = relocate_many(&[(&src, &dst)], 4, Some(Instant::now()));
+        assert!(outcomes[0].is_none());
+        assert!(src.exists() && !dst.exists());
+    }
+
+    #[test]
+    fn source_directories_take_turns() {
+        let pairs: Vec<(PathBuf, PathBuf)> = ["a/1", "a/2", "a/3", "b/1", "c/1", "b/2"]
+            .iter()
+            .map(|s| (PathBuf::from(s), PathBuf::from("home").join(s)))
+            .collect();
+        assert_eq!(by_source_directory_in_turn(&pairs), vec![0, 3, 4, 1, 5, 2]);
     }
 }

@@ -1,0 +1,277 @@
+//! Recovering a move cut short by a crash: what its private directory holds goes back to its
+//! name (the newer copy staying), or is dropped when its path was deleted meanwhile.
+
+use super::outcome::Relocation;
+use super::single::relocate;
+use super::stamp::look;
+use super::{parent, remove_private};
+use crate::names::{private_kind, Private};
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// What a recovery of a cut-short move's private directory did ([`recover`]).
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// Entries given back to their name, or dropped as older than what holds it now.
+    pub settled: u64,
+    /// Entries dropped because their path was nowhere: a client deleted it while the move
+    /// held this copy out of sight (or held it as a second name of the file it deleted).
+    pub deleted: u64,
+    /// Entries left where they are, each with why: not a regular file, a name its lookup
+    /// refused, a step that failed. Each stops only itself.
+    pub left: Vec<(OsString, io::Error)>,
+}
+
+/// How deep [`recover`] follows a recovery's own cut-short move inside the directory it
+/// recovers (each retire makes its private directory beside what it takes).
+const NESTED_AT_MOST: usize = 4;
+
+/// Puts back what a move cut short left in its private directory `pd` (its retire died after
+/// taking the source away, before settling it). The entry kept its name inside `pd` for this.
+///
+/// `found(name)` answers, as the server does now, whether the name's logical path is a file
+/// anywhere a router would look (every listed shard, `pd`'s own directory among them). Where
+/// it is, the entry goes back to its own name in `pd`'s directory by [`relocate`], so the
+/// newer of it and whatever is there stays and nothing is replaced by an older copy. Where it
+/// is nowhere, a client deleted the path after the move took this name out of sight (the move
+/// had linked it home first, or it is a version the delete could not see): giving it back
+/// would bring a deleted file back, so it is dropped. A recovery's own cut-short move nested
+/// in `pd` is recovered first. An entry that can't be settled is left, named in
+/// [`Recovered::left`], and the rest go on; `pd` is removed once empty.
+///
+/// Only for a `pd` no move is using: one unchanged for an hour ([`crate::dir::abandoned`]).
+pub fn recover(
+    pd: &Path,
+    mut found: impl FnMut(&OsStr) -> io::Result<bool>,
+) -> io::Result<Recovered> {
+    let mut done = Recovered::default();
+    recover_in(pd, parent(pd), pd, &mut found, &mut done, 0)?;
+    Ok(done)
+}
+
+/// [`recover`] of the private directory named `name` in `dir`, read through `pd`: for a
+/// caller that names the private directory and its holder by paths of its own that resolve to
+/// the very directories it walked (the function's), not to what their paths point to now.
+pub fn recover_pinned(
+    pd: &Path,
+    dir: &Path,
+    name: &OsStr,
+    mut found: impl FnMut(&OsStr) -> io::Result<bool>,
+) -> io::Result<Recovered> {
+    let mut done = Recovered::default();
+    recover_in(pd, dir, &dir.join(name), &mut found, &mut done, 0)?;
+    Ok(done)
+}
+
+/// Recovers what `pd` holds into `dir`, then removes `pd`, by the path `remove`, once empty.
+fn recover_in(
+    pd: &Path,
+    dir: &Path,
+    remove: &Path,
+    found: &mut dyn FnMut(&OsStr) -> io::Result<bool>,
+    done: &mut Recovered,
+    depth: usize,
+) -> io::Result<()> {
+    // A recovery's own retire that died: what it holds goes back to its name in `pd` first.
+    for name in names_in(pd)? {
+        let kind = private_kind(name.as_encoded_bytes());
+        if kind.is_none() {
+            continue;
+        }
+        let p = pd.join(&name);
+        let result = match fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() && kind == Some(Private::Moving) && depth < NESTED_AT_MOST => {
+                // Given back into `pd`, which is no settling yet: that comes below.
+                let mut inner = Recovered::default();
+                let r = recover_in(&p, pd, &p, found, &mut inner, depth + 1);
+                done.deleted += inner.deleted;
+                for (n, e) in inner.left {
+                    done.left
+                        .push((Path::new(&name).join(n).into_os_string(), e));
+                }
+                r
+            }
+            Ok(_) => Err(io::Error::other("a private name no move leaves here")),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            done.left.push((name, e));
+        }
+    }
+    for name in names_in(pd)? {
+        if private_kind(name.as_encoded_bytes()).is_some() {
+            continue;
+        }
+        match recover_entry(&pd.join(&name), &dir.join(&name), found(&name)) {
+            Ok(Some(Relocation::SourceGone)) => {}
+            Ok(Some(_)) => done.settled += 1,
+            Ok(None) => done.deleted += 1,
+            Err(e) => done.left.push((name, e)),
+        }
+    }
+    match fs::remove_dir(remove) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        // Not empty: what is left is named in `done.left`.
+        Err(_) if !done.left.is_empty() => Ok(()),
+        Err(e) => Err(e),
+        Ok(()) => Ok(()),
+    }
+}
+
+fn names_in(dir: &Path) -> io::Result<Vec<OsString>> {
+    fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect()
+}
+
+/// One entry of a cut-short move: given back to `name` (`Some`), or dropped because its path
+/// is nowhere (`None`).
+fn recover_entry(p: &Path, name: &Path, found: io::Result<bool>) -> io::Result<Option<Relocation>> {
+    if found? {
+        return relocate(p, name).map(Some);
+    }
+    // Only a regular file is dropped: anything else is not a copy a move took.
+    match look(p)? {
+        None => Ok(Some(Relocation::SourceGone)),
+        Some(s) => {
+            s.regular(p)?;
+            remove_private(p)?;
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::new_private_name;
+    use crate::relocation::tests::{names, put};
+    use crate::relocation::NotARegularFile;
+    use std::path::PathBuf;
+
+    /// A retire that died after taking the source away: the file sits, under its own name, in
+    /// a private directory beside where it was.
+    fn cut_short(dir: &Path, name: &str, data: &[u8], secs: u64) -> PathBuf {
+        let pd = dir.join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        put(&pd.join(name), data, secs);
+        pd
+    }
+
+    #[test]
+    fn a_cut_short_retire_is_given_back_and_the_newer_copy_stays() {
+        let d = tempfile::tempdir().unwrap();
+        // Nothing at the name: the version goes back.
+        let pd = cut_short(d.path(), "a", b"only copy", 10);
+        assert_eq!(recover(&pd, |_| Ok(true)).unwrap().settled, 1);
+        assert_eq!(fs::read(d.path().join("a")).unwrap(), b"only copy");
+        // A newer version written there since: the cut-short one is the older copy, dropped.
+        put(&d.path().join("b"), b"newer", 30);
+        let pd2 = cut_short(d.path(), "b", b"older", 20);
+        assert_eq!(recover(&pd2, |_| Ok(true)).unwrap().settled, 1);
+        assert_eq!(fs::read(d.path().join("b")).unwrap(), b"newer");
+        // An older version there: the cut-short one replaces it.
+        put(&d.path().join("c"), b"older", 10);
+        let pd3 = cut_short(d.path(), "c", b"newer", 20);
+        assert_eq!(recover(&pd3, |_| Ok(true)).unwrap().settled, 1);
+        assert_eq!(fs::read(d.path().join("c")).unwrap(), b"newer");
+        // No private directory or name is left.
+        assert_eq!(names(d.path()), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_cut_short_replace_is_given_back_by_the_name_it_was_to_replace() {
+        // A replace that died after linking the source into its private directory beside
+        // home, under home's name; a writer then replaced the source, so that private name is
+        // the only one of the version linked.
+        let d = tempfile::tempdir().unwrap();
+        let (src_dir, home) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&src_dir).unwrap();
+        fs::create_dir(&home).unwrap();
+        put(&home.join("f"), b"home, older", 10);
+        put(&src_dir.join("f"), b"linked", 20);
+        let qd = home.join(new_private_name(Private::Moving));
+        fs::create_dir(&qd).unwrap();
+        fs::hard_link(src_dir.join("f"), qd.join("f")).unwrap();
+        put(&src_dir.join("writer.tmp"), b"the writer's", 30);
+        fs::rename(src_dir.join("writer.tmp"), src_dir.join("f")).unwrap();
+        // Newer than home: it replaces home.
+        assert_eq!(recover(&qd, |_| Ok(true)).unwrap().settled, 1);
+        assert_eq!(fs::read(home.join("f")).unwrap(), b"linked");
+        // Older than home: dropped.
+        put(&home.join("g"), b"home, newer", 40);
+        let qd = cut_short(&home, "g", b"linked", 20);
+        assert_eq!(recover(&qd, |_| Ok(true)).unwrap().settled, 1);
+        assert_eq!(fs::read(home.join("g")).unwrap(), b"home, newer");
+        assert_eq!(names(&home), ["f", "g"]);
+        assert_eq!(fs::read(src_dir.join("f")).unwrap(), b"the writer's");
+    }
+
+    #[test]
+    fn a_cut_short_move_of_a_path_deleted_since_is_not_brought_back() {
+        // The move linked the file home, then its retire took the source's name into its
+        // private directory and died. A client then deleted the path (at home: the only name
+        // it could see), and wrote another path in the same directory.
+        let d = tempfile::tempdir().unwrap();
+        let (src_dir, home) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir(&src_dir).unwrap();
+        fs::create_dir(&home).unwrap();
+        put(&src_dir.join("f"), b"deleted", 10);
+        fs::hard_link(src_dir.join("f"), home.join("f")).unwrap();
+        let pd = src_dir.join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        fs::rename(src_dir.join("f"), pd.join("f")).unwrap();
+        // A version a writer renamed over the source meanwhile, taken by the same retire, of
+        // a path deleted since: the delete came after it, so it goes too.
+        put(&pd.join("g"), b"hidden, then deleted", 20);
+        // And one whose path is still a file somewhere: given back.
+        put(&pd.join("h"), b"the only copy", 20);
+        put(&home.join("h"), b"older", 5);
+        fs::remove_file(home.join("f")).unwrap();
+        let found = |name: &OsStr| {
+            Ok(look(&src_dir.join(name))?.is_some() || look(&home.join(name))?.is_some())
+        };
+        let r = recover(&pd, found).unwrap();
+        assert_eq!((r.settled, r.deleted, r.left.len()), (1, 2, 0), "{r:?}");
+        assert_eq!(names(&src_dir), ["h"]);
+        assert_eq!(fs::read(src_dir.join("h")).unwrap(), b"the only copy");
+        assert_eq!(names(&home), ["h"]);
+    }
+
+    #[test]
+    fn what_a_recovery_cannot_settle_stops_only_itself() {
+        let d = tempfile::tempdir().unwrap();
+        let pd = cut_short(d.path(), "a", b"only copy", 10);
+        // A link and a FIFO planted in it, a name whose home is a directory, and a
+        // recovery's own cut-short move nested in it.
+        std::os::unix::fs::symlink("/etc/passwd", pd.join("link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            pd.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        fs::create_dir(d.path().join("dir")).unwrap();
+        put(&pd.join("dir"), b"home is a directory", 10);
+        let nested = pd.join(new_private_name(Private::Moving));
+        fs::create_dir(&nested).unwrap();
+        put(&nested.join("b"), b"nested", 10);
+        let r = recover(&pd, |_| Ok(true)).unwrap();
+        assert_eq!((r.settled, r.deleted), (2, 0), "{r:?}");
+        let mut left: Vec<_> = r.left.iter().map(|(n, _)| n.to_str().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["dir", "fifo", "link"]);
+        assert!(
+            NotARegularFile::of(&r.left.iter().find(|(n, _)| n == "link").unwrap().1).is_some()
+        );
+        assert_eq!(fs::read(d.path().join("a")).unwrap(), b"only copy");
+        assert_eq!(fs::read(d.path().join("b")).unwrap(), b"nested");
+        // What is left stays in the private directory, nothing followed or opened.
+        assert_eq!(names(&pd), ["dir", "fifo", "link"]);
+        assert_eq!(fs::read(pd.join("dir")).unwrap(), b"home is a directory");
+    }
+}
