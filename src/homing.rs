@@ -408,29 +408,8 @@ impl<'a> Mover<'a> {
         };
         match home {
             Ok(home_root) if home_root != root => {
-                let taken = moves.moved + moves.dropped_older + self.batch.len() as u64;
-                if taken >= budget.max_moves || Instant::now() >= budget.until {
-                    moves.remaining += 1;
-                    return Ok(flow);
-                }
                 let home = self.config.watch_path(home_root).join(entry.path);
-                let within = entry.path.parent().unwrap_or(Path::new("")).to_path_buf();
-                let from = match self.pins.get(&within) {
-                    Some(pin) => Rc::clone(pin),
-                    None => match Pinned::dup(entry.dir, &dir.join(&within)) {
-                        Ok(pin) => Rc::clone(self.pins.entry(within).or_insert(Rc::new(pin))),
-                        Err(e) => {
-                            moves.failed += 1;
-                            warn!(path = %dir.join(entry.path).display(), error = %e, "not moved");
-                            return Ok(flow);
-                        }
-                    },
-                };
-                let name = entry.name().to_os_string();
-                self.batch.push(Misplaced { from, name, home });
-                if self.batch.len() == BATCH || self.pins.len() >= PINS_AT_MOST {
-                    self.flush()?;
-                }
+                self.misplaced(dir, &entry, home)?
             }
             Ok(_) => {}
             Err(e) => {
@@ -439,6 +418,40 @@ impl<'a> Mover<'a> {
             }
         }
         Ok(flow)
+    }
+
+    /// A misplaced file the walk met (its home: `home`): it joins the batch (moved once the
+    /// batch is full), unless the run's moves or time are spent.
+    fn misplaced(
+        &mut self,
+        dir: &Path,
+        entry: &dir::Entry<'_>,
+        home: PathBuf,
+    ) -> Result<(), Error> {
+        let (budget, moves) = (self.budget, &mut self.moves);
+        let taken = moves.moved + moves.dropped_older + self.batch.len() as u64;
+        if taken >= budget.max_moves || Instant::now() >= budget.until {
+            moves.remaining += 1;
+            return Ok(());
+        }
+        let within = entry.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let from = match self.pins.get(&within) {
+            Some(pin) => Rc::clone(pin),
+            None => match Pinned::dup(entry.dir, &dir.join(&within)) {
+                Ok(pin) => Rc::clone(self.pins.entry(within).or_insert(Rc::new(pin))),
+                Err(e) => {
+                    moves.failed += 1;
+                    warn!(path = %dir.join(entry.path).display(), error = %e, "not moved");
+                    return Ok(());
+                }
+            },
+        };
+        let name = entry.name().to_os_string();
+        self.batch.push(Misplaced { from, name, home });
+        if self.batch.len() == BATCH || self.pins.len() >= PINS_AT_MOST {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// One of the router's names the walk met in the shard's watched directory `dir`, when it

@@ -4,7 +4,7 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
-use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, When};
+use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, Subnet, When};
 use crate::plan::Warning;
 use crate::shard;
 use crate::state::{self, State};
@@ -57,28 +57,7 @@ pub async fn observe(
         });
     }
     let vpc_id = vpc_of(clients, &mount_targets).await?;
-    let subnets = match (&config.subnet_ids, &vpc_id) {
-        (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
-        (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
-        (None, None) => {
-            return Err(Error::Config(ConfigError {
-                var: "SUBNET_IDS",
-                problem: format!(
-                    "required while file system {} has no mount target to take a VPC from",
-                    config.file_system_id
-                ),
-            }))
-        }
-    };
-    let protected_azs = if config.protected_subnet_ids.is_empty() {
-        BTreeSet::new()
-    } else {
-        let subnets = clients
-            .ec2
-            .subnets_by_id(&config.protected_subnet_ids, "PROTECTED_SUBNET_IDS")
-            .await?;
-        subnets.into_iter().map(|s| s.az_id).collect()
-    };
+    let (subnets, protected_azs) = subnets_of(clients, config, vpc_id.as_deref()).await?;
     let mut warnings = Vec::new();
     let state_stored = stored_state.is_some();
     let state = match stored_state {
@@ -126,6 +105,37 @@ pub async fn observe(
         },
         count_took,
     ))
+}
+
+/// The candidate subnets (`SUBNET_IDS`, else the VPC's), and the AZs of the protected ones.
+async fn subnets_of(
+    clients: &Clients,
+    config: &Config,
+    vpc_id: Option<&str>,
+) -> Result<(Vec<Subnet>, BTreeSet<String>), Error> {
+    let subnets = match (&config.subnet_ids, vpc_id) {
+        (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
+        (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
+        (None, None) => {
+            return Err(Error::Config(ConfigError {
+                var: "SUBNET_IDS",
+                problem: format!(
+                    "required while file system {} has no mount target to take a VPC from",
+                    config.file_system_id
+                ),
+            }))
+        }
+    };
+    let protected_azs = if config.protected_subnet_ids.is_empty() {
+        BTreeSet::new()
+    } else {
+        let subnets = clients
+            .ec2
+            .subnets_by_id(&config.protected_subnet_ids, "PROTECTED_SUBNET_IDS")
+            .await?;
+        subnets.into_iter().map(|s| s.az_id).collect()
+    };
+    Ok((subnets, protected_azs))
 }
 
 /// The VPC of the file system's mount targets, if it has any.

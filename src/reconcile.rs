@@ -10,7 +10,7 @@ use crate::metrics;
 use crate::observe::observe;
 use crate::observed::Observed;
 use crate::plan::{
-    comparison, plan, Behind, Decision, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
+    comparison, plan, Behind, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
 };
 use crate::response::{NewMountTarget, Response};
 use crate::state::State;
@@ -308,9 +308,9 @@ fn emit_metrics(
 /// The ECS tasks a run waited for: a drain's (its decision), or a rebalance's (what holds its
 /// moves).
 fn tasks_waited_for(action: Action, end: &Plan) -> Vec<OldTask> {
-    match (&end.decision, &end.moves_wait) {
-        (Decision::WaitForTasks { tasks, .. }, _) => tasks.clone(),
-        (_, Some(MovesWait::Tasks(tasks))) if matches!(action, Action::Rebalance { .. }) => {
+    match &end.moves_wait {
+        _ if !end.waits.tasks.is_empty() => end.waits.tasks.clone(),
+        Some(MovesWait::Tasks(tasks)) if matches!(action, Action::Rebalance { .. }) => {
             tasks.clone()
         }
         _ => Vec::new(),
@@ -326,9 +326,7 @@ fn respond(
 ) -> Response {
     let warnings: Vec<&Warning> = applied.warnings.iter().chain(&end.warnings).collect();
     let mut clients_behind = applied.clients_behind.clone();
-    if let Decision::WaitForClients { clients, .. } = &end.decision {
-        clients_behind.extend(clients.iter().cloned());
-    }
+    clients_behind.extend(end.waits.clients.iter().cloned());
     // Tasks that report nothing hold every move whatever was decided (on the first day, the
     // app on plain paths): named in every response, a plan's included.
     for c in &end.unreported {
@@ -368,11 +366,9 @@ fn respond(
         waiting_for: {
             // Targets still creating, and services a drain waits for.
             let mut w = applied.waiting_for;
-            if let Decision::WaitForFleet { services, .. } = &end.decision {
-                for service in services {
-                    if !w.contains(service) {
-                        w.push(service.clone());
-                    }
+            for service in &end.waits.services {
+                if !w.contains(service) {
+                    w.push(service.clone());
                 }
             }
             w.extend(tasks.iter().map(|t| t.id.clone()));

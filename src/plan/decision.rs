@@ -2,11 +2,16 @@
 
 use super::clients::Behind;
 use super::fleet::MovesWait;
-use super::scale_in::Candidate;
+use super::policy::Policy;
+use super::scale_in::{scale_in_candidate, Candidate};
 use super::sizing::Size;
+use super::sizing::Sizing;
 use super::step::NewTarget;
 use super::tasks::OldTask;
+use super::Seen;
+use crate::observed::{LifeCycle, Observed};
 use crate::shard::FirstRoot;
+use efs_router::list::MountTargetList;
 
 /// What a run decides, exactly one a run: grow (a mount target, shards), take the next step
 /// of a drain under way (or cancel it), start one, hold, or keep; [`Decision::name`] names
@@ -97,6 +102,38 @@ impl Decision {
             _ => None,
         }
     }
+
+    /// Every decision's name, in [`Decision::name`]'s order: the contract's table of decisions
+    /// (docs/contract.md) is tested against it.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the tests only
+    pub const NAMES: [&'static str; 26] = [
+        "migrate",
+        "create",
+        "add_shards",
+        "wait_for_creating",
+        "one_a_run",
+        "cancel_drain",
+        "move_drained",
+        "wait_for_fleet",
+        "wait_for_tasks",
+        "wait_for_clients",
+        "publish_first",
+        "unlist",
+        "drop_shard",
+        "drop_gone",
+        "wait_for_refresh",
+        "delete_drained",
+        "release",
+        "undone",
+        "start_drain",
+        "start_shard_drain",
+        "hold_no_candidate",
+        "hold_settling",
+        "hold_recent_scale_out",
+        "hold_modulo_list",
+        "at_capacity",
+        "keep",
+    ];
 
     /// The decision's name: in the response (`decision`), in the run summary, and what tests
     /// assert on (never the reason's wording).
@@ -193,6 +230,57 @@ pub(super) struct Situation<'a> {
     pub(super) now: u64,
     /// The undo event, and what would be left once it is done (targets, shard roots).
     pub(super) undo: Option<(Vec<String>, Vec<String>)>,
+}
+
+impl<'a> Situation<'a> {
+    /// What the plan has seen and sized, before the drain and what holds the moves
+    /// ([`Situation::under`]).
+    pub(super) fn of(
+        seen: &'a Seen,
+        obs: &Observed,
+        policy: &Policy,
+        list: &MountTargetList,
+        sizing: &'a Sizing,
+    ) -> Situation<'a> {
+        let (shards, state) = (&seen.shards[..], &seen.state);
+        let modulo = seen.modulo;
+        let candidate = scale_in_candidate(obs, list, shards, &seen.counts, state, policy.undo)
+            .filter(|_| !modulo);
+        Situation {
+            size: &sizing.size,
+            drain: None,
+            moves_wait: None,
+            creating: shards
+                .iter()
+                .find(|s| s.target.state == LifeCycle::Creating),
+            allow_create: policy.allow_create,
+            next_target: seen.room.next_target(policy, shards),
+            shards_to_add: sizing.growth.iter().map(|(_, added)| *added as usize).sum(),
+            bound: &sizing.limits.shards.bound,
+            in_band: sizing.band.holds,
+            modulo,
+            migrating: seen.migrated.as_ref().map(|l| l.mount_targets.len()),
+            candidate,
+            below_since: state.below_since,
+            last_scale_out: state.last_scale_out,
+            cooldown: policy.scale_in_cooldown_secs,
+            now: obs.now.secs(),
+            undo: (policy.undo && !modulo).then(|| super::left_after_undo(obs)),
+        }
+    }
+
+    /// The situation with the drain under way and what holds the moves, if anything.
+    pub(super) fn under(
+        self,
+        drain: Option<&'a DrainView>,
+        moves_wait: Option<&'a MovesWait>,
+    ) -> Situation<'a> {
+        Situation {
+            drain,
+            moves_wait,
+            ..self
+        }
+    }
 }
 
 /// A drain as [`decide`] sees it.
@@ -359,5 +447,128 @@ fn start_drain(candidate: &Candidate, held: u64) -> Decision {
             root: root.clone(),
             held,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::step::SecurityGroups;
+
+    /// One decision of every kind, so a new one cannot be left out of [`Decision::NAMES`]: the
+    /// match below is exhaustive.
+    fn one_of_each() -> Vec<Decision> {
+        let id = || "fsmt-1".to_owned();
+        let new = NewTarget {
+            subnet_id: "subnet-1".into(),
+            az: "us-east-1a".into(),
+            az_id: "use1-az1".into(),
+            root: "/shards/use1-az1".into(),
+            security_groups: SecurityGroups::VpcDefault,
+        };
+        let all = vec![
+            Decision::Migrate { entries: 1 },
+            Decision::Create(new),
+            Decision::AddShards { added: 1 },
+            Decision::WaitForCreating {
+                id: id(),
+                az: "a".into(),
+            },
+            Decision::OneARun,
+            Decision::CancelDrain { id: id() },
+            Decision::MoveDrained {
+                id: id(),
+                az: "a".into(),
+                root: "/r".into(),
+            },
+            Decision::WaitForFleet {
+                id: id(),
+                services: vec![],
+            },
+            Decision::WaitForTasks {
+                id: id(),
+                tasks: vec![],
+            },
+            Decision::WaitForClients {
+                id: id(),
+                clients: vec![],
+            },
+            Decision::PublishFirst { id: id() },
+            Decision::Unlist { id: id() },
+            Decision::DropShard {
+                id: id(),
+                root: "/r".into(),
+            },
+            Decision::DropGone { id: id() },
+            Decision::WaitForRefresh { id: id(), left: 1 },
+            Decision::DeleteDrained { id: id() },
+            Decision::Release { id: id() },
+            Decision::Undone {
+                targets: vec![],
+                roots: vec![],
+            },
+            Decision::StartDrain { id: id(), held: 1 },
+            Decision::StartShardDrain {
+                id: id(),
+                root: "/r".into(),
+                held: 1,
+            },
+            Decision::Hold(Hold::NoCandidate),
+            Decision::Hold(Hold::Settling {
+                held: 1,
+                cooldown: 2,
+            }),
+            Decision::Hold(Hold::RecentScaleOut {
+                ago: 1,
+                cooldown: 2,
+            }),
+            Decision::Hold(Hold::ModuloList),
+            Decision::AtCapacity(Bound::MaxShards(1)),
+            Decision::Keep {
+                fewer_would_do: false,
+            },
+        ];
+        all.iter().for_each(listed_here);
+        all
+    }
+
+    /// Exhaustive: a new decision fails to compile here until [`one_of_each`] has it.
+    fn listed_here(d: &Decision) {
+        match d {
+            Decision::Migrate { .. }
+            | Decision::Create(_)
+            | Decision::AddShards { .. }
+            | Decision::WaitForCreating { .. }
+            | Decision::OneARun
+            | Decision::CancelDrain { .. }
+            | Decision::MoveDrained { .. }
+            | Decision::WaitForFleet { .. }
+            | Decision::WaitForTasks { .. }
+            | Decision::WaitForClients { .. }
+            | Decision::PublishFirst { .. }
+            | Decision::Unlist { .. }
+            | Decision::DropShard { .. }
+            | Decision::DropGone { .. }
+            | Decision::WaitForRefresh { .. }
+            | Decision::DeleteDrained { .. }
+            | Decision::Release { .. }
+            | Decision::Undone { .. }
+            | Decision::StartDrain { .. }
+            | Decision::StartShardDrain { .. }
+            | Decision::Hold(
+                Hold::NoCandidate
+                | Hold::Settling { .. }
+                | Hold::RecentScaleOut { .. }
+                | Hold::ModuloList,
+            )
+            | Decision::AtCapacity(_)
+            | Decision::Keep { .. } => {}
+        }
+    }
+
+    #[test]
+    fn names_lists_every_decision_once_in_order() {
+        let names: Vec<&str> = one_of_each().iter().map(Decision::name).collect();
+        assert_eq!(names, Decision::NAMES);
     }
 }

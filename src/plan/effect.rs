@@ -2,16 +2,18 @@
 //! it adds. One exhaustive match, so a new decision cannot be added without saying what it
 //! does; the steps every run takes whatever was decided are [`mod@super::upkeep`]'s.
 
+use super::clients::Behind;
 use super::decision::{Decision, DrainView};
 use super::list::rebuild_list;
 use super::step::Step;
+use super::tasks::OldTask;
 use crate::observed::Observed;
 use crate::shard::FirstRoot;
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::MountTargetList;
 
 /// What a decision's effect reads.
-pub(super) struct Effect<'a> {
+pub(super) struct EffectInputs<'a> {
     pub(super) obs: &'a Observed,
     /// The list the plan started from (the published one, or it under rendezvous).
     pub(super) base: Option<&'a MountTargetList>,
@@ -21,19 +23,49 @@ pub(super) struct Effect<'a> {
     pub(super) growth: &'a [(usize, u32)],
 }
 
-/// The state, the list and the decision's own steps, once the decision has been carried out.
-pub(super) struct Outcome {
+/// The state, the list, the decision's own steps and what it waits for, once the decision has
+/// been carried out.
+pub(super) struct Effect {
     pub(super) state: State,
     pub(super) list: MountTargetList,
     pub(super) steps: Vec<Step>,
+    pub(super) waits: Waits,
 }
 
-impl Effect<'_> {
-    pub(super) fn of(&self, decision: &Decision, state: State, list: MountTargetList) -> Outcome {
-        let mut out = Outcome {
+/// What a decision waits for, for the response to name (`waiting_for`, `waiting_for_tasks`,
+/// `clients_behind`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Waits {
+    /// Services whose deployments do not run the list published last.
+    pub services: Vec<String>,
+    /// ECS tasks created before that list, not stopped yet.
+    pub tasks: Vec<OldTask>,
+    /// Live clients that report another list.
+    pub clients: Vec<Behind>,
+}
+
+/// The root of the list's entry for this target (none: empty).
+fn root_of(list: &MountTargetList, id: &str) -> String {
+    let entry = list.mount_targets.iter().find(|t| t.id == id);
+    entry.map(|t| t.root.clone()).unwrap_or_default()
+}
+
+/// A drain moves files where they are not at home under the shards the rebalance last
+/// balanced against: its comparison after growth must not rely on them any more. No decision's
+/// own effect: it holds after every one, a drain started in an earlier run too.
+fn forget_balance_while_draining(state: &mut State) {
+    if !state.draining.is_empty() || !state.draining_shards.is_empty() {
+        state.rebalancing.balanced = None;
+    }
+}
+
+impl EffectInputs<'_> {
+    pub(super) fn of(&self, decision: &Decision, state: State, list: MountTargetList) -> Effect {
+        let mut out = Effect {
             state,
             list,
             steps: Vec::new(),
+            waits: Waits::default(),
         };
         let now = self.obs.now.secs();
         match decision {
@@ -61,15 +93,8 @@ impl Effect<'_> {
                 self.relist(&mut out);
             }
             Decision::StartDrain { id, .. } => {
-                let root = out
-                    .list
-                    .mount_targets
-                    .iter()
-                    .find(|t| &t.id == id)
-                    .map(|t| t.root.clone())
-                    .unwrap_or_default();
                 let drain = Drain {
-                    root,
+                    root: root_of(&out.list, id),
                     since: now,
                     unlisted: false,
                     gone: false,
@@ -119,12 +144,12 @@ impl Effect<'_> {
             // The band holds: its clock runs from when it began.
             Decision::Hold(_) => out.state.below_since = Some(out.state.below_since.unwrap_or(now)),
             Decision::Keep { .. } => out.state.below_since = None,
-            // Waiting (for the fleet, a publish, refreshing clients) or bounded: nothing changes
-            // until that is over.
-            Decision::WaitForFleet { .. }
-            | Decision::WaitForTasks { .. }
-            | Decision::WaitForClients { .. }
-            | Decision::PublishFirst { .. }
+            // Waiting: nothing changes until that is over; the response names what it waits for.
+            Decision::WaitForFleet { services, .. } => out.waits.services = services.clone(),
+            Decision::WaitForTasks { tasks, .. } => out.waits.tasks = tasks.clone(),
+            Decision::WaitForClients { clients, .. } => out.waits.clients = clients.clone(),
+            // Waiting for a publish or for refreshing clients, or bounded: nothing changes.
+            Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
             | Decision::AtCapacity(_) => {}
             // What the undo leaves of the shards is their directories: the empty ones go.
@@ -132,17 +157,18 @@ impl Effect<'_> {
                 roots: roots.clone(),
             }),
         }
+        forget_balance_while_draining(&mut out.state);
         out
     }
 
     /// The list again, from the changed state.
-    fn relist(&self, out: &mut Outcome) {
+    fn relist(&self, out: &mut Effect) {
         out.list = rebuild_list(self.base, self.shards, &out.state, self.obs);
     }
 
     /// Adds the new shards to the targets that take them: a scale-out like a new target, so
     /// the scale-in clock starts again.
-    fn grow(&self, out: &mut Outcome) {
+    fn grow(&self, out: &mut Effect) {
         if self.growth.is_empty() {
             return;
         }

@@ -44,18 +44,19 @@ pub use warning::Warning;
 
 use counts::Counts;
 use decision::{decide, Bound, Situation};
-use effect::{Effect, Outcome};
+pub use effect::Waits;
+use effect::{Effect, EffectInputs};
 use fleet::Fleet;
-use list::{grow_shards, rebuild_list, serving_shards};
+use list::{rebuild_list, serving_shards};
 use reason::reason;
 use rendezvous::to_rendezvous;
 use room::Room;
-use scale_in::{drain_under_way, scale_in_candidate};
-use sizing::{Band, Limits, Size};
+use scale_in::drain_under_way;
+use sizing::{Size, Sizing};
 use tracking::track_targets;
 use upkeep::upkeep;
 
-use crate::observed::{LifeCycle, Observed};
+use crate::observed::Observed;
 use crate::shard::{self, FirstRoot};
 use crate::state::State;
 use efs_router::list::{MountTargetList, Strategy};
@@ -89,6 +90,8 @@ pub struct Plan {
     /// while the list is held at version 1 (`list_version_held` says so).
     pub at_capacity: bool,
     pub decision: Decision,
+    /// What the decision waits for, named in the response's `waiting_for`.
+    pub waits: Waits,
     /// The list clients should see once the steps have run.
     pub list: MountTargetList,
     pub steps: Vec<Step>,
@@ -123,48 +126,19 @@ pub struct Plan {
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let seen = Seen::of(obs, policy);
     let (base, shards, state) = (seen.base(), &seen.shards[..], &seen.state);
-    let settle = |list| {
-        let balanced = state.rebalancing.balanced.as_ref();
-        placements::settle(list, seen.published, balanced, seen.fleet.clients.read_v3)
-    };
-    let list = settle(rebuild_list(base, shards, state, obs));
+    let list = seen.settle(rebuild_list(base, shards, state, obs), state);
     let moves_wait = seen.fleet.moves_wait(seen.published != Some(&list));
     let drain = drain_under_way(&list, base, shards, state, obs);
     let held = version_held(&seen);
-    let limits = Limits::of(&seen.room, obs, policy, seen.modulo, held.clone());
-    let current = shards.iter().filter(|s| s.target.state.is_active()).count();
-    let serving = serving_shards(&list, shards, state);
-    let mut size = Size::of(seen.counts.file_count, current, serving, policy, &limits);
-    if policy.undo && !seen.modulo {
-        size = size.undoing();
-    }
-    let band = Band::of(policy, size.current_shards, seen.counts.file_count);
-    let growth = match seen.modulo {
-        true => Vec::new(),
-        false => grow_shards(&list, shards, size.desired_shards, size.desired),
-    };
-    let decision = decide(&Situation {
-        size: &size,
-        drain: drain.as_ref(),
-        moves_wait: moves_wait.as_ref(),
-        creating: shards
-            .iter()
-            .find(|s| s.target.state == LifeCycle::Creating),
-        allow_create: policy.allow_create,
-        next_target: seen.room.next_target(policy, shards),
-        shards_to_add: growth.iter().map(|(_, added)| *added as usize).sum(),
-        bound: &limits.shards.bound,
-        in_band: band.holds,
-        modulo: seen.modulo,
-        migrating: seen.migrated.as_ref().map(|l| l.mount_targets.len()),
-        candidate: scale_in_candidate(obs, &list, shards, &seen.counts, state, policy.undo)
-            .filter(|_| !seen.modulo),
-        below_since: state.below_since,
-        last_scale_out: state.last_scale_out,
-        cooldown: policy.scale_in_cooldown_secs,
-        now: obs.now.secs(),
-        undo: (policy.undo && !seen.modulo).then(|| left_after_undo(obs)),
-    });
+    let sizing = Sizing::of(&seen, obs, policy, &list, held.clone());
+    let situation = Situation::of(&seen, obs, policy, &list, &sizing);
+    let decision = decide(&situation.under(drain.as_ref(), moves_wait.as_ref()));
+    let Sizing {
+        size,
+        limits,
+        band,
+        growth,
+    } = sizing;
     let reason = reason(&decision, &size, &band, policy);
     let mut warnings = seen.warnings.clone();
     let list_version_held = matches!(limits.shards.bound, Bound::ListVersion { .. })
@@ -176,65 +150,92 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
             clients: held.unwrap_or_default(),
         });
     }
-    let effect = Effect {
+    let inputs = EffectInputs {
         obs,
         base,
         shards,
         drain: drain.as_ref(),
         growth: &growth,
     };
-    let Outcome {
-        mut state,
+    let Effect {
+        state,
         list,
         mut steps,
-    } = effect.of(&decision, state.clone(), list);
-    // A drain moves files where they are not at home under the shards the rebalance last
-    // balanced against: its comparison after growth must not rely on them any more.
-    if !state.draining.is_empty() || !state.draining_shards.is_empty() {
-        state.rebalancing.balanced = None;
-    }
+        waits,
+    } = inputs.of(&decision, state.clone(), list);
     // Saved when it changed, or when it was carried over from the old file.
     if state != obs.state || (!obs.state_stored && state != State::default()) {
         steps.push(Step::SaveState(state.clone()));
     }
     // The effect may have changed the shards: what is open follows them.
-    let list = placements::settle(
-        list,
-        seen.published,
-        state.rebalancing.balanced.as_ref(),
-        seen.fleet.clients.read_v3,
-    );
+    let list = seen.settle(list, &state);
     upkeep(obs, policy, shards, seen.published, &list, &mut steps);
     steps.sort_by_key(Step::kind);
-    let (files_per_shard, files_per_target) = seen.counts.per_shard_and_target(&list, shards);
-    let unreported = seen.fleet.clients.unreported();
-    Plan {
-        current_shards: serving_shards(&list, shards, &state),
-        file_count: seen.counts.file_count,
-        files_per_shard,
-        files_per_target,
-        current,
-        needed: size.needed,
-        az_capacity: seen.room.az_capacity,
-        desired: size.desired,
-        desired_shards: size.desired_shards,
-        // Held at version 1, the routers are the bound, not MAX_SHARDS: `list_version_held`.
-        at_capacity: size.at_capacity && !list_version_held,
+    let decided = Decided {
         decision,
-        list,
-        steps,
-        moves_wait,
-        unreadable: obs.unreadable.len(),
         reason,
-        excluded: seen.room.excluded,
-        rollouts_failed: seen.fleet.rollouts_failed,
-        fleet_stuck: seen.fleet.stuck,
-        clients_by_version: seen.fleet.clients.by_version,
-        clients_behind_secs: seen.fleet.clients.behind_secs,
+        waits,
+        size,
+        moves_wait,
         list_version_held,
-        unreported,
         warnings,
-        shards: seen.shards,
+    };
+    Plan::assemble(seen, obs, &state, list, steps, decided)
+}
+
+/// What the decision's part of a plan made, for [`Plan::assemble`].
+struct Decided {
+    decision: Decision,
+    reason: String,
+    waits: Waits,
+    size: Size,
+    moves_wait: Option<MovesWait>,
+    list_version_held: bool,
+    warnings: Vec<Warning>,
+}
+
+impl Plan {
+    /// The plan from what was seen and decided, with the list and steps the run takes.
+    fn assemble(
+        seen: Seen,
+        obs: &Observed,
+        state: &State,
+        list: MountTargetList,
+        steps: Vec<Step>,
+        decided: Decided,
+    ) -> Plan {
+        let shards = &seen.shards[..];
+        let (files_per_shard, files_per_target) = seen.counts.per_shard_and_target(&list, shards);
+        let size = &decided.size;
+        Plan {
+            current_shards: serving_shards(&list, shards, state),
+            file_count: seen.counts.file_count,
+            files_per_shard,
+            files_per_target,
+            current: size.current,
+            needed: size.needed,
+            az_capacity: seen.room.az_capacity,
+            desired: size.desired,
+            desired_shards: size.desired_shards,
+            // Held at version 1, the routers are the bound, not MAX_SHARDS: `list_version_held`.
+            at_capacity: size.at_capacity && !decided.list_version_held,
+            decision: decided.decision,
+            waits: decided.waits,
+            list,
+            steps,
+            moves_wait: decided.moves_wait,
+            unreadable: obs.unreadable.len(),
+            reason: decided.reason,
+            excluded: seen.room.excluded,
+            rollouts_failed: seen.fleet.rollouts_failed,
+            fleet_stuck: seen.fleet.stuck,
+            unreported: seen.fleet.clients.unreported(),
+            clients_by_version: seen.fleet.clients.by_version,
+            clients_behind_secs: seen.fleet.clients.behind_secs,
+            list_version_held: decided.list_version_held,
+            warnings: decided.warnings,
+            shards: seen.shards,
+        }
     }
 }
 
@@ -335,6 +336,13 @@ impl<'a> Seen<'a> {
             fleet,
             warnings,
         }
+    }
+
+    /// The list with its open placements: what is open follows the shards, and the shards the
+    /// rebalance last balanced against (`state`'s).
+    fn settle(&self, list: MountTargetList, state: &State) -> MountTargetList {
+        let balanced = state.rebalancing.balanced.as_ref();
+        placements::settle(list, self.published, balanced, self.fleet.clients.read_v3)
     }
 
     /// The list the plan starts from: the migrated one, else the published one.

@@ -21,46 +21,7 @@ pub(super) fn reason(decision: &Decision, size: &Size, band: &Band, policy: &Pol
         size.current,
         plural(size.current),
     );
-    let text = match decision {
-        Decision::Migrate { entries } => format!(
-            "the migrate event: the list of {entries} entries goes out under rendezvous (each \
-             keeps its target; those that shared / get /shards/<az-id>); misplaced files are \
-             found through the fallback and moved home by the rebalance"
-        ),
-        Decision::Hold(hold) => scale_in(hold, &need, band),
-        Decision::StartDrain { id, held } => {
-            format!(
-                "{}: draining {id} before removing it",
-                in_band(&need, band, *held)
-            )
-        }
-        Decision::StartShardDrain { id, root, held } => format!(
-            "{}: draining shard {root} of {id} before it leaves the list",
-            in_band(&need, band, *held)
-        ),
-        Decision::AtCapacity(bound) => format!("{need}; {}: at capacity", capacity(bound)),
-        Decision::Keep { fewer_would_do } => match fewer_would_do {
-            true => format!("{need}: above the scale-in band, keeping them"),
-            false => format!("{need}: nothing to add"),
-        },
-        Decision::Create(_)
-        | Decision::AddShards { .. }
-        | Decision::WaitForCreating { .. }
-        | Decision::OneARun => format!("{need}; {}", growth(decision, size)),
-        Decision::CancelDrain { .. }
-        | Decision::MoveDrained { .. }
-        | Decision::WaitForFleet { .. }
-        | Decision::WaitForTasks { .. }
-        | Decision::WaitForClients { .. }
-        | Decision::PublishFirst { .. }
-        | Decision::WaitForRefresh { .. }
-        | Decision::DropShard { .. }
-        | Decision::Unlist { .. }
-        | Decision::DropGone { .. }
-        | Decision::DeleteDrained { .. }
-        | Decision::Release { .. } => format!("{need}; {}", drain(decision, size)),
-        Decision::Undone { targets, roots } => undone(targets, roots),
-    };
+    let text = words(decision, &need, size, band);
     match decision.lifted_by() {
         Some(event) if matches!(decision, Decision::AtCapacity(_)) => format!(
             "{text}; a modulo-sha256 list has one shard per mount target: the event {event} \
@@ -149,89 +110,116 @@ fn capacity(bound: &Bound) -> String {
     }
 }
 
-/// A growth decision, in words (after what the files need).
-fn growth(decision: &Decision, size: &Size) -> String {
+/// The decision in words, after what the files need (`need`): one arm a decision.
+fn words(decision: &Decision, need: &str, size: &Size, band: &Band) -> String {
     let current = size.current;
     match decision {
+        Decision::Migrate { entries } => format!(
+            "the migrate event: the list of {entries} entries goes out under rendezvous (each \
+             keeps its target; those that shared / get /shards/<az-id>); misplaced files are \
+             found through the fallback and moved home by the rebalance"
+        ),
+        Decision::Hold(hold) => scale_in(hold, need, band),
+        Decision::StartDrain { id, held } => {
+            format!(
+                "{}: draining {id} before removing it",
+                in_band(need, band, *held)
+            )
+        }
+        Decision::StartShardDrain { id, root, held } => format!(
+            "{}: draining shard {root} of {id} before it leaves the list",
+            in_band(need, band, *held)
+        ),
+        Decision::AtCapacity(bound) => format!("{need}; {}: at capacity", capacity(bound)),
+        Decision::Keep {
+            fewer_would_do: true,
+        } => {
+            format!("{need}: above the scale-in band, keeping them")
+        }
+        Decision::Keep {
+            fewer_would_do: false,
+        } => format!("{need}: nothing to add"),
         Decision::Create(n) => format!(
-            "adding a mount target in {} ({}, {})",
+            "{need}; adding a mount target in {} ({}, {})",
             n.az, n.az_id, n.subnet_id
         ),
         Decision::AddShards { added } => format!(
-            "no mount target to add (no free AZ, MAX_MOUNT_TARGETS or One Zone), so the \
-             {current} there take {added} new shard{} between them",
+            "{need}; no mount target to add (no free AZ, MAX_MOUNT_TARGETS or One Zone), so \
+             the {current} there take {added} new shard{} between them",
             if *added == 1 { "" } else { "s" }
         ),
         Decision::WaitForCreating { id, az } => {
-            format!("have {current}; waiting for {id} in {az} before adding another")
+            format!("{need}; have {current}; waiting for {id} in {az} before adding another")
         }
-        Decision::OneARun => format!("have {current}; one new mount target a run"),
-        // The others are worded by `reason` or `drain`.
-        _ => String::new(),
+        Decision::OneARun => format!("{need}; have {current}; one new mount target a run"),
+        Decision::CancelDrain { id } => format!(
+            "{need}; {} serving: the growth cancels the drain of {id}",
+            size.current_shards
+        ),
+        Decision::MoveDrained { id, az, root } => format!(
+            "{need}; draining {id} ({az}): the files under {root} move to their homes first"
+        ),
+        Decision::WaitForFleet { id, services } => {
+            let waited = services.join(", ");
+            format!(
+                "{need}; {}",
+                nothing_moves(id, "every service runs", &waited)
+            )
+        }
+        Decision::WaitForTasks { id, tasks } => {
+            let waited = joined(tasks);
+            let until = "ECS has stopped every task created before";
+            format!("{need}; {}", nothing_moves(id, until, &waited))
+        }
+        Decision::WaitForClients { id, clients } => {
+            let waited = joined(clients);
+            format!(
+                "{need}; {}",
+                nothing_moves(id, "every live client runs", &waited)
+            )
+        }
+        Decision::PublishFirst { id } => format!(
+            "{need}; draining {id}: the list that says so goes out first (the one published is \
+             not it); nothing moves or goes until every service runs it"
+        ),
+        Decision::WaitForRefresh { id, left } => format!(
+            "{need}; draining {id}: its files move (and it goes) once clients that refresh the \
+             list have read it ({left} s more, CLIENT_REFRESH_SECONDS)"
+        ),
+        Decision::DropShard { id, root } => format!(
+            "{need}; shard {root} of {id} is drained (its tree is empty): it leaves the list"
+        ),
+        Decision::Unlist { id } => format!(
+            "{need}; {id} is drained (its tree is empty): the list goes out without it; the \
+             target goes once the services run that list"
+        ),
+        Decision::DropGone { id } => format!(
+            "{need}; the shard of {id}, deleted outside this function, is empty: its root \
+             leaves the list"
+        ),
+        Decision::DeleteDrained { id } => format!("{need}; {}: deleting it", unlisted_and_run(id)),
+        Decision::Release { id } => format!(
+            "{need}; {}: it was not created by this function (or is protected), so it stays, \
+             serving no shard",
+            unlisted_and_run(id)
+        ),
+        Decision::Undone { targets, roots } => undone(targets, roots),
     }
 }
 
-/// A drain's progress, in words (after what the files need).
-fn drain(decision: &Decision, size: &Size) -> String {
-    match decision {
-        Decision::CancelDrain { id } => format!(
-            "{} serving: the growth cancels the drain of {id}",
-            size.current_shards
-        ),
-        Decision::MoveDrained { id, az, root } => {
-            format!("draining {id} ({az}): the files under {root} move to their homes first")
-        }
-        Decision::WaitForFleet { id, services } => format!(
-            "draining {id}: nothing moves or goes until every service runs the list published \
-             last (waiting for {})",
-            services.join(", ")
-        ),
-        Decision::WaitForTasks { id, tasks } => format!(
-            "draining {id}: nothing moves or goes until ECS has stopped every task created \
-             before the list published last (waiting for {})",
-            tasks
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Decision::WaitForClients { id, clients } => format!(
-            "draining {id}: nothing moves or goes until every live client runs the list \
-             published last (waiting for {})",
-            clients
-                .iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Decision::PublishFirst { id } => format!(
-            "draining {id}: the list that says so goes out first (the one published is not \
-             it); nothing moves or goes until every service runs it"
-        ),
-        Decision::WaitForRefresh { id, left } => format!(
-            "draining {id}: its files move (and it goes) once clients that refresh the list \
-             have read it ({left} s more, CLIENT_REFRESH_SECONDS)"
-        ),
-        Decision::DropShard { id, root } => {
-            format!("shard {root} of {id} is drained (its tree is empty): it leaves the list")
-        }
-        Decision::Unlist { id } => format!(
-            "{id} is drained (its tree is empty): the list goes out without it; the target \
-             goes once the services run that list"
-        ),
-        Decision::DropGone { id } => format!(
-            "the shard of {id}, deleted outside this function, is empty: its root leaves the \
-             list"
-        ),
-        Decision::DeleteDrained { id } => format!(
-            "{id} is drained and unlisted, and every service runs the list without it: \
-             deleting it"
-        ),
-        Decision::Release { id } => format!(
-            "{id} is drained and unlisted, and every service runs the list without it: it was \
-             not created by this function (or is protected), so it stays, serving no shard"
-        ),
-        // The others are worded by `reason` or `growth`.
-        _ => String::new(),
-    }
+/// A drain that waits: nothing moves or goes `until` the list published last (for `waited`).
+fn nothing_moves(id: &str, until: &str, waited: &str) -> String {
+    format!(
+        "draining {id}: nothing moves or goes until {until} the list published last (waiting \
+         for {waited})"
+    )
+}
+
+fn unlisted_and_run(id: &str) -> String {
+    format!("{id} is drained and unlisted, and every service runs the list without it")
+}
+
+fn joined<T: ToString>(items: &[T]) -> String {
+    let names: Vec<String> = items.iter().map(ToString::to_string).collect();
+    names.join(", ")
 }

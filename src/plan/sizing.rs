@@ -1,10 +1,52 @@
 //! Sizing: how many shards the files need, and the scale-in band.
 
 use super::decision::Bound;
+use super::list::{grow_shards, serving_shards};
 use super::policy::Policy;
 use super::room::Room;
+use super::Seen;
 use crate::observed::Observed;
-use efs_router::list::MAX_LIST_SHARDS;
+use efs_router::list::{MountTargetList, MAX_LIST_SHARDS};
+
+/// The size of a run and what bounds it: what [`super::plan`] sizes before it decides.
+pub(super) struct Sizing {
+    pub(super) size: Size,
+    pub(super) limits: Limits,
+    pub(super) band: Band,
+    /// New shards for the targets that serve now: (index in the list, shards added).
+    pub(super) growth: Vec<(usize, u32)>,
+}
+
+impl Sizing {
+    /// `held`: the live clients that keep the list on version 1 ([`super::version_held`]).
+    pub(super) fn of(
+        seen: &Seen,
+        obs: &Observed,
+        policy: &Policy,
+        list: &MountTargetList,
+        held: Option<Vec<String>>,
+    ) -> Sizing {
+        let shards = &seen.shards[..];
+        let limits = Limits::of(&seen.room, obs, policy, seen.modulo, held);
+        let current = shards.iter().filter(|s| s.target.state.is_active()).count();
+        let serving = serving_shards(list, shards, &seen.state);
+        let mut size = Size::of(seen.counts.file_count, current, serving, policy, &limits);
+        if policy.undo && !seen.modulo {
+            size = size.undoing();
+        }
+        let band = Band::of(policy, size.current_shards, seen.counts.file_count);
+        let growth = match seen.modulo {
+            true => Vec::new(),
+            false => grow_shards(list, shards, size.desired_shards, size.desired),
+        };
+        Sizing {
+            size,
+            limits,
+            band,
+            growth,
+        }
+    }
+}
 
 /// How many shards and mount targets: needed by the files, possible, wanted.
 pub(super) struct Size {

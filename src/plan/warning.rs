@@ -152,6 +152,7 @@ impl Warning {
 }
 
 impl fmt::Display for Warning {
+    // One line an arm: the longer texts are the named functions below.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Warning::OldStateCarriedOver {
@@ -160,156 +161,259 @@ impl fmt::Display for Warning {
                 created_azs,
             } => carried_over(f, file, parameter, created_azs),
             Warning::OldStateFile { problem } => write!(f, "old state file: {problem}"),
-            Warning::NothingToMigrate => write!(
-                f,
-                "the migrate event asks for rendezvous, and the list already is (or none is \
-                 published): nothing to migrate"
-            ),
-            Warning::MigrateAzUnknown { id } => write!(
-                f,
-                "cannot migrate: the AZ of listed mount target {id} is known neither from the \
-                 list nor from AWS, so its shard cannot be named; nothing changed"
-            ),
-            Warning::MigrateInvalid { problem } => write!(
-                f,
-                "cannot migrate: the list under rendezvous would be refused ({problem}); nothing \
-                 changed"
-            ),
+            Warning::NothingToMigrate => f.write_str(NOTHING_TO_MIGRATE),
+            Warning::MigrateAzUnknown { id } => migrate_az_unknown(f, id),
+            Warning::MigrateInvalid { problem } => migrate_invalid(f, problem),
             Warning::ShardSkipped { root, why } => write!(f, "shard {root} skipped: {why}"),
             Warning::ShardDirNotMade { error } => f.write_str(error),
-            Warning::ShardDirLeft { path, error } => {
-                write!(f, "{path}: left ({error}); remove it by hand once empty")
-            }
-            Warning::Uncounted { root, files } => write!(
-                f,
-                "{files} files under {root} belong to no mount target and are not counted"
-            ),
-            Warning::TargetNotServing { id, az, state } => write!(
-                f,
-                "mount target {id} in {az} is {state}; it holds its AZ but serves no shard"
-            ),
+            Warning::ShardDirLeft { path, error } => shard_dir_left(f, path, error),
+            Warning::Uncounted { root, files } => uncounted(f, root, *files),
+            Warning::TargetNotServing { id, az, state } => target_not_serving(f, id, az, state),
             Warning::OtherVpc {
                 subnet,
                 vpc,
                 file_system_vpc,
-            } => write!(
-                f,
-                "subnet {subnet} is in {vpc}, not the file system's VPC {file_system_vpc}; ignored"
-            ),
-            Warning::Excluded { key, until, reason } => write!(
-                f,
-                "{key} is left out of scale-out until {until} (Unix time): {reason}"
-            ),
+            } => other_vpc(f, subnet, vpc, file_system_vpc),
+            Warning::Excluded { key, until, reason } => excluded(f, key, *until, reason),
             Warning::SubnetRefused { reason, key, until } => {
                 write!(f, "{reason}; {key} is left out until {until} (Unix time)")
             }
-            Warning::RolloutFailed { service, why } => write!(
+            Warning::RolloutFailed { service, why } => rollout_failed(f, service, why),
+            Warning::FleetNotConverged { services, age } => not_converged(
                 f,
-                "the rollout of service {service}'s newest deployment failed ({why}); its tasks \
-                 still run the previous deployment and the list it had"
+                "services",
+                services,
+                *age,
+                "old tasks still run, or the rollout is stuck",
             ),
-            Warning::FleetNotConverged { services, age } => write!(
-                f,
-                "services {} have not run the list published {age} s ago (old tasks still run, \
-                 or the rollout is stuck): files wait to move",
-                services.join(", ")
-            ),
-            Warning::TargetGone { id, root } => write!(
-                f,
-                "mount target {id} ({root}) is gone; its root {root} stays listed, draining, \
-                 until its files are home"
-            ),
-            Warning::DrainStopped { id } => write!(
-                f,
-                "the drain of {id} stopped: a target that was there before this function, the \
-                 first shard `/`, a protected AZ or a modulo list never goes"
-            ),
-            Warning::ShardDrainStopped { root, target } => write!(
-                f,
-                "the drain of shard {root} stopped: it is no longer the last shard of {target} \
-                 (the list was changed by hand?)"
-            ),
-            Warning::ForeignDrainMark { id } => write!(
-                f,
-                "the list marks {id} draining, but this function did not: the mark is removed"
-            ),
-            Warning::ForeignShardDrainMark { id, shards } => write!(
-                f,
-                "the list marks {shards} shard(s) of {id} draining, but this function did not: \
-                 the mark is removed"
-            ),
+            Warning::TargetGone { id, root } => target_gone(f, id, root),
+            Warning::DrainStopped { id } => drain_stopped(f, id),
+            Warning::ShardDrainStopped { root, target } => shard_drain_stopped(f, root, target),
+            Warning::ForeignDrainMark { id } => foreign_mark(f, id, None),
+            Warning::ForeignShardDrainMark { id, shards } => foreign_mark(f, id, Some(*shards)),
             Warning::MovesWait(wait) => write!(f, "{wait}: no file moves"),
-            Warning::DrainHeldByEntry { path, what } => write!(
-                f,
-                "{path}: {what}, never moved: the draining shard keeps it, so the drain holds \
-                 until a person moves or removes it"
-            ),
-            Warning::DrainHeldByMove { path, after } => write!(
-                f,
-                "{path}: a move's private name, which may hold the only copy of a file, holds \
-                 the drain; once unchanged for {after} s (ABANDONED_AFTER_SECONDS) the drain \
-                 gives it back and goes on"
-            ),
-            Warning::DrainWalkCutShort { root } => write!(
-                f,
-                "the tree of draining shard {root} could not be walked in the time this run had: \
-                 its drain holds, and the next run walks it again"
-            ),
-            Warning::ReportsDirRepaired { repair } => match repair {
-                crate::reports::Repair::Made => {
-                    f.write_str("/.efs-router-clients was missing: made, mode 1777")
-                }
-                crate::reports::Repair::ModeRestored { was } => write!(
-                    f,
-                    "/.efs-router-clients had mode {was:o}, which locks routers out of their \
-                     reports: set back to 1777"
-                ),
-                crate::reports::Repair::Displaced { what, to } => write!(
-                    f,
-                    "{what} had the name /.efs-router-clients, which locks routers out of their \
-                     reports: renamed to /{to} (neither followed nor removed), and the \
-                     directory made, mode 1777"
-                ),
-            },
-            Warning::CutShortMove { path } => write!(
-                f,
-                "{path} looks like a move that died with the only copy of a version: left for \
-                 a person to look at"
-            ),
-            Warning::ReportUnreadable { file, kind } => write!(
-                f,
-                "client report {file} is not one ({kind}): it counts as a client on an unknown \
-                 list until its lifetime ends"
-            ),
+            Warning::DrainHeldByEntry { path, what } => drain_held_by_entry(f, path, what),
+            Warning::DrainHeldByMove { path, after } => drain_held_by_move(f, path, *after),
+            Warning::DrainWalkCutShort { root } => drain_walk_cut_short(f, root),
+            Warning::ReportsDirRepaired { repair } => reports_dir_repaired(f, repair),
+            Warning::CutShortMove { path } => cut_short_move(f, path),
+            Warning::ReportUnreadable { file, kind } => report_unreadable(f, file, kind),
             Warning::ReportsUnread { entries, problem } => {
-                write!(f, "{entries} entries of the client reports were not read")?;
-                if let Some(p) = problem {
-                    write!(f, " (the directory: {p})")?;
-                }
-                write!(f, ": files wait to move")
+                reports_unread(f, *entries, problem.as_deref())
             }
             Warning::ListVersionHeld {
                 needed,
                 most,
                 clients,
             } => list_version_held(f, *needed, *most, clients),
-            Warning::ClientsNotConverged { clients, age } => write!(
-                f,
-                "clients {} have not run the list published {age} s ago: files wait to move",
-                clients.join(", ")
-            ),
-            Warning::ServiceUnreported { group, tasks } => write!(
-                f,
-                "none of the {tasks} running tasks of {group} reports a list (no router, or one \
-                 older than reports): no file moves and no mount target goes until each does"
-            ),
-            Warning::TasksUnknown { why } => write!(
-                f,
-                "ECS's tasks could not be listed ({why}): no file moves and no mount target goes \
-                 this run"
-            ),
+            Warning::ClientsNotConverged { clients, age } => {
+                not_converged(f, "clients", clients, *age, "")
+            }
+            Warning::ServiceUnreported { group, tasks } => service_unreported(f, group, *tasks),
+            Warning::TasksUnknown { why } => tasks_unknown(f, why),
         }
     }
+}
+
+const NOTHING_TO_MIGRATE: &str = "the migrate event asks for rendezvous, and the list already is \
+    (or none is published): nothing to migrate";
+
+fn migrate_az_unknown(f: &mut fmt::Formatter<'_>, id: &str) -> fmt::Result {
+    write!(
+        f,
+        "cannot migrate: the AZ of listed mount target {id} is known neither from the \
+         list nor from AWS, so its shard cannot be named; nothing changed"
+    )
+}
+
+fn migrate_invalid(f: &mut fmt::Formatter<'_>, problem: &str) -> fmt::Result {
+    write!(
+        f,
+        "cannot migrate: the list under rendezvous would be refused ({problem}); nothing \
+         changed"
+    )
+}
+
+fn shard_dir_left(f: &mut fmt::Formatter<'_>, path: &str, error: &str) -> fmt::Result {
+    write!(f, "{path}: left ({error}); remove it by hand once empty")
+}
+
+fn uncounted(f: &mut fmt::Formatter<'_>, root: &str, files: u64) -> fmt::Result {
+    write!(
+        f,
+        "{files} files under {root} belong to no mount target and are not counted"
+    )
+}
+
+fn target_not_serving(f: &mut fmt::Formatter<'_>, id: &str, az: &str, state: &str) -> fmt::Result {
+    write!(
+        f,
+        "mount target {id} in {az} is {state}; it holds its AZ but serves no shard"
+    )
+}
+
+fn other_vpc(f: &mut fmt::Formatter<'_>, subnet: &str, vpc: &str, fs_vpc: &str) -> fmt::Result {
+    write!(
+        f,
+        "subnet {subnet} is in {vpc}, not the file system's VPC {fs_vpc}; ignored"
+    )
+}
+
+fn excluded(f: &mut fmt::Formatter<'_>, key: &str, until: u64, reason: &str) -> fmt::Result {
+    write!(
+        f,
+        "{key} is left out of scale-out until {until} (Unix time): {reason}"
+    )
+}
+
+fn rollout_failed(f: &mut fmt::Formatter<'_>, service: &str, why: &str) -> fmt::Result {
+    write!(
+        f,
+        "the rollout of service {service}'s newest deployment failed ({why}); its tasks \
+         still run the previous deployment and the list it had"
+    )
+}
+
+/// Services (`why`: what may hold them) or clients that have not run the list for `age` s.
+fn not_converged(
+    f: &mut fmt::Formatter<'_>,
+    who: &str,
+    names: &[String],
+    age: u64,
+    why: &str,
+) -> fmt::Result {
+    write!(
+        f,
+        "{who} {} have not run the list published {age} s ago",
+        names.join(", ")
+    )?;
+    if !why.is_empty() {
+        write!(f, " ({why})")?;
+    }
+    f.write_str(": files wait to move")
+}
+
+fn target_gone(f: &mut fmt::Formatter<'_>, id: &str, root: &str) -> fmt::Result {
+    write!(
+        f,
+        "mount target {id} ({root}) is gone; its root {root} stays listed, draining, \
+         until its files are home"
+    )
+}
+
+fn drain_stopped(f: &mut fmt::Formatter<'_>, id: &str) -> fmt::Result {
+    write!(
+        f,
+        "the drain of {id} stopped: a target that was there before this function, the \
+         first shard `/`, a protected AZ or a modulo list never goes"
+    )
+}
+
+fn shard_drain_stopped(f: &mut fmt::Formatter<'_>, root: &str, target: &str) -> fmt::Result {
+    write!(
+        f,
+        "the drain of shard {root} stopped: it is no longer the last shard of {target} \
+         (the list was changed by hand?)"
+    )
+}
+
+/// The list marks a target (or `shards` of its shards) draining, and this function did not.
+fn foreign_mark(f: &mut fmt::Formatter<'_>, id: &str, shards: Option<u32>) -> fmt::Result {
+    match shards {
+        None => write!(f, "the list marks {id} draining"),
+        Some(shards) => write!(f, "the list marks {shards} shard(s) of {id} draining"),
+    }?;
+    f.write_str(", but this function did not: the mark is removed")
+}
+
+fn drain_held_by_entry(f: &mut fmt::Formatter<'_>, path: &str, what: &str) -> fmt::Result {
+    write!(
+        f,
+        "{path}: {what}, never moved: the draining shard keeps it, so the drain holds \
+         until a person moves or removes it"
+    )
+}
+
+fn drain_held_by_move(f: &mut fmt::Formatter<'_>, path: &str, after: u64) -> fmt::Result {
+    write!(
+        f,
+        "{path}: a move's private name, which may hold the only copy of a file, holds \
+         the drain; once unchanged for {after} s (ABANDONED_AFTER_SECONDS) the drain \
+         gives it back and goes on"
+    )
+}
+
+fn drain_walk_cut_short(f: &mut fmt::Formatter<'_>, root: &str) -> fmt::Result {
+    write!(
+        f,
+        "the tree of draining shard {root} could not be walked in the time this run had: \
+         its drain holds, and the next run walks it again"
+    )
+}
+
+fn reports_dir_repaired(
+    f: &mut fmt::Formatter<'_>,
+    repair: &crate::reports::Repair,
+) -> fmt::Result {
+    use crate::reports::Repair;
+    match repair {
+        Repair::Made => f.write_str("/.efs-router-clients was missing: made, mode 1777"),
+        Repair::ModeRestored { was } => write!(
+            f,
+            "/.efs-router-clients had mode {was:o}, which locks routers out of their \
+             reports: set back to 1777"
+        ),
+        Repair::Displaced { what, to } => write!(
+            f,
+            "{what} had the name /.efs-router-clients, which locks routers out of their \
+             reports: renamed to /{to} (neither followed nor removed), and the \
+             directory made, mode 1777"
+        ),
+    }
+}
+
+fn cut_short_move(f: &mut fmt::Formatter<'_>, path: &str) -> fmt::Result {
+    write!(
+        f,
+        "{path} looks like a move that died with the only copy of a version: left for \
+         a person to look at"
+    )
+}
+
+fn report_unreadable(f: &mut fmt::Formatter<'_>, file: &str, kind: &str) -> fmt::Result {
+    write!(
+        f,
+        "client report {file} is not one ({kind}): it counts as a client on an unknown \
+         list until its lifetime ends"
+    )
+}
+
+fn reports_unread(
+    f: &mut fmt::Formatter<'_>,
+    entries: usize,
+    problem: Option<&str>,
+) -> fmt::Result {
+    write!(f, "{entries} entries of the client reports were not read")?;
+    if let Some(p) = problem {
+        write!(f, " (the directory: {p})")?;
+    }
+    write!(f, ": files wait to move")
+}
+
+fn service_unreported(f: &mut fmt::Formatter<'_>, group: &str, tasks: usize) -> fmt::Result {
+    write!(
+        f,
+        "none of the {tasks} running tasks of {group} reports a list (no router, or one \
+         older than reports): no file moves and no mount target goes until each does"
+    )
+}
+
+fn tasks_unknown(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
+    write!(
+        f,
+        "ECS's tasks could not be listed ({why}): no file moves and no mount target goes \
+         this run"
+    )
 }
 
 fn list_version_held(
