@@ -92,7 +92,7 @@ pub async fn apply(
                 };
                 let roots = std::slice::from_ref(root);
                 let moves =
-                    homing::move_home(config, list, roots, budget, true, &mut applied.warnings)?;
+                    homing::drain_shards(config, list, roots, budget, &mut applied.warnings)?;
                 applied.progressed |= moves.moved + moves.dropped_older > 0;
                 applied.moves.then(moves);
             }

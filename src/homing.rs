@@ -1,5 +1,6 @@
 //! Moving files to their homes under the published list: a draining shard's files before its
-//! mount target goes, and misplaced files in the background (`rebalance`).
+//! mount target goes ([`drain_shards`]), and misplaced files in the background ([`rebalance`],
+//! the walk of [`crate::rebalance`]'s run).
 //!
 //! A file's logical path is `<WATCH_DIR>/<its path below the watched directory>`, nested ones
 //! included; its home is the shard `shard_index` gives that path under the list (draining shards
@@ -17,8 +18,9 @@
 use crate::config::Config;
 use crate::error::Error;
 use crate::pinned::Pinned;
-use crate::plan::{Comparison, Warning};
-use crate::rebalancing::{path_digest, Cursor};
+use crate::plan::Warning;
+use crate::rebalance::record::{path_digest, Cursor};
+use crate::rebalance::Comparison;
 use crate::shard;
 use efs_router::dir::{self, Flow, Kind, NAMED_MARK};
 use efs_router::list::MountTargetList;
@@ -112,31 +114,27 @@ pub struct Budget {
     pub concurrency: usize,
 }
 
-/// Moves misplaced files found in the shards rooted at `roots`, at most `max_moves`, and none
-/// once `until` has come. Every misplaced file not moved is counted in `remaining`. With
-/// `drain`, the directories it leaves empty are removed afterwards, and the router's names it
-/// meets are dealt with as a rebalance does (a drain waits for them): an abandoned one is
-/// cleaned up or given back, and a cut-short move not abandoned yet is named in `warnings`, as
-/// what holds the drain.
-pub fn move_home(
+/// Drains the shards rooted at `roots`: moves their files home, at most `max_moves`, and none
+/// once `until` has come. Every file not moved is counted in `remaining`. The directories it
+/// leaves empty are removed afterwards, and the router's names it meets are dealt with as a
+/// rebalance does (a drain waits for them): an abandoned one is cleaned up or given back, and a
+/// cut-short move not abandoned yet is named in `warnings`, as what holds the drain.
+pub fn drain_shards(
     config: &Config,
     list: &MountTargetList,
     roots: &[String],
     budget: Budget,
-    drain: bool,
     warnings: &mut Vec<Warning>,
 ) -> Result<Moves, Error> {
     let mut mover = Mover::new(config, list, budget, None, u64::MAX);
-    if drain {
-        mover.abandoned_after = Some(config.abandoned_after);
-        mover.draining = true;
-    }
+    mover.abandoned_after = Some(config.abandoned_after);
+    mover.draining = true;
     for root in roots.iter().collect::<BTreeSet<_>>() {
         if Instant::now() >= budget.until {
             mover.moves.incomplete = true;
             break;
         }
-        mover.shard(root, Path::new(""), drain)?;
+        mover.shard(root, Path::new(""), true)?;
     }
     warnings.append(&mut mover.warnings);
     let moves = mover.moves;
@@ -155,8 +153,8 @@ pub struct Walk<'a> {
     pub abandoned_after: Duration,
 }
 
-/// One rebalance run: [`move_home`] over the shards rooted at `roots` in the order of their
-/// roots, from `walk.from` on, until the end of the last shard (the pass ends: `resume_at` is
+/// One rebalance run: the walk a drain makes ([`drain_shards`]), over the shards rooted at
+/// `roots` in the order of their roots, from `walk.from` on, until the end of the last shard (the pass ends: `resume_at` is
 /// `None`), the deadline, or `walk.max_visits` files. On the way it cleans up the router's
 /// abandoned names it meets (see [`Mover::abandoned`]): the walk that finds misplaced files
 /// finds them too, so a run reads no directory twice and its work stays within its visits.
@@ -872,7 +870,7 @@ mod tests {
             until: Instant::now() + Duration::from_secs(60),
             concurrency: 2,
         };
-        let comparison = crate::plan::comparison(list, None);
+        let comparison = crate::rebalance::comparison(list, None);
         let walk = Walk {
             from,
             max_visits,
@@ -887,8 +885,10 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list =
-            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
         let first = config.watch_path("/");
         // Before the misplaced files in the walk's order: a directory whose name is not UTF-8,
         // and a path longer than a position holds, each with more files than a run looks at.
@@ -943,7 +943,7 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
         let first = config.watch_path("/");
         let dir = first.join("d");
         fs::create_dir_all(&dir).unwrap();
@@ -997,7 +997,7 @@ mod tests {
     fn a_cut_short_replace_is_given_back_and_only_a_nameless_private_file_is_reported() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         // Newer than home: replaces it. Older than home: dropped.
@@ -1050,7 +1050,7 @@ mod tests {
     fn what_a_give_back_leaves_is_named_once_and_counted_on_every_pass() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         // A cut-short replace holding a newer version it can give back, and a link it never
@@ -1084,8 +1084,10 @@ mod tests {
     fn a_cut_short_move_of_a_path_deleted_since_is_not_brought_back() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list =
-            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
         let (first, second) = (config.watch_path("/"), config.watch_path("/shards/x"));
         let nested = first.join("2026/12");
         fs::create_dir_all(&nested).unwrap();
@@ -1119,8 +1121,10 @@ mod tests {
     fn a_drain_gives_back_an_abandoned_move_and_names_one_that_holds_it() {
         let mount = tempfile::tempdir().unwrap();
         let mut config = config(mount.path());
-        let mut list =
-            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let mut list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
         list.mount_targets[1].draining = true;
         let (home, drained) = (config.watch_path("/"), config.watch_path("/shards/x"));
         fs::create_dir_all(&home).unwrap();
@@ -1140,7 +1144,7 @@ mod tests {
 
         // Not abandoned yet: it holds the drain, and the drain says so.
         let mut warnings = Vec::new();
-        move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
+        drain_shards(&config, &list, &roots, budget(), &mut warnings).unwrap();
         let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
         assert_eq!(kinds, ["drain_held_by_move"]);
         assert!(holds(&config, &drained));
@@ -1149,7 +1153,7 @@ mod tests {
         config.abandoned_after = Duration::ZERO;
         for _ in 0..2 {
             warnings.clear();
-            move_home(&config, &list, &roots, budget(), true, &mut warnings).unwrap();
+            drain_shards(&config, &list, &roots, budget(), &mut warnings).unwrap();
             assert!(warnings.is_empty(), "{warnings:?}");
         }
         assert!(!holds(&config, &drained));
@@ -1231,8 +1235,10 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let mut list =
-            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let mut list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
         list.mount_targets[1].draining = true;
         let (home, drained) = (config.watch_path("/"), config.watch_path("/shards/x"));
         fs::create_dir_all(&home).unwrap();
@@ -1259,7 +1265,7 @@ mod tests {
         };
         let mut warnings = Vec::new();
         let roots = ["/shards/x".to_owned()];
-        let moves = move_home(&config, &list, &roots, budget, true, &mut warnings).unwrap();
+        let moves = drain_shards(&config, &list, &roots, budget, &mut warnings).unwrap();
         assert_eq!(moves.moved, 1, "{moves:?}");
         assert_eq!(fs::read(home.join("sub/a.json")).unwrap(), b"moves");
         let mut held: Vec<_> = warnings
@@ -1283,8 +1289,10 @@ mod tests {
         let mount = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list =
-            crate::rebalancing::tests::list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
         fs::create_dir_all(config.watch_path("/")).unwrap();
         // The second shard's watched directory is a link someone planted, to a directory
         // holding what looks like a router's abandoned write and a cut-short move.

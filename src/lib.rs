@@ -17,7 +17,7 @@ mod observe;
 mod observed;
 mod pinned;
 mod plan;
-mod rebalancing;
+mod rebalance;
 mod response;
 mod shard;
 mod state;
@@ -26,6 +26,5 @@ mod state;
 #[doc(hidden)]
 pub mod bench {
     pub use crate::homing::{rebalance, Budget, Moves, Walk, ABANDONED_AFTER};
-    pub use crate::plan::{comparison, Comparison};
-    pub use crate::rebalancing::ShardSet;
+    pub use crate::rebalance::{comparison, Comparison, ShardSet};
 }

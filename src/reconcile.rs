@@ -5,15 +5,11 @@ use crate::aws::Clients;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
-use crate::homing;
 use crate::metrics;
 use crate::observe::observe;
-use crate::observed::Observed;
-use crate::plan::{
-    comparison, plan, Behind, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning,
-};
+use crate::plan::{plan, Behind, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
+use crate::rebalance;
 use crate::response::{NewMountTarget, Response};
-use crate::state::State;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
@@ -82,7 +78,7 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
-            let after = rebalance(
+            let after = rebalance::run(
                 config,
                 &observed,
                 &first,
@@ -91,7 +87,7 @@ pub async fn run(
                 &mut applied,
             )?;
             if let Some(state) = after {
-                save_rebalancing(clients, config, state).await?;
+                rebalance::save(clients, config, state).await?;
             }
             None
         }
@@ -115,82 +111,6 @@ pub async fn run(
     }
     log_summary(action, &first, &response, count_took);
     Ok(response)
-}
-
-/// The rebalance: moves misplaced files home under the published list, within `max_moves` and
-/// the time left, going on where the last run stopped ([`crate::rebalancing`]). It does not
-/// go through the plan's decision because it decides nothing the plan decides: it changes no
-/// list or AWS resource, and walks the list clients use now (not the one a reconcile would
-/// publish); it changes only its own record in the state, which it returns when it changed.
-/// What it shares with a drain, whether files may move at all, it takes from the plan
-/// ([`Plan::moves_wait`]).
-fn rebalance(
-    config: &Config,
-    observed: &Observed,
-    first: &Plan,
-    max_moves: u64,
-    wait_until: Instant,
-    applied: &mut Applied,
-) -> Result<Option<State>, Error> {
-    if let Some(wait) = &first.moves_wait {
-        let why = Warning::MovesWait(wait.clone());
-        warn!(kind = why.kind(), "{why}");
-        applied.warnings.push(why);
-        match wait {
-            MovesWait::Fleet(services) => applied.waiting_for.extend(services.iter().cloned()),
-            MovesWait::Clients(clients) => applied.clients_behind.extend(clients.iter().cloned()),
-            // The tasks are taken from the plan when the run answers (`tasks_waited_for`).
-            MovesWait::ListPending | MovesWait::Tasks(_) | MovesWait::Refresh(_) => {}
-        }
-        return Ok(None);
-    }
-    let Some(parameter) = &observed.parameter else {
-        return Ok(None);
-    };
-    let roots: Vec<String> = parameter
-        .list
-        .shards()
-        .into_iter()
-        .map(|t| t.root)
-        .collect();
-    let budget = homing::Budget {
-        max_moves,
-        until: wait_until,
-        concurrency: config.move_concurrency,
-    };
-    let record = &observed.state.rebalancing;
-    let comparison = comparison(&parameter.list, record.balanced.as_ref());
-    let walk = homing::Walk {
-        from: record.next.as_ref(),
-        max_visits: config.rebalance_max_visits.unwrap_or(u64::MAX),
-        comparison: &comparison,
-        abandoned_after: config.abandoned_after,
-    };
-    let moves = homing::rebalance(
-        config,
-        &parameter.list,
-        &roots,
-        budget,
-        walk,
-        &mut applied.warnings,
-    )?;
-    let clean = moves.remaining == 0 && moves.failed == 0;
-    let state = State {
-        rebalancing: record.after_run(&parameter.list, moves.resume_at.clone(), clean),
-        ..observed.state.clone()
-    };
-    applied.moves = moves;
-    applied.actions.push(StepKind::MoveFiles);
-    Ok((state != observed.state).then_some(state))
-}
-
-/// Saves the state with the rebalance's new record. A position too long for the parameter
-/// (beside what else the state holds) falls back to its shard's start ([`State::within`]).
-async fn save_rebalancing(clients: &Clients, config: &Config, state: State) -> Result<(), Error> {
-    let name = &config.state_parameter_name;
-    clients.ssm.write_state(name, &state).await?;
-    info!(parameter = %name, rebalancing = ?state.rebalancing, "rebalance position saved");
-    Ok(())
 }
 
 /// The one `run summary` event of an invocation.

@@ -7,7 +7,7 @@
 //! (`EFS_MOUNT_PATH/.efs-mount-autoscaler/state.json`) is read once, when the parameter does
 //! not exist yet, without following links and only if it is a small regular file.
 
-use crate::rebalancing::Rebalancing;
+use crate::rebalance::record::Rebalancing;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -392,11 +392,11 @@ mod tests {
             );
             s.missing.insert(id, 1_800_000_000);
         }
-        s.rebalancing.pass = Some(crate::rebalancing::Pass {
+        s.rebalancing.pass = Some(crate::rebalance::record::Pass {
             shards: "f".repeat(64),
             clean: false,
         });
-        s.rebalancing.balanced = Some(crate::rebalancing::ShardSet {
+        s.rebalancing.balanced = Some(crate::rebalance::record::ShardSet {
             sha256: "f".repeat(64),
             targets: (1..=6)
                 .map(|az| (format!("/shards/use1-az{az}"), 255))
@@ -418,9 +418,9 @@ mod tests {
         for az in 1..=6 {
             s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.clone(), 0);
         }
-        s.rebalancing.next = Some(crate::rebalancing::Cursor {
+        s.rebalancing.next = Some(crate::rebalance::record::Cursor {
             root: "/shards/use1-az6.255".into(),
-            path: "é".repeat(crate::rebalancing::MAX_PATH_CHARS),
+            path: "é".repeat(crate::rebalance::record::MAX_PATH_CHARS),
         });
         assert!(s
             .excluded

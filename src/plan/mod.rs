@@ -11,7 +11,6 @@
 //! (shard directories, waits, publish, redeploy). [`plan`] is that pipeline.
 
 mod clients;
-mod comparison;
 mod counts;
 mod decision;
 mod effect;
@@ -33,7 +32,6 @@ mod upkeep;
 mod warning;
 
 pub use clients::Behind;
-pub use comparison::{comparison, Comparison};
 pub use decision::Decision;
 pub use fleet::MovesWait;
 pub use policy::{ClientReports, Policy};

@@ -14,7 +14,7 @@
 //!   past the function does not know, and a list too long for its parameter say `everywhere`.
 
 use crate::aws::ssm::STANDARD_VALUE_LIMIT;
-use crate::rebalancing::ShardSet;
+use crate::rebalance::record::ShardSet;
 use efs_router::list::{MountTargetList, Strategy, Target};
 use efs_router::placement::{Everywhere, Open, Placement};
 use std::collections::BTreeSet;
@@ -76,7 +76,7 @@ fn first_placement() -> Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalancing::tests::list;
+    use crate::rebalance::record::tests::list;
     use efs_router::{Layout, Router};
     use std::path::Path;
 

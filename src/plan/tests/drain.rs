@@ -247,10 +247,10 @@ fn growth_cancels_a_drain() {
 #[test]
 fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     // A drain moves files out of their homes under that list: the comparison after growth
-    // must not rely on it any more (src/plan/comparison.rs).
+    // must not rely on it any more (src/rebalance/comparison.rs).
     let mut o = draining_c(100, 10, 5);
     let balanced =
-        crate::rebalancing::ShardSet::of(&three_shards(100, 10, 5).parameter.unwrap().list);
+        crate::rebalance::record::ShardSet::of(&three_shards(100, 10, 5).parameter.unwrap().list);
     assert!(balanced.is_some());
     o.state.rebalancing.balanced = balanced;
     let p = plan(&o, &policy());
@@ -259,7 +259,7 @@ fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     // Without a drain the record stays.
     let mut o = three_shards(100, 10, 5);
     o.state.rebalancing.balanced =
-        crate::rebalancing::ShardSet::of(&o.parameter.as_ref().unwrap().list);
+        crate::rebalance::record::ShardSet::of(&o.parameter.as_ref().unwrap().list);
     let p = plan(&o, &policy());
     let state = saved(&p).unwrap_or(&o.state);
     assert!(state.rebalancing.balanced.is_some());

@@ -23,7 +23,7 @@
 //! With nothing added, the comparison is full: that pass finds whatever a person or an old
 //! client put in the wrong shard.
 
-use crate::rebalancing::ShardSet;
+use crate::rebalance::record::ShardSet;
 use efs_router::list::{MountTargetList, Strategy, Target};
 use efs_router::{rendezvous_score, shard_index, LogicalPath, RouteError};
 use std::collections::BTreeSet;
@@ -128,8 +128,8 @@ pub fn comparison(list: &MountTargetList, balanced: Option<&ShardSet>) -> Compar
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalancing::tests::list;
-    use crate::rebalancing::ShardSet;
+    use crate::rebalance::record::tests::list;
+    use crate::rebalance::record::ShardSet;
 
     fn base() -> MountTargetList {
         list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 1)])
