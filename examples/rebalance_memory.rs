@@ -45,19 +45,16 @@ async fn main() {
     let dir = mount.dir_of_root(&second.root);
     std::fs::create_dir_all(&dir).unwrap();
 
+    let shards = list.shards();
     let started = Instant::now();
     let mut made = 0;
     let mut i = 0u64;
     while made < n {
         let name = format!("device-{i}-1700000000.json");
         i += 1;
-        let home = shard_index(
-            &format!("data/analysis/{name}"),
-            &list.mount_targets,
-            list.strategy,
-        )
-        .expect("routable");
-        if list.mount_targets[home].root == "/" {
+        let home = shard_index(&format!("data/analysis/{name}"), &shards, list.strategy)
+            .expect("routable");
+        if shards[home].root == "/" {
             std::fs::write(dir.join(&name), b"{}").unwrap();
             made += 1;
         }

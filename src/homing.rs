@@ -229,7 +229,7 @@ struct Seeking {
 struct Mover<'a> {
     config: &'a Config,
     list: &'a MountTargetList,
-    shards: Vec<efs_router::list::Target>,
+    shards: Vec<efs_router::list::Shard>,
     budget: Budget,
     moves: Moves,
     /// Misplaced files found and not moved yet.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use efs_router::{shard_index, Layout, MountTargetList, Router, Target};
+use efs_router::{shard_index, Layout, MountTargetList, Router, Shard, Target};
 use serde_json::{json, Value};
 
 use support::files::list_files;
@@ -57,7 +57,7 @@ fn where_files_are(mount: &Mount) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-fn home(list: &MountTargetList, file: &str) -> Target {
+fn home(list: &MountTargetList, file: &str) -> Shard {
     let shards = list.shards();
     let i = shard_index(&format!("data/analysis/{file}"), &shards, list.strategy)
         .unwrap_or_else(|e| panic!("{file} does not route: {e}"));

@@ -57,9 +57,9 @@ fn resolve_from_a_file_and_from_stdin() {
     let list = dir.path().join("list.json");
     std::fs::write(&list, LIST).unwrap();
     let path = "/data/analysis/device-42-1700000000.json";
-    let targets: Vec<efs_router::Target> = efs_router::MountTargetList::from_json(LIST)
+    let targets = efs_router::MountTargetList::from_json(LIST)
         .unwrap()
-        .mount_targets;
+        .shards();
     let want = efs_router::shard_index(path, &targets, efs_router::Strategy::Rendezvous).unwrap();
 
     let o = run(

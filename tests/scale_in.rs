@@ -13,7 +13,7 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use efs_router::{shard_index, MountTargetList, Target};
+use efs_router::{shard_index, MountTargetList, Shard, Target};
 use serde_json::{json, Value};
 
 use support::files::list_files;
@@ -113,7 +113,7 @@ fn assert_files_intact(before: &BTreeMap<String, Vec<u8>>, mount: &Mount, inv: &
 }
 
 /// The home shard of a file under `list`, as a client routes it (over the list's shards).
-fn home(list: &MountTargetList, file: &str) -> Target {
+fn home(list: &MountTargetList, file: &str) -> Shard {
     let shards = list.shards();
     let i = shard_index(&format!("data/analysis/{file}"), &shards, list.strategy)
         .unwrap_or_else(|e| panic!("{file} does not route: {e}"));

@@ -215,11 +215,12 @@ fn drain(rtt: Duration) {
     count_files(&bed.b(&from)).unwrap();
     let (moved, took, c) = bed.measure(|| {
         // As a drain does: list the shard, route each name, move them.
+        let shards = list.shards();
         let mut pairs = Vec::new();
         for_each_file(&bed.m(&from), |name| {
             let name = name.to_str().unwrap();
             let logical = format!("data/analysis/{name}");
-            let home = shard_index(&logical, &list.mount_targets, list.strategy).unwrap();
+            let home = shard_index(&logical, &shards, list.strategy).unwrap();
             pairs.push((
                 bed.m(&from).join(name),
                 bed.m(&watch(roots[home])).join(name),

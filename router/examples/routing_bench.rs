@@ -5,14 +5,14 @@
 //!
 //! Optional argument: the number of paths (default 1000000).
 
-use efs_router::{shard_index, Strategy, Target};
+use efs_router::{shard_index, Shard, Strategy};
 use std::hint::black_box;
 use std::time::Instant;
 
-fn target(i: usize, az_id: &str, root: &str) -> Target {
-    Target {
+fn target(i: usize, az_id: &str, root: &str) -> Shard {
+    Shard {
         az_id: Some(az_id.to_owned()),
-        ..Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
+        ..Shard::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), root)
     }
 }
 
@@ -27,7 +27,7 @@ fn paths(n: usize) -> Vec<String> {
         .collect()
 }
 
-fn route(paths: &[String], targets: &[Target], s: Strategy) -> Vec<usize> {
+fn route(paths: &[String], targets: &[Shard], s: Strategy) -> Vec<usize> {
     paths
         .iter()
         .map(|p| shard_index(p, targets, s).expect("routable"))
@@ -35,7 +35,7 @@ fn route(paths: &[String], targets: &[Target], s: Strategy) -> Vec<usize> {
 }
 
 /// Fraction of paths whose home (by target id) differs between two lists.
-fn moved(a: &[usize], ta: &[Target], b: &[usize], tb: &[Target]) -> f64 {
+fn moved(a: &[usize], ta: &[Shard], b: &[usize], tb: &[Shard]) -> f64 {
     let m = a
         .iter()
         .zip(b)
@@ -53,7 +53,7 @@ fn shares(idx: &[usize], n: usize) -> Vec<f64> {
 }
 
 /// Best of three runs over all paths, in ns per call.
-fn ns_per_call(paths: &[String], targets: &[Target], s: Strategy) -> f64 {
+fn ns_per_call(paths: &[String], targets: &[Shard], s: Strategy) -> f64 {
     (0..3)
         .map(|_| {
             let t = Instant::now();
@@ -87,7 +87,7 @@ fn main() {
     ];
     let three = &all[..3];
     let four = &all[..4];
-    let four_minus_second: Vec<Target> = [0, 2, 3].iter().map(|&i| all[i].clone()).collect();
+    let four_minus_second: Vec<Shard> = [0, 2, 3].iter().map(|&i| all[i].clone()).collect();
     let four_minus_last = &all[..3];
 
     println!("paths: {count} (data/analysis/device-{{id}}-{{timestamp}}.json, 50,000 devices)");

@@ -10,7 +10,7 @@
 //!
 //! Every `targets` argument below is that list of shards, and every index a position in it.
 
-use crate::list::Target;
+use crate::list::Shard;
 use crate::path::LogicalPath;
 use std::path::{Path, PathBuf};
 
@@ -55,7 +55,7 @@ impl Layout {
     }
 
     /// Checks that the layout can serve `shards` (the list's [`crate::MountTargetList::shards`]).
-    pub fn check(&self, shards: &[Target]) -> Result<(), LayoutError> {
+    pub fn check(&self, shards: &[Shard]) -> Result<(), LayoutError> {
         match self {
             Layout::SingleMount { .. } => Ok(()),
             Layout::PerTarget { mounts } if mounts.len() == shards.len() => Ok(()),
@@ -70,7 +70,7 @@ impl Layout {
     ///
     /// # Panics
     /// If `index` is out of range of `targets` or of the mounts; [`Layout::check`] first.
-    pub fn shard_dir(&self, targets: &[Target], index: usize) -> PathBuf {
+    pub fn shard_dir(&self, targets: &[Shard], index: usize) -> PathBuf {
         match self {
             Layout::SingleMount { base } => join_root(base, &targets[index].root),
             Layout::PerTarget { mounts } => mounts[index].clone(),
@@ -80,7 +80,7 @@ impl Layout {
     /// Shard `index`'s directory as a mount of this host and the path beneath it (no leading
     /// `/`; empty for the mount itself): what [`crate::dir::open_beneath`] opens without
     /// following a link the file system's users could have planted in a shard's root.
-    pub fn beneath_mount<'a>(&'a self, targets: &'a [Target], index: usize) -> (&'a Path, &'a str) {
+    pub fn beneath_mount<'a>(&'a self, targets: &'a [Shard], index: usize) -> (&'a Path, &'a str) {
         match self {
             Layout::SingleMount { base } => (base, targets[index].root.trim_start_matches('/')),
             Layout::PerTarget { mounts } => (&mounts[index], ""),
@@ -88,7 +88,7 @@ impl Layout {
     }
 
     /// The real path of `path` in shard `index`.
-    pub fn real_path(&self, targets: &[Target], index: usize, path: &LogicalPath) -> PathBuf {
+    pub fn real_path(&self, targets: &[Shard], index: usize, path: &LogicalPath) -> PathBuf {
         self.shard_dir(targets, index).join(path.as_str())
     }
 
@@ -100,7 +100,7 @@ impl Layout {
     /// mount sees both.
     pub fn move_paths(
         &self,
-        targets: &[Target],
+        targets: &[Shard],
         from: usize,
         to: usize,
         path: &LogicalPath,
@@ -156,11 +156,11 @@ pub(crate) fn relative_to<'a>(root: &'a str, ancestor: &str) -> Option<&'a str> 
 mod tests {
     use super::*;
 
-    fn targets(roots: &[&str]) -> Vec<Target> {
+    fn targets(roots: &[&str]) -> Vec<Shard> {
         roots
             .iter()
             .enumerate()
-            .map(|(i, r)| Target::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), *r))
+            .map(|(i, r)| Shard::new(format!("fsmt-{i}"), format!("10.0.{i}.4"), *r))
             .collect()
     }
 

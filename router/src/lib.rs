@@ -62,7 +62,7 @@ pub mod shard;
 pub use create::Creation;
 pub use delete::{Deleted, Left};
 pub use layout::{Layout, LayoutError};
-pub use list::{ListError, MountTargetList, Strategy, Target};
+pub use list::{ListError, MountTargetList, Shard, Strategy, Target};
 pub use listing::{Entry, EntryKind, Listing, Walk};
 pub use path::{LogicalPath, PathError};
 pub use placement::{Open, Placement};

@@ -102,6 +102,30 @@ pub fn extra_root(az_id: &str, k: u32) -> String {
     format!("{}.{k}", az_root(az_id))
 }
 
+/// One shard: a directory of the file system (`root`) that one mount target serves. A list
+/// entry ([`Target`]) serves one or more; [`MountTargetList::shards`] gives them in order, and
+/// routing, layouts and moves work on them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    pub root: String,
+    /// This shard drains (its target, or the last of its target's shards): it receives no new
+    /// files, reads still look there.
+    pub draining: bool,
+    /// The mount target that serves it: its entry's id, address and place.
+    pub id: String,
+    pub ip: String,
+    pub az: Option<String>,
+    pub az_id: Option<String>,
+    pub subnet_id: Option<String>,
+}
+
+impl Shard {
+    /// A shard at `root`, not draining, nothing else known: how shards are built in tests.
+    pub fn new(id: impl Into<String>, ip: impl Into<String>, root: impl Into<String>) -> Shard {
+        Target::new(id, ip, root).first_shard()
+    }
+}
+
 impl Target {
     /// An entry that serves one shard at `root`, not draining, nothing else known: how a list
     /// is built in code.
@@ -116,6 +140,24 @@ impl Target {
             draining: false,
             shards: 1,
             draining_shards: 0,
+        }
+    }
+
+    /// Its first shard, at `root`.
+    pub fn first_shard(&self) -> Shard {
+        self.shard(0, self.root.clone())
+    }
+
+    /// Its `k`-th shard, at `root`.
+    fn shard(&self, k: u32, root: String) -> Shard {
+        Shard {
+            root,
+            draining: self.shard_draining(k),
+            id: self.id.clone(),
+            ip: self.ip.clone(),
+            az: self.az.clone(),
+            az_id: self.az_id.clone(),
+            subnet_id: self.subnet_id.clone(),
         }
     }
 
@@ -336,20 +378,13 @@ impl MountTargetList {
             .any(|t| t.shards != 1 || t.draining_shards != 0)
     }
 
-    /// Every shard, in list order (each target's `root` first, then its `/shards/<az_id>.<k>`):
-    /// each a copy of its target's entry with the shard's root, `draining` when that shard
-    /// drains, and one shard. Routing, layouts and moves all work on this form.
-    pub fn shards(&self) -> Vec<Target> {
+    /// Every shard, in list order (each target's `root` first, then its `/shards/<az_id>.<k>`),
+    /// `draining` when that shard drains. Routing, layouts and moves all work on this form.
+    pub fn shards(&self) -> Vec<Shard> {
         let mut out = Vec::with_capacity(self.shard_count());
         for t in &self.mount_targets {
             for (k, root) in (0u32..).zip(t.shard_roots()) {
-                out.push(Target {
-                    root,
-                    draining: t.shard_draining(k),
-                    shards: 1,
-                    draining_shards: 0,
-                    ..t.clone()
-                });
+                out.push(t.shard(k, root));
             }
         }
         out
@@ -462,7 +497,7 @@ impl MountTargetList {
 
     /// Every open placement has shards, each of them one of the list's own (a miss looks in
     /// the directories the list names, never another).
-    fn validate_open(&self, shards: &[Target]) -> Result<(), ListError> {
+    fn validate_open(&self, shards: &[Shard]) -> Result<(), ListError> {
         let Some(Open::Placements(placements)) = &self.open else {
             return Ok(());
         };
@@ -700,7 +735,8 @@ mod tests {
             let list = MountTargetList::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert!(!list.needs_version_2(), "{text}");
             assert_eq!(list.to_json(), current, "{text}");
-            assert_eq!(list.shards(), list.mount_targets, "{text}");
+            let firsts: Vec<Shard> = list.mount_targets.iter().map(Target::first_shard).collect();
+            assert_eq!(list.shards(), firsts, "{text}");
         }
         // Built in code: version 2 exactly when a target has more than one shard or drains some.
         let mut list = MountTargetList::from_json(current).unwrap();
@@ -734,7 +770,6 @@ mod tests {
             ]
         );
         for s in &shards {
-            assert_eq!((s.shards, s.draining_shards), (1, 0));
             let t = list.mount_targets.iter().find(|t| t.id == s.id).unwrap();
             assert_eq!(
                 (&s.ip, &s.az, &s.az_id, &s.subnet_id),

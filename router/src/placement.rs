@@ -15,7 +15,7 @@
 //! client reads their list and a whole rebalance pass since has left nothing away from home;
 //! it publishes the new form only when every client reads version 3 (docs/design.md).
 
-use crate::list::{Strategy, Target};
+use crate::list::{Shard, Strategy, Target};
 use crate::path::LogicalPath;
 use crate::shard::index_of;
 use serde::{Deserialize, Serialize};
@@ -110,7 +110,7 @@ impl Placement {
         self.shards().into_iter().map(|t| t.root).collect()
     }
 
-    fn shards(&self) -> Vec<Target> {
+    fn shards(&self) -> Vec<Shard> {
         self.targets
             .iter()
             .flat_map(|p| {
@@ -121,7 +121,7 @@ impl Placement {
                 };
                 t.shard_roots()
             })
-            .map(|root| Target::new("", "", root))
+            .map(|root| Shard::new("", "", root))
             .collect()
     }
 

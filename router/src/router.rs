@@ -23,7 +23,7 @@
 
 use crate::cache::{revalidate_dir, revalidate_parent};
 use crate::layout::{relative_to, Layout, LayoutError};
-use crate::list::{ListError, MountTargetList, Target};
+use crate::list::{ListError, MountTargetList, Shard};
 use crate::names::{new_private_name, Private};
 use crate::path::LogicalPath;
 use crate::placement::Open;
@@ -154,7 +154,7 @@ pub struct Read {
 pub struct Router {
     list: MountTargetList,
     /// The list's shards ([`MountTargetList::shards`]): what paths route to, by position.
-    shards: Vec<Target>,
+    shards: Vec<Shard>,
     layout: Layout,
     /// Paths, relative to some shard's root, that are another shard's directory.
     reserved: Vec<(String, String)>,
@@ -195,7 +195,7 @@ impl Router {
     }
 
     /// The shards, by position: an index of [`Resolved`] or [`Found`] is one of these.
-    pub fn shards(&self) -> &[Target] {
+    pub fn shards(&self) -> &[Shard] {
         &self.shards
     }
 

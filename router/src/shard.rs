@@ -16,7 +16,7 @@
 //! around exactly as if it were already removed, so draining and then removing it re-homes each
 //! file at most once.
 
-use crate::list::{Strategy, Target};
+use crate::list::{Shard, Strategy};
 use crate::path::{LogicalPath, PathError};
 use sha2::{Digest, Sha256};
 
@@ -49,11 +49,7 @@ impl RouteError {
 /// `path` is the logical path as the application spells it. It is checked and normalised
 /// ([`LogicalPath::parse`]) for both strategies; `rendezvous` hashes the normalised form,
 /// `modulo-sha256` the path exactly as given (the original hashed `file_path.encode()`).
-pub fn shard_index(
-    path: &str,
-    targets: &[Target],
-    strategy: Strategy,
-) -> Result<usize, RouteError> {
+pub fn shard_index(path: &str, targets: &[Shard], strategy: Strategy) -> Result<usize, RouteError> {
     let logical = LogicalPath::parse(path)?;
     index_of(path, &logical, targets, strategy)
 }
@@ -62,7 +58,7 @@ pub fn shard_index(
 pub(crate) fn index_of(
     raw: &str,
     logical: &LogicalPath,
-    targets: &[Target],
+    targets: &[Shard],
     strategy: Strategy,
 ) -> Result<usize, RouteError> {
     if targets.is_empty() {
@@ -74,7 +70,7 @@ pub(crate) fn index_of(
     }
 }
 
-fn rendezvous(path: &LogicalPath, targets: &[Target]) -> Result<usize, RouteError> {
+fn rendezvous(path: &LogicalPath, targets: &[Shard]) -> Result<usize, RouteError> {
     let mut best: Option<(u64, &str, usize)> = None;
     for (index, target) in targets.iter().enumerate() {
         if target.draining {
@@ -98,7 +94,7 @@ fn rendezvous(path: &LogicalPath, targets: &[Target]) -> Result<usize, RouteErro
         })
 }
 
-fn modulo(raw: &str, targets: &[Target]) -> Result<usize, RouteError> {
+fn modulo(raw: &str, targets: &[Shard]) -> Result<usize, RouteError> {
     let active = targets.iter().filter(|t| !t.draining).count();
     if active == 0 {
         return Err(RouteError::AllDraining {
@@ -160,11 +156,11 @@ pub fn modulo_sha256(path: &str, n: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn target(id: &str, root: &str) -> Target {
-        Target::new(id, "10.0.0.1", root)
+    fn target(id: &str, root: &str) -> Shard {
+        Shard::new(id, "10.0.0.1", root)
     }
 
-    fn three() -> Vec<Target> {
+    fn three() -> Vec<Shard> {
         vec![
             target("fsmt-a", "/"),
             target("fsmt-b", "/shards/use1-az4"),
@@ -221,7 +217,7 @@ mod tests {
     fn draining_targets_get_nothing_and_route_as_if_removed() {
         let mut t = three();
         t[1].draining = true;
-        let without: Vec<Target> = vec![t[0].clone(), t[2].clone()];
+        let without: Vec<Shard> = vec![t[0].clone(), t[2].clone()];
         for i in 0..2000 {
             let p = format!("data/analysis/device-{i}-1700000000.json");
             for s in [Strategy::Rendezvous, Strategy::ModuloSha256] {

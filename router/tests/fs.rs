@@ -480,7 +480,7 @@ fn put_at(path: &Path, data: &[u8], secs: u64) {
 #[test]
 fn the_newest_copy_is_read_and_moved_home_a_tie_going_to_the_earlier_shard() {
     let (_dir, router) = single(THREE, Strategy::Rendezvous);
-    let targets = router.list().mount_targets.clone();
+    let targets = router.list().shards();
     let (p, home, in_0) = misplaced(&router, 1, 0, "newest");
     let logical = router.resolve(&p).unwrap().logical;
     let in_2 = router.layout().real_path(&targets, 2, &logical);
@@ -545,7 +545,7 @@ fn links_and_fifos_are_not_data_skipped_elsewhere_refused_at_home() {
     let logical = router.resolve(&p).unwrap().logical;
     let in_2 = router
         .layout()
-        .real_path(&router.list().mount_targets, 2, &logical);
+        .real_path(&router.list().shards(), 2, &logical);
     fs::create_dir_all(in_0.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&secret, &in_0).unwrap();
     put_at(&in_2, b"real", 1);

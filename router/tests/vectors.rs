@@ -3,7 +3,9 @@
 //! against `tests/vectors/lists.json`, and `modulo-sha256` against the original Python
 //! expression run by CPython.
 
-use efs_router::{modulo_sha256, shard_index, LogicalPath, MountTargetList, Strategy, Target};
+use efs_router::{
+    modulo_sha256, shard_index, LogicalPath, MountTargetList, Shard, Strategy, Target,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,7 +26,7 @@ fn vectors() -> Value {
 }
 
 /// Each list of the file as its shards ([`MountTargetList::shards`]): what a case routes over.
-fn lists(v: &Value) -> HashMap<String, Vec<Target>> {
+fn lists(v: &Value) -> HashMap<String, Vec<Shard>> {
     v["lists"]
         .as_object()
         .unwrap()
@@ -217,17 +219,18 @@ json.dump([[int(hashlib.sha256(file_path.encode()).hexdigest(), 16) % n for n in
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let expected: Vec<Vec<usize>> = serde_json::from_slice(&out.stdout).unwrap();
-    let list = |n: usize| -> Vec<Target> {
+    let list = |n: usize| -> Vec<Shard> {
         (0..n)
             .map(|i| {
-                serde_json::from_value(
+                let entry: Target = serde_json::from_value(
                     serde_json::json!({"id": format!("fsmt-{i}"), "ip": "10.0.0.1"}),
                 )
-                .unwrap()
+                .unwrap();
+                entry.first_shard()
             })
             .collect()
     };
-    let lists: Vec<Vec<Target>> = (1..=8).map(list).collect();
+    let lists: Vec<Vec<Shard>> = (1..=8).map(list).collect();
     let mut routed = 0;
     for (path, want) in paths.iter().zip(&expected) {
         for (&n, &w) in ns.iter().zip(want) {

@@ -24,7 +24,7 @@
 //! client put in the wrong shard.
 
 use crate::rebalance::record::ShardSet;
-use efs_router::list::{MountTargetList, Strategy, Target};
+use efs_router::list::{MountTargetList, Shard, Strategy};
 use efs_router::{rendezvous_score, shard_index, LogicalPath, RouteError};
 use std::collections::BTreeSet;
 
@@ -37,7 +37,7 @@ pub enum Comparison {
     /// elsewhere is compared with every shard.
     Added {
         old: BTreeSet<String>,
-        added: Vec<Target>,
+        added: Vec<Shard>,
     },
 }
 
@@ -71,7 +71,7 @@ impl Comparison {
         &'a self,
         raw: &str,
         at: &'a str,
-        shards: &'a [Target],
+        shards: &'a [Shard],
         strategy: Strategy,
     ) -> Result<&'a str, RouteError> {
         match self {
@@ -85,7 +85,7 @@ impl Comparison {
 
 /// `at`, unless one of `added` ranks first for `path` (higher score, or equal and the smaller
 /// root, as rendezvous ranks).
-fn outranking<'a>(path: &LogicalPath, at: &'a str, added: &'a [Target]) -> &'a str {
+fn outranking<'a>(path: &LogicalPath, at: &'a str, added: &'a [Shard]) -> &'a str {
     let mut best = (rendezvous_score(at, path), at);
     for t in added {
         let score = rendezvous_score(&t.root, path);
@@ -115,7 +115,7 @@ pub fn comparison(list: &MountTargetList, balanced: Option<&ShardSet>) -> Compar
     else {
         return Comparison::Full(Full::NotOnlyAdded);
     };
-    let added: Vec<Target> = shards
+    let added: Vec<Shard> = shards
         .into_iter()
         .filter(|t| !old.contains(&t.root))
         .collect();
