@@ -1,7 +1,7 @@
 //! Carry out a plan's steps. Each step is idempotent, so a run that dies between two of
 //! them leaves a state the next run's plan finishes.
 
-use crate::aws::{ssm, Clients};
+use crate::aws::{ssm, Aws};
 use crate::config::Config;
 use crate::error::Error;
 use crate::homing::{self, Moves};
@@ -37,7 +37,7 @@ const LONGEST_POLL: Duration = Duration::from_secs(10);
 /// Runs `steps` in order and returns whether any of them changed what the next observation
 /// sees (the run then observes and plans again).
 pub async fn apply(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     steps: &[Step],
     wait_until: Instant,
@@ -64,20 +64,19 @@ pub async fn apply(
             }
             Step::CreateMountTarget(new) => {
                 applied.progressed = true;
-                if let Some(target) = create(clients, config, new, applied).await? {
+                if let Some(target) = create(aws, config, new, applied).await? {
                     applied.created = Some((target.clone(), new.root.clone()));
                     applied.actions.push(step.kind());
-                    wait(clients, &target.id, wait_until, applied).await?;
+                    wait(aws, &target.id, wait_until, applied).await?;
                     applied.actions.push(StepKind::Wait);
                     continue;
                 }
             }
             Step::Wait { mount_target_id } => {
-                wait(clients, mount_target_id, wait_until, applied).await?
+                wait(aws, mount_target_id, wait_until, applied).await?
             }
             Step::SaveState(state) => {
-                clients
-                    .ssm
+                aws.ssm
                     .write_state(&config.state_parameter_name, state)
                     .await?;
                 info!(parameter = %config.state_parameter_name, state = %state.to_json(), "state saved");
@@ -97,13 +96,13 @@ pub async fn apply(
                 applied.moves.then(moves);
             }
             Step::DeleteMountTarget { mount_target_id } => {
-                clients.efs.delete_mount_target(mount_target_id).await?;
+                aws.efs.delete_mount_target(mount_target_id).await?;
                 applied.deleted.push(mount_target_id.clone());
                 applied.progressed = true;
                 info!(mount_target = %mount_target_id, "deleted a drained mount target");
             }
             Step::Publish { list } => {
-                clients.ssm.write(&config.parameter_name, list).await?;
+                aws.ssm.write(&config.parameter_name, list).await?;
                 info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
             }
             Step::RemoveShardDirs { roots } => {
@@ -117,7 +116,7 @@ pub async fn apply(
                 }
             }
             Step::ForceDeployment { service } => {
-                let id = clients
+                let id = aws
                     .ecs
                     .force_new_deployment(&config.cluster, service)
                     .await?;
@@ -148,17 +147,17 @@ fn fits(config: &Config, steps: &[Step]) -> Result<(), Error> {
 /// state, so the run's next round and later runs try another) or when another run created a
 /// target in that AZ first (`MountTargetConflict`): the run observes again instead of failing.
 async fn create(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     new: &NewTarget,
     applied: &mut Applied,
 ) -> Result<Option<MountTarget>, Error> {
     let groups = match &new.security_groups {
         SecurityGroups::Given(ids) => Some(ids.clone()),
-        SecurityGroups::SameAs(id) => Some(clients.efs.security_groups(id).await?),
+        SecurityGroups::SameAs(id) => Some(aws.efs.security_groups(id).await?),
         SecurityGroups::VpcDefault => None,
     };
-    match clients
+    match aws
         .efs
         .create_mount_target(&config.file_system_id, &new.subnet_id, groups.clone())
         .await
@@ -166,7 +165,7 @@ async fn create(
         Ok(target) => {
             info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
-            update_state(clients, config, |s| {
+            update_state(aws, config, |s| {
                 s.record_created(&target.id, &new.az_id, crate::state::now())
             })
             .await?;
@@ -187,10 +186,7 @@ async fn create(
             );
             warn!(subnet = %new.subnet_id, az = %new.az, az_id = %new.az_id, code = %code, message = %message,
                   left_out = %key, until, "AWS refused the subnet; leaving it out and trying another");
-            update_state(clients, config, |s| {
-                s.exclude(key, until, reason.clone(), now)
-            })
-            .await?;
+            update_state(aws, config, |s| s.exclude(key, until, reason.clone(), now)).await?;
             applied.warnings.push(Warning::SubnetRefused {
                 reason,
                 key: key.clone(),
@@ -212,27 +208,22 @@ async fn create(
 /// Reads the state parameter, changes it and writes it back (one run at a time, so no other
 /// writer races it).
 async fn update_state(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     change: impl FnOnce(&mut State),
 ) -> Result<(), Error> {
     let name = &config.state_parameter_name;
-    let mut state = clients.ssm.read_state(name).await?.unwrap_or_default();
+    let mut state = aws.ssm.read_state(name).await?.unwrap_or_default();
     change(&mut state);
-    clients.ssm.write_state(name, &state).await
+    aws.ssm.write_state(name, &state).await
 }
 
 /// Polls with backoff until the target is available or `until` comes. A target still
 /// creating then is left to the next run; one that failed is reported, never waited on.
-async fn wait(
-    clients: &Clients,
-    id: &str,
-    until: Instant,
-    applied: &mut Applied,
-) -> Result<(), Error> {
+async fn wait(aws: &Aws, id: &str, until: Instant, applied: &mut Applied) -> Result<(), Error> {
     let mut pause = FIRST_POLL;
     loop {
-        let state = clients.efs.mount_target(id).await?.map(|t| t.state);
+        let state = aws.efs.mount_target(id).await?.map(|t| t.state);
         match state {
             Some(LifeCycle::Available) => {
                 applied.progressed = true;

@@ -1,5 +1,5 @@
 use efs_mount_autoscaler::error::{chain, Error};
-use efs_mount_autoscaler::{aws::Clients, config::Config, event::Action, reconcile};
+use efs_mount_autoscaler::{aws::Aws, config::Config, event::Action, reconcile};
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 
@@ -24,13 +24,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config =
         Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"));
     let timeouts = config.as_ref().map(|c| c.api_timeouts).unwrap_or_default();
-    let clients = Clients::from_env(timeouts).await;
-    let (config, clients) = (&config, &clients);
+    let aws = Aws::from_env(timeouts).await;
+    let (config, aws) = (&config, &aws);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let run = async {
             let config = config.as_ref().map_err(|e| Error::from(e.clone()))?;
             let action = Action::from_event(&event.payload)?;
-            reconcile::run(clients, config, action, event.context.deadline()).await
+            reconcile::run(aws, config, action, event.context.deadline()).await
         };
         run.await.map_err(|e| {
             tracing::error!(error = %chain(&e), kind = e.kind(), "run failed; nothing after the failing step was done");

@@ -1,6 +1,6 @@
 //! Observe everything a plan needs. Reads only; any error here means nothing was changed.
 
-use crate::aws::Clients;
+use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
@@ -21,26 +21,25 @@ const COUNTING_THREADS: usize = 64;
 /// What was observed, and how long counting the files took: AWS and the state first, then
 /// the files of every root a shard may have, all shards at once.
 pub async fn observe(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     walk_until: Instant,
 ) -> Result<(Observed, Duration), Error> {
     let (file_system, mount_targets, parameter, stored_state, deployments, tasks) = tokio::try_join!(
-        clients.efs.file_system(&config.file_system_id),
-        clients.efs.mount_targets(&config.file_system_id),
-        clients.ssm.read(&config.parameter_name),
-        clients.ssm.read_state(&config.state_parameter_name),
-        clients
-            .ecs
+        aws.efs.file_system(&config.file_system_id),
+        aws.efs.mount_targets(&config.file_system_id),
+        aws.ssm.read(&config.parameter_name),
+        aws.ssm.read_state(&config.state_parameter_name),
+        aws.ecs
             .primary_deployments(&config.cluster, &config.services),
         // Knowing the fleet is needed to move and delete, never to grow: a failure here holds
         // the moves (plan/clients.rs) and the run goes on.
         async {
-            let listed = clients
+            let live = aws
                 .ecs
                 .live_tasks(&config.cluster, &config.services, &config.client_families)
                 .await;
-            Ok::<_, Error>(listed)
+            Ok::<_, Error>(live)
         },
     )?;
     let (tasks, tasks_unknown) = match tasks {
@@ -56,8 +55,8 @@ pub async fn observe(
             state: file_system.state.as_str().to_owned(),
         });
     }
-    let vpc_id = vpc_of(clients, &mount_targets).await?;
-    let (subnets, protected_azs) = subnets_of(clients, config, vpc_id.as_deref()).await?;
+    let vpc_id = vpc_of(aws, &mount_targets).await?;
+    let (subnets, protected_azs) = subnets_of(aws, config, vpc_id.as_deref()).await?;
     let mut warnings = Vec::new();
     let state_stored = stored_state.is_some();
     let state = match stored_state {
@@ -109,13 +108,13 @@ pub async fn observe(
 
 /// The candidate subnets (`SUBNET_IDS`, else the VPC's), and the AZs of the protected ones.
 async fn subnets_of(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     vpc_id: Option<&str>,
 ) -> Result<(Vec<Subnet>, BTreeSet<String>), Error> {
     let subnets = match (&config.subnet_ids, vpc_id) {
-        (Some(ids), _) => clients.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
-        (None, Some(vpc)) => clients.ec2.subnets_in_vpc(vpc).await?,
+        (Some(ids), _) => aws.ec2.subnets_by_id(ids, "SUBNET_IDS").await?,
+        (None, Some(vpc)) => aws.ec2.subnets_in_vpc(vpc).await?,
         (None, None) => {
             return Err(Error::Config(ConfigError {
                 var: "SUBNET_IDS",
@@ -129,7 +128,7 @@ async fn subnets_of(
     let protected_azs = if config.protected_subnet_ids.is_empty() {
         BTreeSet::new()
     } else {
-        let subnets = clients
+        let subnets = aws
             .ec2
             .subnets_by_id(&config.protected_subnet_ids, "PROTECTED_SUBNET_IDS")
             .await?;
@@ -139,7 +138,7 @@ async fn subnets_of(
 }
 
 /// The VPC of the file system's mount targets, if it has any.
-async fn vpc_of(clients: &Clients, mount_targets: &[MountTarget]) -> Result<Option<String>, Error> {
+async fn vpc_of(aws: &Aws, mount_targets: &[MountTarget]) -> Result<Option<String>, Error> {
     let mut holding = mount_targets.iter().filter(|t| t.occupies_az());
     if let Some(vpc) = holding.clone().find_map(|t| t.vpc_id.clone()) {
         return Ok(Some(vpc));
@@ -148,7 +147,7 @@ async fn vpc_of(clients: &Clients, mount_targets: &[MountTarget]) -> Result<Opti
     let Some(t) = holding.next() else {
         return Ok(None);
     };
-    let subnets = clients
+    let subnets = aws
         .ec2
         .subnets_by_id(
             std::slice::from_ref(&t.subnet_id),

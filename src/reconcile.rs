@@ -1,7 +1,7 @@
 //! One invocation: observe → plan → apply, then the response and one summary log event.
 
 use crate::apply::{apply, Applied};
-use crate::aws::Clients;
+use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
@@ -50,7 +50,7 @@ pub fn policy(config: &Config) -> Policy {
 }
 
 pub async fn run(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     action: Action,
     deadline: SystemTime,
@@ -65,7 +65,7 @@ pub async fn run(
         undo: action == Action::Undo,
         ..policy(config)
     };
-    let (observed, count_took) = observe(clients, config, walk_until(wait_until)).await?;
+    let (observed, count_took) = observe(aws, config, walk_until(wait_until)).await?;
     let first = plan(&observed, &policy);
     for w in &first.warnings {
         warn!(warning = %w, kind = w.kind(), "observed");
@@ -87,13 +87,13 @@ pub async fn run(
                 &mut applied,
             )?;
             if let Some(state) = after {
-                rebalance::save(clients, config, state).await?;
+                rebalance::save(aws, config, state).await?;
             }
             None
         }
         Action::Reconcile | Action::Migrate | Action::Undo => Some(
             converge(
-                clients,
+                aws,
                 config,
                 &policy,
                 first.clone(),
@@ -145,7 +145,7 @@ fn log_summary(action: Action, first: &Plan, response: &Response, count_took: Du
 /// or deleted, files moved, a subnet refused) observes and plans again, so that what is
 /// published is what is there. At most `MAX_ROUNDS` rounds; the last only announces.
 async fn converge(
-    clients: &Clients,
+    aws: &Aws,
     config: &Config,
     policy: &Policy,
     mut current: Plan,
@@ -153,15 +153,16 @@ async fn converge(
     applied: &mut Applied,
 ) -> Result<Plan, Error> {
     for round in 1..=MAX_ROUNDS {
-        let changing = round < MAX_ROUNDS && current.steps.iter().any(|s| s.kind().changes_state());
+        let changing =
+            round < MAX_ROUNDS && current.steps.iter().any(|s| s.kind().changes_observed());
         if !changing {
-            let rest = only(&current.steps, |s| !s.kind().changes_state());
-            apply(clients, config, &rest, wait_until, applied).await?;
+            let rest = only(&current.steps, |s| !s.kind().changes_observed());
+            apply(aws, config, &rest, wait_until, applied).await?;
             break;
         }
         let head = only(&current.steps, |s| !s.kind().is_announcement());
-        if apply(clients, config, &head, wait_until, applied).await? {
-            let (again, _) = observe(clients, config, walk_until(wait_until)).await?;
+        if apply(aws, config, &head, wait_until, applied).await? {
+            let (again, _) = observe(aws, config, walk_until(wait_until)).await?;
             // One new mount target a run; after a refused subnet, the next one is tried.
             current = plan(
                 &again,
@@ -173,7 +174,7 @@ async fn converge(
             continue;
         }
         let tail = only(&current.steps, |s| s.kind().is_announcement());
-        apply(clients, config, &tail, wait_until, applied).await?;
+        apply(aws, config, &tail, wait_until, applied).await?;
         break;
     }
     Ok(current)
@@ -259,7 +260,7 @@ fn respond(
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
         // The describe after creating has the address when the create response had none.
         ip: t.ip.clone().or_else(|| {
-            end.shards
+            end.first_roots
                 .iter()
                 .find(|s| s.target.id == t.id)
                 .and_then(|s| s.target.ip.clone())

@@ -239,7 +239,7 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
     let mut temporaries: Vec<OsString> = Vec::new();
     let mut entries = 0usize;
     // Every entry counts toward the bound, whatever it is: junk directories and names too.
-    let listed = efs_router::dir::for_each_name_at(dir, |name, kind| {
+    let read = efs_router::dir::for_each_name_at(dir, |name, kind| {
         entries += 1;
         let private = private_kind(name.as_encoded_bytes());
         if private == Some(Private::Temporary) && kind != FileType::Directory {
@@ -255,7 +255,7 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
     if remove {
         out.removed += remove_abandoned_writes(dir.as_fd(), &temporaries, now, until);
     }
-    if let Err(e) = listed {
+    if let Err(e) = read {
         out.dir_problem = Some(e.to_string());
     }
     // Past the bound, the directory was not read to its end: how much more is unknown.

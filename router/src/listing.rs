@@ -122,7 +122,7 @@ impl Router {
     /// ([`Error::Route`], [`Error::InsideAnotherShard`]).
     pub fn list_dir(&self, dir: &str) -> Result<Vec<Entry>, Error> {
         let logical = self.logical_dir(dir)?;
-        self.listed(&logical, &self.distinct())?
+        self.entries_of(&logical, &self.distinct())?
             .ok_or_else(|| Error::NotFound {
                 path: dir.to_owned(),
             })
@@ -213,7 +213,7 @@ impl Router {
 
     /// [`Router::union`], except that a directory above another shard's (`shards` under `/`)
     /// holding nothing else is not there: the parent's listing does not show it either.
-    fn listed(&self, dir: &str, shards: &[usize]) -> Result<Option<Vec<Entry>>, Error> {
+    fn entries_of(&self, dir: &str, shards: &[usize]) -> Result<Option<Vec<Entry>>, Error> {
         let got = self.union(dir, shards)?;
         let above = !dir.is_empty()
             && self
@@ -260,7 +260,7 @@ impl Router {
             if let Some(&first) = dirs.first() {
                 // `shards` under `/`: shown only when it holds more than other shards' roots.
                 let above = reserved.iter().any(|(r, _)| strictly_under(r, &logical));
-                if above && self.listed(&logical, &dirs)?.is_none() {
+                if above && self.entries_of(&logical, &dirs)?.is_none() {
                     continue;
                 }
                 out.push(Entry {
@@ -578,7 +578,7 @@ impl Iterator for Walk<'_> {
             let (dir, held) = self.pending.pop()?;
             let start = held.is_none();
             let shards = held.unwrap_or_else(|| self.router.distinct());
-            match self.router.listed(&dir, &shards) {
+            match self.router.entries_of(&dir, &shards) {
                 Ok(Some(entries)) => {
                     for e in entries.iter().rev().filter(|e| e.is_dir()) {
                         self.pending

@@ -32,16 +32,17 @@ use aws_runtime::retries::classifiers::THROTTLING_ERRORS;
 use aws_sdk_efs::error::{ProvideErrorMetadata, SdkError};
 use std::time::{Duration, SystemTime};
 
-/// The service clients, built once per process from one SDK configuration.
+/// The AWS services' SDK clients, built once per process from one SDK configuration. (Not
+/// the routers, which the plan calls clients.)
 #[derive(Clone, Debug)]
-pub struct Clients {
+pub struct Aws {
     pub efs: efs::Efs,
     pub ec2: ec2::Ec2,
     pub ssm: ssm::Ssm,
     pub ecs: ecs::Ecs,
 }
 
-impl Clients {
+impl Aws {
     /// From the environment: region, credentials and `AWS_ENDPOINT_URL` (a local emulator),
     /// with time limits on every call (the SDK's defaults limit only connecting).
     pub async fn from_env(timeouts: ApiTimeouts) -> Self {
@@ -55,7 +56,7 @@ impl Clients {
             )
             .load()
             .await;
-        Clients {
+        Aws {
             efs: efs::Efs::new(aws_sdk_efs::Client::new(&config)),
             ec2: ec2::Ec2::new(aws_sdk_ec2::Client::new(&config)),
             ssm: ssm::Ssm::new(aws_sdk_ssm::Client::new(&config)),

@@ -10,7 +10,7 @@
 //! A shard is a directory; a mount target of a version 2 list serves several. Shard positions
 //! (`resolve`'s `shard`, `--mounts`' `{i}`) count the list's shards in order, as `show` lists them.
 
-use efs_mount_autoscaler::aws::Clients;
+use efs_mount_autoscaler::aws::Aws;
 use efs_router::{Found, Layout, MountTargetList, Resolved, Router, Target};
 use serde_json::json;
 use std::io::Read as _;
@@ -82,8 +82,8 @@ fn read_ssm(name: &str) -> Result<(MountTargetList, String), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let clients = Clients::from_env(Default::default()).await;
-        match clients.ssm.read(name).await {
+        let aws = Aws::from_env(Default::default()).await;
+        match aws.ssm.read(name).await {
             Ok(Some(parameter)) => Ok((parameter.list, parameter.sha256)),
             Ok(None) => Err(format!("SSM parameter {name} does not exist")),
             Err(e) => Err(e.to_string()),

@@ -242,7 +242,7 @@ impl<'a> Situation<'a> {
         list: &MountTargetList,
         sizing: &'a Sizing,
     ) -> Situation<'a> {
-        let (shards, state) = (&seen.shards[..], &seen.state);
+        let (shards, state) = (&seen.first_roots[..], &seen.state);
         let modulo = seen.modulo;
         let candidate = scale_in_candidate(obs, list, shards, &seen.counts, state, policy.undo)
             .filter(|_| !modulo);

@@ -63,7 +63,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Each mount target's first shard.
-    pub shards: Vec<FirstRoot>,
+    pub first_roots: Vec<FirstRoot>,
     pub file_count: u64,
     /// Files in each shard of the list (by root), and in each root that holds files but
     /// belongs to no listed shard yet.
@@ -79,7 +79,7 @@ pub struct Plan {
     /// Shards the files need (`ceil(files / per-shard mean)`, at least 1), before any bound.
     pub needed: usize,
     /// AZs that can hold a mount target that serves (with one, or with a free eligible subnet).
-    pub az_capacity: usize,
+    pub usable_azs: usize,
     /// Mount targets wanted.
     pub desired: usize,
     /// Shards wanted: `needed` within `MAX_SHARDS` (and, for a modulo list, the targets).
@@ -123,7 +123,7 @@ pub struct Plan {
 /// steps then go in [`StepKind`]'s order.
 pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let seen = Seen::of(obs, policy);
-    let (base, shards, state) = (seen.base(), &seen.shards[..], &seen.state);
+    let (base, shards, state) = (seen.base(), &seen.first_roots[..], &seen.state);
     let list = seen.settle(rebuild_list(base, shards, state, obs), state);
     let moves_wait = seen.fleet.moves_wait(seen.published != Some(&list));
     let drain = drain_under_way(&list, base, shards, state, obs);
@@ -202,7 +202,7 @@ impl Plan {
         steps: Vec<Step>,
         decided: Decided,
     ) -> Plan {
-        let shards = &seen.shards[..];
+        let shards = &seen.first_roots[..];
         let (files_per_shard, files_per_target) = seen.counts.per_shard_and_target(&list, shards);
         let size = &decided.size;
         Plan {
@@ -212,7 +212,7 @@ impl Plan {
             files_per_target,
             current: size.current,
             needed: size.needed,
-            az_capacity: seen.room.az_capacity,
+            usable_azs: seen.room.usable_azs,
             desired: size.desired,
             desired_shards: size.desired_shards,
             // Held at version 1, the routers are the bound, not MAX_SHARDS: `list_version_held`.
@@ -232,7 +232,7 @@ impl Plan {
             clients_behind_secs: seen.fleet.clients.behind_secs,
             list_version_held: decided.list_version_held,
             warnings: decided.warnings,
-            shards: seen.shards,
+            first_roots: seen.first_roots,
         }
     }
 }
@@ -275,7 +275,7 @@ struct Seen<'a> {
     /// The migrate event's list: the published one under rendezvous.
     migrated: Option<MountTargetList>,
     /// Each mount target's first shard.
-    shards: Vec<FirstRoot>,
+    first_roots: Vec<FirstRoot>,
     counts: Counts<'a>,
     room: Room<'a>,
     /// The list is `modulo-sha256`.
@@ -298,13 +298,13 @@ impl<'a> Seen<'a> {
             .flatten();
         let base = migrated.as_ref().or(published);
         let strategy = base.map_or(Strategy::Rendezvous, |l| l.strategy);
-        let shards = shard::assign(
+        let first_roots = shard::assign(
             &obs.mount_targets,
             base,
             |root| obs.files.contains_key(root),
             targets_wanted(obs, policy, strategy),
         );
-        let counts = Counts::of(obs, &shards, base, &mut warnings);
+        let counts = Counts::of(obs, &first_roots, base, &mut warnings);
         let room = Room::of(obs, policy, &mut warnings);
         for (root, why) in &obs.unreadable {
             warnings.push(Warning::ShardSkipped {
@@ -316,7 +316,7 @@ impl<'a> Seen<'a> {
         track_targets(
             obs,
             base,
-            &shards,
+            &first_roots,
             strategy,
             policy.undo,
             &mut state,
@@ -326,7 +326,7 @@ impl<'a> Seen<'a> {
         Seen {
             published,
             migrated,
-            shards,
+            first_roots,
             counts,
             room,
             modulo: strategy == Strategy::ModuloSha256,

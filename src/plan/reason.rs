@@ -84,7 +84,7 @@ fn scale_in(hold: &Hold, need: &str, band: &Band) -> String {
 }
 
 /// What bounds the shards, in words.
-fn capacity(bound: &Bound) -> String {
+fn bound_words(bound: &Bound) -> String {
     match bound {
         Bound::MaxShards(m) => format!("MAX_SHARDS is {m}"),
         Bound::ListVersion { most, clients } => format!(
@@ -130,7 +130,7 @@ fn words(decision: &Decision, need: &str, size: &Size, band: &Band) -> String {
             "{}: draining shard {root} of {id} before it leaves the list",
             in_band(need, band, *held)
         ),
-        Decision::AtCapacity(bound) => format!("{need}; {}: at capacity", capacity(bound)),
+        Decision::AtCapacity(bound) => format!("{need}; {}: at capacity", bound_words(bound)),
         Decision::Keep {
             fewer_would_do: true,
         } => {

@@ -22,7 +22,7 @@ pub(super) struct Room<'a> {
     /// Subnets in the file system's VPC (and `SUBNET_IDS`), in AZs without a target, that the
     /// file system's type allows and AWS has not refused: lowest AZ id first.
     pub(super) eligible: Vec<&'a Subnet>,
-    pub(super) az_capacity: usize,
+    pub(super) usable_azs: usize,
     pub(super) excluded: Vec<Excluded>,
 }
 
@@ -99,7 +99,7 @@ impl<'a> Room<'a> {
             .map(|t| t.az_id.as_str())
             .collect();
         Room {
-            az_capacity: serving_azs.len() + free_azs.len(),
+            usable_azs: serving_azs.len() + free_azs.len(),
             eligible,
             excluded,
         }

@@ -26,7 +26,7 @@ impl Sizing {
         list: &MountTargetList,
         held: Option<Vec<String>>,
     ) -> Sizing {
-        let shards = &seen.shards[..];
+        let shards = &seen.first_roots[..];
         let limits = Limits::of(&seen.room, obs, policy, seen.modulo, held);
         let current = shards.iter().filter(|s| s.target.state.is_active()).count();
         let serving = serving_shards(list, shards, &seen.state);
@@ -124,7 +124,7 @@ impl Limits {
     ) -> Limits {
         let fs = &obs.file_system;
         let most = room
-            .az_capacity
+            .usable_azs
             .min(policy.max_mount_targets.unwrap_or(usize::MAX))
             .max(1);
         let bound = if fs.is_one_zone() {
@@ -137,9 +137,9 @@ impl Limits {
             }
         } else {
             match policy.max_mount_targets {
-                Some(m) if m < room.az_capacity => Bound::MaxMountTargets(m),
+                Some(m) if m < room.usable_azs => Bound::MaxMountTargets(m),
                 _ => Bound::Azs {
-                    usable: room.az_capacity,
+                    usable: room.usable_azs,
                     excluded: room.excluded.len(),
                 },
             }
@@ -178,7 +178,7 @@ pub fn per_shard(threshold: u64) -> u64 {
 
 /// The files `n` shards hold with none above `threshold`: all of them in one shard, else
 /// `n` times [`per_shard`] (several shards are balanced only on average).
-pub fn capacity(n: usize, threshold: u64) -> u64 {
+pub fn files_within(n: usize, threshold: u64) -> u64 {
     match n {
         0 => 0,
         1 => threshold,
@@ -186,7 +186,7 @@ pub fn capacity(n: usize, threshold: u64) -> u64 {
     }
 }
 
-/// The fewest shards whose [`capacity`] holds `files`: at least 1.
+/// The fewest shards whose [`files_within`] holds `files`: at least 1.
 pub fn shards_needed(files: u64, threshold: u64) -> usize {
     if files <= threshold {
         return 1;
@@ -205,7 +205,7 @@ pub(super) struct Band {
 impl Band {
     pub(super) fn of(policy: &Policy, serving: usize, file_count: u64) -> Band {
         let files = policy.scale_in_ratio
-            * capacity(serving.saturating_sub(1), policy.file_threshold) as f64;
+            * files_within(serving.saturating_sub(1), policy.file_threshold) as f64;
         Band {
             files,
             holds: serving > 1 && file_count as f64 <= files,

@@ -91,7 +91,7 @@ impl StepKind {
     }
 
     /// Steps that change what a run observes; after them it observes again before it publishes.
-    pub fn changes_state(self) -> bool {
+    pub fn changes_observed(self) -> bool {
         matches!(
             self,
             StepKind::CreateMountTarget

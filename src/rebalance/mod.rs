@@ -15,7 +15,7 @@ pub use comparison::{comparison, Comparison};
 pub use record::ShardSet;
 
 use crate::apply::Applied;
-use crate::aws::Clients;
+use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::Error;
 use crate::homing;
@@ -94,9 +94,9 @@ pub(crate) fn run(
 
 /// Saves the state with the rebalance's new record. A position too long for the parameter
 /// (beside what else the state holds) falls back to its shard's start ([`State::within`]).
-pub(crate) async fn save(clients: &Clients, config: &Config, state: State) -> Result<(), Error> {
+pub(crate) async fn save(aws: &Aws, config: &Config, state: State) -> Result<(), Error> {
     let name = &config.state_parameter_name;
-    clients.ssm.write_state(name, &state).await?;
+    aws.ssm.write_state(name, &state).await?;
     info!(parameter = %name, rebalancing = ?state.rebalancing, "rebalance position saved");
     Ok(())
 }

@@ -23,7 +23,7 @@
 
 use super::outcome::Relocation;
 use super::parent;
-use super::retire::{retire, settle_listed};
+use super::retire::{retire, settle_taken};
 use super::single::{check_names, link_or_settle, Next};
 use super::stamp::{fresh_look, look, Stamp};
 use crate::names::{new_private_name, Private};
@@ -192,8 +192,15 @@ impl<P: AsRef<Path>> Worker<'_, P> {
         let (pairs, mut settled) = (self.pairs, Vec::with_capacity(taken.len()));
         for t in taken {
             let (src, dst) = (pairs[t.index].0.as_ref(), pairs[t.index].1.as_ref());
-            let listed = inodes.get(&t.name).copied();
-            let r = settle_listed(src, dst, &pd.join(&t.name), listed, &t.expected, t.outcome);
+            let seen_ino = inodes.get(&t.name).copied();
+            let r = settle_taken(
+                src,
+                dst,
+                &pd.join(&t.name),
+                seen_ino,
+                &t.expected,
+                t.outcome,
+            );
             if r.is_ok() {
                 settled.push(t.name);
             }

@@ -40,8 +40,9 @@ pub(crate) fn retire(
     }
     let p = pd.join(name);
     let result = match fs::rename(src, &p) {
-        Ok(()) => listed_inode(&pd, &p)
-            .and_then(|ino| settle_listed(src, dst, &p, ino, expected, outcome)),
+        Ok(()) => {
+            listed_inode(&pd, &p).and_then(|ino| settle_taken(src, dst, &p, ino, expected, outcome))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Relocation::SourceGone),
         Err(e) => Err(e),
     };
@@ -55,19 +56,19 @@ pub(crate) fn retire(
     result
 }
 
-/// `p`, in a private directory whose listing (the server's answer) gave `listed` as its inode
+/// `p`, in a private directory whose listing (the server's answer) gave `seen_ino` as its inode
 /// (`None`: not there), holds what a retire's rename took from `src`: unlinked if it is the
 /// file `expected`, else a writer's version, placed at `dst` if newer than what `dst` holds,
 /// dropped if not.
-pub(crate) fn settle_listed(
+pub(crate) fn settle_taken(
     src: &Path,
     dst: &Path,
     p: &Path,
-    listed: Option<u64>,
+    seen_ino: Option<u64>,
     expected: &Stamp,
     outcome: Relocation,
 ) -> io::Result<Relocation> {
-    let Some(ino) = listed else {
+    let Some(ino) = seen_ino else {
         return Ok(outcome);
     };
     // The server's inode is the identity check: the private directory is on the source's

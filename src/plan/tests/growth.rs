@@ -58,7 +58,7 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     let p = plan(&o, &policy());
     // 200,000 files at 49,113 a shard on average: 5 shards on the 3 targets.
     assert_eq!(
-        (p.needed, p.desired_shards, p.desired, p.az_capacity),
+        (p.needed, p.desired_shards, p.desired, p.usable_azs),
         (5, 5, 3, 3)
     );
     assert!(!p.at_capacity);
@@ -245,7 +245,7 @@ fn a_one_zone_file_system_never_gets_a_second_target() {
     assert_eq!(created(&p), None, "{:?}", p.steps);
     // Its one target serves all the shards.
     assert!(!p.at_capacity);
-    assert_eq!((p.az_capacity, p.desired, p.desired_shards), (1, 1, 5));
+    assert_eq!((p.usable_azs, p.desired, p.desired_shards), (1, 1, 5));
     assert_eq!(p.decision, Decision::AddShards { added: 4 });
     // Under a modulo list, one target is one shard: at capacity, and migrating lifts it.
     o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;

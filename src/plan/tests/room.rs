@@ -13,7 +13,7 @@ fn a_used_az_is_not_free_through_a_second_subnet() {
     let p = plan(&o, &policy());
     assert!(created(&p).is_none());
     assert_eq!(p.decision, Decision::AddShards { added: 2 });
-    assert_eq!(p.az_capacity, 1);
+    assert_eq!(p.usable_azs, 1);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn nothing_eligible_left_is_at_capacity() {
     let p = plan(&o, &policy());
     assert_eq!(created(&p), None);
     assert_eq!(p.decision, Decision::AddShards { added: 1 });
-    assert_eq!(p.az_capacity, 1);
+    assert_eq!(p.usable_azs, 1);
     assert_eq!(kinds(&p), ["excluded", "excluded"]);
     assert!(
         p.warnings
@@ -141,7 +141,7 @@ fn an_az_held_by_a_target_that_cannot_serve_is_no_room_and_the_shards_go_on_thos
         let p = plan(&o, &policy());
         // Not free (AWS would refuse a second target there), and no target to come either.
         assert!(created(&p).is_none(), "{state:?}");
-        assert_eq!((p.az_capacity, p.current), (2, 2), "{state:?}");
+        assert_eq!((p.usable_azs, p.current), (2, 2), "{state:?}");
         let added = p.desired_shards - 2;
         assert_eq!(p.decision, Decision::AddShards { added }, "{state:?}");
         assert!(added > 0);

@@ -129,7 +129,7 @@ class _Lister:
         return logical
 
     def scandir(self, path: str) -> List[Entry]:
-        entries = self.listed(self.directory(path), self.distinct)
+        entries = self.entries_of(self.directory(path), self.distinct)
         if entries is None:
             raise NotFound("%r: no such directory in any shard" % path)
         return entries
@@ -143,7 +143,7 @@ class _Lister:
         while pending:
             d, held = pending.pop()
             try:
-                entries = self.listed(d, self.distinct if held is None else held)
+                entries = self.entries_of(d, self.distinct if held is None else held)
                 if entries is None and held is None:
                     raise NotFound("%r: no such directory in any shard" % top)
             except OSError as e:
@@ -229,7 +229,7 @@ class _Lister:
                 out.append(again)
         return out
 
-    def listed(self, d: str, shards: Sequence[int]) -> Optional[List[Entry]]:
+    def entries_of(self, d: str, shards: Sequence[int]) -> Optional[List[Entry]]:
         """``_union``, except that a directory above another shard's (``shards`` under ``/``) holding nothing else
         is not there: the parent's listing does not show it either."""
         entries = self._union(d, shards)
@@ -270,7 +270,7 @@ class _Lister:
             if dirs:
                 # ``shards`` under ``/``: shown only when it holds more than other shards' roots.
                 above = any(_strictly_under(r, logical) for r, _ in self.reserved)
-                if above and self.listed(logical, dirs) is None:
+                if above and self.entries_of(logical, dirs) is None:
                     continue
                 out.append(self._entry(d, name, DIRECTORY, dirs[0], dirs))
                 continue
