@@ -1,6 +1,6 @@
 //! Settings from the environment, checked before any AWS call.
 
-/// The environment variables of the contract (docs/design.md, "Contract"), in its order.
+/// The environment variables of the contract (docs/contract.md, "Settings"), in its order.
 pub const ENV_VARS: &[&str] = &[
     "EFS_FILE_SYSTEM_ID",
     "SSM_PARAMETER_NAME",

@@ -4,7 +4,7 @@
 //! following a link, each entry without following one and without blocking, only regular files
 //! are read, at most [`MAX_BYTES`]` + 1` bytes each, at most [`MAX_ENTRIES`] entries within
 //! [`READ_TIME`]; what is past those bounds, or cannot be read, counts as a client that holds
-//! the moves (docs/design.md, "The fleet rule").
+//! the moves (docs/data-plane.md, "The fleet rule").
 
 use crate::observed::When;
 use efs_router::names::{private_kind, Private};

@@ -1,5 +1,6 @@
 //! Client-side routing for efs-mount-autoscaler: reads the published list of mount targets
-//! and sends each logical path to its shard, as docs/design.md describes.
+//! and sends each logical path to its shard, as docs/design.md argues and docs/contract.md
+//! specifies.
 //!
 //! - [`list`]: the published JSON, every form (version 2: a mount target serving several shards).
 //! - [`path`]: logical paths, checked and normalised.

@@ -13,7 +13,7 @@
 //! earlier form). A miss then looks at home, and at the path's home under each open placement
 //! where that differs: with none open, nowhere else. The function closes placements once no
 //! client reads their list and a whole rebalance pass since has left nothing away from home;
-//! it publishes the new form only when every client reads version 3 (docs/design.md).
+//! it publishes the new form only when every client reads version 3 (docs/contract.md, "The published list").
 
 use crate::list::{Shard, Strategy, Target};
 use crate::path::LogicalPath;

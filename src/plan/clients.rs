@@ -1,4 +1,4 @@
-//! The clients as their reports show them (docs/design.md, "The fleet rule"): which live ones
+//! The clients as their reports show them (docs/data-plane.md, "The fleet rule"): which live ones
 //! do not route by the published list yet, and whether all of them can read a version 2 list.
 //! A report can only hold something back: one that cannot be read, or was not read, counts
 //! as a client on an unknown list that reads version 1 only.
