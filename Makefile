@@ -19,7 +19,9 @@ test: tools lint unit python-lint python-test template-test nfs-test
 tools: netfs-tools
 	scripts/ensure-tools.sh moto cfn-lint sam mypy ruff
 
+## The size rules (docs/code.md): plan() within 80 lines, no function over 100 in src/ or router/src/.
 lint:
+	$(PYTHON) scripts/fn-sizes.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
