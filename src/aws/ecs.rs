@@ -4,10 +4,14 @@ use super::{missing_or_sdk_error, sdk_error, time};
 use crate::error::Error;
 use crate::observed::{Deployment, EcsTask};
 use aws_sdk_ecs::types::DesiredStatus;
+use futures_util::StreamExt;
 use std::collections::BTreeSet;
 
 /// DescribeTasks takes at most 100 tasks a call; ListTasks pages at most 100.
 const TASKS_A_CALL: usize = 100;
+
+/// Task listings (one a service or family) a run makes at once: few, for ECS's rate limits.
+const LISTINGS_AT_ONCE: usize = 4;
 
 /// The most tasks one listing (a service's or a family's, by desired status) may hold: past
 /// it the fleet counts as unknown this run (moves wait, growth goes on), and the listing's
@@ -141,13 +145,14 @@ impl Ecs {
             // A service may be given by ARN; ListTasks takes its name.
             .map(|s| TaskFilter::Service(s.rsplit('/').next().unwrap_or(s)))
             .chain(families.iter().map(|f| TaskFilter::Family(f)));
+        // A filter's pages come one after another, and stopped tasks stay listed for an hour:
+        // the filters are listed side by side, so a run waits for the longest, not the sum.
+        let mut listings = futures_util::stream::iter(filters)
+            .map(|filter| self.filter_arns(cluster, filter))
+            .buffer_unordered(LISTINGS_AT_ONCE);
         let mut arns = BTreeSet::new();
-        for filter in filters {
-            // RUNNING first: a task's desired status only ever goes from RUNNING to STOPPED, so
-            // one that changes between the two calls is listed by the second.
-            for desired in [DesiredStatus::Running, DesiredStatus::Stopped] {
-                arns.extend(self.task_arns(cluster, filter, desired).await?);
-            }
+        while let Some(listed) = listings.next().await {
+            arns.extend(listed?);
         }
         let arns: Vec<String> = arns.into_iter().collect();
         let mut tasks = Vec::with_capacity(arns.len());
@@ -155,6 +160,23 @@ impl Ecs {
             tasks.extend(self.describe_tasks(cluster, chunk).await?);
         }
         Ok(tasks)
+    }
+
+    /// The tasks of one filter, RUNNING first: a task's desired status only ever goes from
+    /// RUNNING to STOPPED, so one that changes between the two listings is in the second.
+    async fn filter_arns(
+        &self,
+        cluster: &str,
+        filter: TaskFilter<'_>,
+    ) -> Result<Vec<String>, Error> {
+        let mut arns = self
+            .task_arns(cluster, filter, DesiredStatus::Running)
+            .await?;
+        arns.extend(
+            self.task_arns(cluster, filter, DesiredStatus::Stopped)
+                .await?,
+        );
+        Ok(arns)
     }
 
     /// Every page of ListTasks for one filter and desired status.
@@ -441,6 +463,67 @@ mod tests {
         assert_eq!(t8.created_at, None);
         let t1 = tasks.iter().find(|t| t.id() == "t-1").unwrap();
         assert_eq!(t1.created_at, Some(crate::observed::When::from_secs(10)));
+    }
+
+    /// More filters than are listed at once, sharing tasks: each filter lists RUNNING before
+    /// STOPPED, every task is described once, and each filter's tasks are all there.
+    #[tokio::test]
+    async fn filters_listed_side_by_side_keep_running_before_stopped_and_lose_no_task() {
+        use aws_sdk_ecs::operation::describe_tasks::DescribeTasksOutput;
+        use aws_sdk_ecs::operation::list_tasks::ListTasksOutput;
+        use aws_sdk_ecs::types::Task;
+        use aws_smithy_mocks::RuleMode;
+        use std::sync::{Arc, Mutex};
+        let calls: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+        let seen = calls.clone();
+        let list = mock!(Client::list_tasks).then_compute_output(move |input| {
+            let filter = input.service_name().or(input.family()).unwrap().to_owned();
+            let running = input.desired_status() == Some(&DesiredStatus::Running);
+            seen.lock().unwrap().push((filter.clone(), running));
+            // Each filter has a task of its own; every one shares `shared`.
+            let own = format!("{filter}-{}", if running { "run" } else { "stop" });
+            ListTasksOutput::builder()
+                .set_task_arns(Some(vec![own, "shared".into()]))
+                .build()
+        });
+        let describe = mock!(Client::describe_tasks).then_compute_output(|input| {
+            let mut out = DescribeTasksOutput::builder();
+            for arn in input.tasks() {
+                out = out.tasks(
+                    Task::builder()
+                        .task_arn(format!("arn:aws:ecs:us-east-1:1:task/c/{arn}"))
+                        .last_status("RUNNING")
+                        .build(),
+                );
+            }
+            out.build()
+        });
+        let ecs = Ecs::new(mock_client!(
+            aws_sdk_ecs,
+            RuleMode::MatchAny,
+            [&list, &describe]
+        ));
+        let services: Vec<String> = (0..LISTINGS_AT_ONCE + 2).map(|i| format!("s{i}")).collect();
+        let tasks = ecs
+            .live_tasks("c", &services, &["fam".into()])
+            .await
+            .unwrap();
+        let filters: Vec<String> = services.iter().cloned().chain(["fam".into()]).collect();
+        let calls = calls.lock().unwrap().clone();
+        assert_eq!(calls.len(), 2 * filters.len());
+        for f in &filters {
+            let order: Vec<bool> = calls.iter().filter(|(g, _)| g == f).map(|c| c.1).collect();
+            assert_eq!(order, [true, false], "{f}: RUNNING, then STOPPED");
+        }
+        let mut ids: Vec<&str> = tasks.iter().map(EcsTask::id).collect();
+        ids.sort_unstable();
+        let mut want: Vec<String> = filters
+            .iter()
+            .flat_map(|f| [format!("{f}-run"), format!("{f}-stop")])
+            .chain(["shared".into()])
+            .collect();
+        want.sort_unstable();
+        assert_eq!(ids, want);
     }
 
     #[tokio::test]
