@@ -361,7 +361,6 @@ impl<'a> Mover<'a> {
             }
             self.moves.visited += 1;
         }
-        let moves = &mut self.moves;
         let flow = match entry.kind {
             Kind::File => Flow::Continue,
             // Maybe a directory: opened as one (without following a link) and walked if it
@@ -375,20 +374,20 @@ impl<'a> Mover<'a> {
                 return Ok(Flow::Continue);
             }
             Kind::Other(other) => {
-                moves.skipped += 1;
+                self.moves.skipped += 1;
                 warn!(path = %dir.join(entry.path).display(), kind = other.as_str(), "not a regular file; left alone");
                 self.held_by(dir.join(entry.path), other.as_str());
                 return Ok(Flow::Continue);
             }
             Kind::Failed(ref e) => {
-                moves.failed += 1;
+                self.moves.failed += 1;
                 warn!(path = %dir.join(entry.path).display(), error = %e, "directory skipped");
                 self.held_by(dir.join(entry.path), "a directory that cannot be walked");
                 return Ok(Flow::Continue);
             }
         };
         let Some(rel_path) = entry.path.to_str() else {
-            moves.failed += 1;
+            self.moves.failed += 1;
             self.held_by(
                 dir.join(entry.path),
                 "a name that is not UTF-8, which no router routes",
@@ -405,40 +404,42 @@ impl<'a> Mover<'a> {
                 .map(|i| self.shards[i].root.as_str()),
         };
         match home {
+            // Past the moves or the time, a misplaced file is only counted.
+            Ok(home_root) if home_root != root && self.spent() => self.moves.remaining += 1,
             Ok(home_root) if home_root != root => {
                 let home = self.config.watch_path(home_root).join(entry.path);
                 self.misplaced(dir, &entry, home)?
             }
             Ok(_) => {}
             Err(e) => {
-                moves.failed += 1;
+                self.moves.failed += 1;
                 warn!(file = %logical, error = %e, "not a routable path; left alone");
             }
         }
         Ok(flow)
     }
 
-    /// A misplaced file the walk met (its home: `home`): it joins the batch (moved once the
-    /// batch is full), unless the run's moves or time are spent.
+    /// The run's moves, or its time, are spent: a misplaced file met now stays where it is.
+    fn spent(&self) -> bool {
+        let taken = self.moves.moved + self.moves.dropped_older + self.batch.len() as u64;
+        taken >= self.budget.max_moves || Instant::now() >= self.budget.until
+    }
+
+    /// A misplaced file the walk met (its home: `home`), within the run's moves and time: it
+    /// joins the batch, moved once the batch is full.
     fn misplaced(
         &mut self,
         dir: &Path,
         entry: &dir::Entry<'_>,
         home: PathBuf,
     ) -> Result<(), Error> {
-        let (budget, moves) = (self.budget, &mut self.moves);
-        let taken = moves.moved + moves.dropped_older + self.batch.len() as u64;
-        if taken >= budget.max_moves || Instant::now() >= budget.until {
-            moves.remaining += 1;
-            return Ok(());
-        }
         let within = entry.path.parent().unwrap_or(Path::new("")).to_path_buf();
         let from = match self.pins.get(&within) {
             Some(pin) => Rc::clone(pin),
             None => match Pinned::dup(entry.dir, &dir.join(&within)) {
                 Ok(pin) => Rc::clone(self.pins.entry(within).or_insert(Rc::new(pin))),
                 Err(e) => {
-                    moves.failed += 1;
+                    self.moves.failed += 1;
                     warn!(path = %dir.join(entry.path).display(), error = %e, "not moved");
                     return Ok(());
                 }

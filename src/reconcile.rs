@@ -229,8 +229,10 @@ fn emit_metrics(
 /// The ECS tasks a run waited for: a drain's (its decision), or a rebalance's (what holds its
 /// moves).
 fn tasks_waited_for(action: Action, end: &Plan) -> Vec<OldTask> {
+    if !end.waits.tasks.is_empty() {
+        return end.waits.tasks.clone();
+    }
     match &end.moves_wait {
-        _ if !end.waits.tasks.is_empty() => end.waits.tasks.clone(),
         Some(MovesWait::Tasks(tasks)) if matches!(action, Action::Rebalance { .. }) => {
             tasks.clone()
         }

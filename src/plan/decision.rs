@@ -233,14 +233,15 @@ pub(super) struct Situation<'a> {
 }
 
 impl<'a> Situation<'a> {
-    /// What the plan has seen and sized, before the drain and what holds the moves
-    /// ([`Situation::under`]).
+    /// What the plan has seen and sized, the drain under way, and what holds the moves.
     pub(super) fn of(
         seen: &'a Seen,
         obs: &Observed,
         policy: &Policy,
         list: &MountTargetList,
         sizing: &'a Sizing,
+        drain: Option<&'a DrainView>,
+        moves_wait: Option<&'a MovesWait>,
     ) -> Situation<'a> {
         let (shards, state) = (&seen.first_roots[..], &seen.state);
         let modulo = seen.modulo;
@@ -248,8 +249,8 @@ impl<'a> Situation<'a> {
             .filter(|_| !modulo);
         Situation {
             size: &sizing.size,
-            drain: None,
-            moves_wait: None,
+            drain,
+            moves_wait,
             creating: shards
                 .iter()
                 .find(|s| s.target.state == LifeCycle::Creating),
@@ -266,19 +267,6 @@ impl<'a> Situation<'a> {
             cooldown: policy.scale_in_cooldown_secs,
             now: obs.now.secs(),
             undo: (policy.undo && !modulo).then(|| super::left_after_undo(obs)),
-        }
-    }
-
-    /// The situation with the drain under way and what holds the moves, if anything.
-    pub(super) fn under(
-        self,
-        drain: Option<&'a DrainView>,
-        moves_wait: Option<&'a MovesWait>,
-    ) -> Situation<'a> {
-        Situation {
-            drain,
-            moves_wait,
-            ..self
         }
     }
 }

@@ -129,8 +129,10 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let drain = drain_under_way(&list, base, shards, state, obs);
     let held = version_held(&seen);
     let sizing = Sizing::of(&seen, obs, policy, &list, held.clone());
-    let situation = Situation::of(&seen, obs, policy, &list, &sizing);
-    let decision = decide(&situation.under(drain.as_ref(), moves_wait.as_ref()));
+    let (drain_view, wait) = (drain.as_ref(), moves_wait.as_ref());
+    let decision = decide(&Situation::of(
+        &seen, obs, policy, &list, &sizing, drain_view, wait,
+    ));
     let Sizing {
         size,
         limits,
