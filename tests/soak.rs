@@ -3569,6 +3569,10 @@ impl Soak {
                 play("ListTasks pages with more to follow"),
             ),
             (
+                "stopped tasks no longer shown".into(),
+                play("stopped tasks no longer shown"),
+            ),
+            (
                 "stale reads of the state parameter".into(),
                 stale_of(support::world::STATE_PARAMETER_NAME),
             ),
@@ -4134,6 +4138,8 @@ impl Soak {
         } else {
             LONG
         };
+        // Each run is the schedule's next, 5 minutes after the last.
+        proxy.next_run();
         let stalled_before = proxy.stalled_requests();
         let created_before = proxy.created_mount_targets().len();
         let faulted_before = fault.operation().map_or(0, |op| proxy.faulted(op));

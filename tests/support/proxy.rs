@@ -403,12 +403,16 @@ impl Proxy {
 
     /// What the proxy played of AWS's ways, by what: `targets shown deleting`, `describes
     /// showing a target deleting`, `deletes refused while deleting`, and pages with more to
-    /// follow of `DescribeMountTargets`, `DescribeSubnets` and `ListTasks`.
+    /// follow of `DescribeMountTargets`, `DescribeSubnets` and `ListTasks`, and `stopped tasks
+    /// no longer shown`.
     pub fn played(&self) -> BTreeMap<&'static str, usize> {
         let s = self.state.lock().unwrap();
         let mut played = s.played.clone();
         if s.tasks.cut_short > 0 {
             played.insert("ListTasks pages with more to follow", s.tasks.cut_short);
+        }
+        if s.tasks.forgotten > 0 {
+            played.insert("stopped tasks no longer shown", s.tasks.forgotten);
         }
         played
     }
@@ -435,6 +439,12 @@ impl Proxy {
     /// Every task on its way to STOPPED goes one step further.
     pub fn advance_tasks(&self) {
         tasks::advance(&self.state);
+    }
+
+    /// The function's next scheduled run, 5 minutes on: ECS no longer shows a task STOPPED
+    /// for an hour of them (12 runs).
+    pub fn next_run(&self) {
+        tasks::next_run(&self.state);
     }
 
     /// ECS wants the task with this id stopped (a RunTask task whose work ended, say).

@@ -14,7 +14,9 @@
 //!   caller named one), until the test stops it;
 //! - ListTasks filters by `serviceName`, `family` and `desiredStatus` (RUNNING when not
 //!   given) and answers in pages (`nextToken`, at most `maxResults`, 100 by default, or the
-//!   page size a test sets); STOPPED tasks stay listed, as on AWS for about an hour;
+//!   page size a test sets); STOPPED tasks stay listed, as on AWS, for an hour: 12 of the
+//!   function's 5-minute runs, as a test counts them (`next_run`; one that never counts
+//!   them keeps every task listed);
 //! - DescribeTasks takes at most 100 tasks and names an unknown one in `failures` (`MISSING`).
 
 use super::{aws_error, paging, Protocol, Reply, State};
@@ -37,6 +39,11 @@ const STOPPING: &[&str] = &[
 /// ListTasks' page size, and DescribeTasks' most tasks a call.
 const MOST: usize = 100;
 
+/// How long ECS shows a STOPPED task, in the function's runs: an hour of EventBridge's
+/// 5-minute schedule. A soak's runs stand for hours of them, so without it every task its
+/// course ever stopped would stay listed, and each run would page through all of them.
+const RUNS_AN_HOUR: usize = 12;
+
 #[derive(Clone, Debug)]
 pub(super) struct Task {
     pub(super) arn: String,
@@ -46,11 +53,18 @@ pub(super) struct Task {
     /// Index in [`STOPPING`].
     stage: usize,
     created_ms: u64,
+    /// The run ([`Tasks::runs`]) in which it reached STOPPED.
+    stopped_in: Option<usize>,
 }
 
 impl Task {
     pub(super) fn last_status(&self) -> &'static str {
         STOPPING[self.stage]
+    }
+
+    /// ECS still shows it in `run`: not STOPPED for an hour yet.
+    fn shown(&self, run: usize) -> bool {
+        self.stopped_in.is_none_or(|r| run < r + RUNS_AN_HOUR)
     }
 
     fn json(&self) -> Value {
@@ -79,6 +93,10 @@ pub(super) struct Tasks {
     /// ... of which more followed (`nextToken`).
     pub(super) cut_short: usize,
     made: usize,
+    /// The function's runs so far, as the test counts them ([`next_run`]).
+    runs: usize,
+    /// Tasks ECS no longer shows: STOPPED for an hour.
+    pub(super) forgotten: usize,
 }
 
 impl Tasks {
@@ -95,17 +113,19 @@ impl Tasks {
             desired: "RUNNING",
             stage: 0,
             created_ms,
+            stopped_in: None,
         });
         arn
     }
 
     /// ECS wants it stopped: at once, or step by step.
     fn stop(&mut self, index: usize) {
-        let slowly = self.slowly;
+        let (slowly, run) = (self.slowly, self.runs);
         let t = &mut self.all[index];
         t.desired = "STOPPED";
         if !slowly {
             t.stage = STOPPING.len() - 1;
+            t.stopped_in.get_or_insert(run);
         }
     }
 }
@@ -129,9 +149,25 @@ pub(super) fn stop_slowly(state: &Mutex<State>) {
 /// Every task on its way to STOPPED goes one step further.
 pub(super) fn advance(state: &Mutex<State>) {
     let mut s = state.lock().unwrap();
+    let run = s.tasks.runs;
     for t in s.tasks.all.iter_mut().filter(|t| t.desired == "STOPPED") {
         t.stage = (t.stage + 1).min(STOPPING.len() - 1);
+        if t.stage == STOPPING.len() - 1 {
+            t.stopped_in.get_or_insert(run);
+        }
     }
+}
+
+/// The function's next scheduled run (5 minutes on): a task STOPPED for an hour of them is
+/// no longer listed or described (DescribeTasks names it `MISSING`).
+pub(super) fn next_run(state: &Mutex<State>) {
+    let mut s = state.lock().unwrap();
+    let tasks = &mut s.tasks;
+    tasks.runs += 1;
+    let run = tasks.runs;
+    let was_shown = |t: &&Task| t.shown(run - 1);
+    let gone = tasks.all.iter().filter(was_shown).filter(|t| !t.shown(run));
+    tasks.forgotten += gone.count();
 }
 
 /// A task started in `group` now, RUNNING: its ARN.
@@ -283,7 +319,7 @@ fn list(tasks: &mut Tasks, request: &Value) -> Value {
     let arns: Vec<&str> = tasks
         .all
         .iter()
-        .filter(|t| t.desired == desired)
+        .filter(|t| t.desired == desired && t.shown(tasks.runs))
         .filter(|t| service.as_ref().is_none_or(|g| &t.group == g))
         .filter(|t| family.is_none_or(|f| t.family == f))
         .map(|t| t.arn.as_str())
@@ -308,6 +344,7 @@ fn describe(tasks: &Tasks, asked: &[Value]) -> Value {
         match tasks
             .all
             .iter()
+            .filter(|t| t.shown(tasks.runs))
             .find(|t| t.arn == a || t.arn.ends_with(&format!("/{a}")))
         {
             Some(t) => found.push(t.json()),
@@ -315,4 +352,63 @@ fn describe(tasks: &Tasks, asked: &[Value]) -> Value {
         }
     }
     json!({"tasks": found, "failures": failures})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(state: &Mutex<State>, desired: &str) -> Vec<String> {
+        let request = json!({ "desiredStatus": desired });
+        let v = list(&mut state.lock().unwrap().tasks, &request);
+        let arns = v["taskArns"].as_array().unwrap().iter();
+        arns.map(|a| a.as_str().unwrap().to_string()).collect()
+    }
+
+    fn described(state: &Mutex<State>, arn: &str) -> Value {
+        describe(&state.lock().unwrap().tasks, &[json!(arn)])
+    }
+
+    /// A task stopped in a run stays listed and described for 12 runs, an hour of the
+    /// schedule; then ECS names it `MISSING`, and the proxy counts it once.
+    #[test]
+    fn a_stopped_task_is_shown_for_an_hour_of_runs() {
+        let state = Mutex::new(State::default());
+        let arn = start(&state, "family:batch", "batch");
+        let id = arn.rsplit('/').next().unwrap().to_string();
+        next_run(&state);
+        stop_task(&state, &id);
+        for _ in 1..RUNS_AN_HOUR {
+            next_run(&state);
+            assert_eq!(listed(&state, "STOPPED"), std::slice::from_ref(&arn));
+            assert_eq!(described(&state, &arn)["tasks"][0]["lastStatus"], "STOPPED");
+        }
+        next_run(&state);
+        assert!(listed(&state, "STOPPED").is_empty());
+        assert_eq!(described(&state, &arn)["failures"][0]["reason"], "MISSING");
+        next_run(&state);
+        assert_eq!(state.lock().unwrap().tasks.forgotten, 1);
+    }
+
+    /// A task on its way out is shown all the way: its hour starts when it reaches STOPPED.
+    #[test]
+    fn a_stopping_task_is_shown_until_an_hour_after_it_stopped() {
+        let state = Mutex::new(State::default());
+        stop_slowly(&state);
+        let arn = start(&state, "family:batch", "batch");
+        stop_task(&state, arn.rsplit('/').next().unwrap());
+        for _ in 0..RUNS_AN_HOUR * 2 {
+            next_run(&state);
+        }
+        assert_eq!(listed(&state, "STOPPED"), std::slice::from_ref(&arn));
+        for _ in 1..STOPPING.len() {
+            advance(&state);
+        }
+        for _ in 1..RUNS_AN_HOUR {
+            next_run(&state);
+        }
+        assert_eq!(listed(&state, "STOPPED"), [arn]);
+        next_run(&state);
+        assert!(listed(&state, "STOPPED").is_empty());
+    }
 }
