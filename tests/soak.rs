@@ -1404,6 +1404,11 @@ const FAULT_ERRORS: &[&str] = &["Throttled", "Aws", "TimedOut"];
 #[derive(Default, Debug)]
 struct Stats {
     runs: BTreeMap<&'static str, usize>,
+    /// The runs' time, all of it and the longest, and the most AWS calls one made (its
+    /// ListTasks): on the NFS tier the runs take most of the soak's time.
+    run_time: Duration,
+    longest_run: Duration,
+    most_calls: (usize, usize),
     /// Faults drawn for a run, by name.
     drawn: BTreeMap<&'static str, usize>,
     /// Faults that fired: the proxy answered with them (or the run was killed, the deadline
@@ -1616,6 +1621,8 @@ struct BeforeRun {
 struct Ran {
     outcome: Option<Result<Value, Value>>,
     took: Duration,
+    /// AWS calls it made (through the proxy), ListTasks among them.
+    calls: (usize, usize),
     deadline: Duration,
     killed_among_moves: bool,
 }
@@ -3987,7 +3994,11 @@ impl Soak {
         self.follow_tasks();
 
         // The answer.
-        let mut line = format!("run {action} ({:.1} s)", ran.took.as_secs_f64());
+        let (calls, listings) = ran.calls;
+        let mut line = format!(
+            "run {action} ({:.1} s, {calls} AWS calls, {listings} ListTasks)",
+            ran.took.as_secs_f64()
+        );
         if action == "rebalance" {
             let _ = write!(line, " (max_moves {})", event["max_moves"]);
         }
@@ -4140,6 +4151,7 @@ impl Soak {
         };
         // Each run is the schedule's next, 5 minutes after the last.
         proxy.next_run();
+        let (calls_before, listings_before) = (proxy.total(), proxy.count("ListTasks"));
         let stalled_before = proxy.stalled_requests();
         let created_before = proxy.created_mount_targets().len();
         let faulted_before = fault.operation().map_or(0, |op| proxy.faulted(op));
@@ -4171,7 +4183,14 @@ impl Soak {
             Some(instance.invoke(event, deadline).await.result)
         };
         let took = started.elapsed();
+        let calls = (
+            proxy.total().saturating_sub(calls_before),
+            proxy.count("ListTasks").saturating_sub(listings_before),
+        );
         let logs = instance.stop().await;
+        self.stats.run_time += took;
+        self.stats.longest_run = self.stats.longest_run.max(took);
+        self.stats.most_calls = self.stats.most_calls.max(calls);
         let fired = match fault {
             Fault::None => false,
             Fault::Throttle(..)
@@ -4218,6 +4237,7 @@ impl Soak {
         Ran {
             outcome,
             took,
+            calls,
             deadline,
             killed_among_moves,
         }
@@ -5253,8 +5273,8 @@ impl Soak {
             self.started.elapsed().as_secs_f64()
         );
         println!(
-            "  runs {:?} (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}; abandoned names cleaned up {}",
-            s.runs, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn, s.abandoned_removed
+            "  runs {:?} in {:.0} s (longest {:.1} s, most AWS calls {} with {} ListTasks) (failed as their fault explains: {}, killed: {}, among moves: {}, within a move: {}); faults fired {:?} of drawn {:?}; abandoned names cleaned up {}",
+            s.runs, s.run_time.as_secs_f64(), s.longest_run.as_secs_f64(), s.most_calls.0, s.most_calls.1, s.failed_runs, s.kills, s.kills_among_moves, s.kills_within_a_move, s.faults, s.drawn, s.abandoned_removed
         );
         println!(
             "  runs that changed disk or AWS, judged on that {:?}; client files seen in private names {}; latest versions hidden there {} (longest {:.1} s); drains held by a cut-short move {}",
