@@ -24,7 +24,7 @@ pub(super) fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
             match fs::hard_link(src, dst) {
                 Ok(()) => return Ok(Next::Retire(s, Relocation::Moved)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+                Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
                     return Ok(Next::Done(Relocation::SourceGone))
                 }
                 Err(e) => return Err(e),
@@ -61,7 +61,7 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
     let q = qd.join(name);
     let linked = match fs::hard_link(src, &q) {
         Ok(()) => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
             Ok(Some(Next::Done(Relocation::SourceGone)))
         }
         Err(e) if no_hard_links(&e) => Ok(Some(without_links(src, dst, s)?)),
@@ -153,7 +153,7 @@ pub(super) fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Nex
     }
     match fs::rename(src, dst) {
         Ok(()) => Ok(Next::Done(outcome)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && look(src)?.is_none() => {
+        Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
             Ok(Next::Done(Relocation::SourceGone))
         }
         Err(e) => Err(e),
