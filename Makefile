@@ -113,10 +113,11 @@ demo:
 # The VM is killed after SOAK_TIER_TIMEOUT s; the soak has a budget of its own below that (the VM's
 # boot, one last step and the log's printing fit in the difference): past it, it fails with its step
 # log instead of being killed with nothing to show. The default seed took 931 s of steps there
-# (2026-12-02; its wind-down 856 steps), and 1,248 s on an idle machine on 2026-12-03 (its wind-down
-# 672 steps: its course, and so its length, rests on timing), so the VM gets 2,100 s and the soak 1,900.
+# (2026-12-02; its wind-down 856 steps), and on 2026-12-03 1,248 s on an idle machine, then in two CI
+# runs of one course (145 runs) 1,075 s and 1,864 s: the VM's speed varies that much. So the VM gets
+# 2,700 s and the soak 2,500.
 .PHONY: soak soak-local
-SOAK_TIER_TIMEOUT ?= $(or $(NFS_TIER_TIMEOUT),2100)
+SOAK_TIER_TIMEOUT ?= $(or $(NFS_TIER_TIMEOUT),2700)
 SOAK_DEADLINE_SECS ?= $(shell echo $$(( $(SOAK_TIER_TIMEOUT) - 200 )))
 soak:
 	scripts/ensure-tools.sh moto
