@@ -24,9 +24,7 @@ pub(super) fn settle(src: &Path, dst: &Path, s: Stamp) -> io::Result<Next> {
             match fs::hard_link(src, dst) {
                 Ok(()) => return Ok(Next::Retire(s, Relocation::Moved)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
-                    return Ok(Next::Done(Relocation::SourceGone))
-                }
+                Err(e) if source_gone(&e, src)? => return Ok(Next::Done(Relocation::SourceGone)),
                 Err(e) => return Err(e),
             }
         };
@@ -61,9 +59,7 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
     let q = qd.join(name);
     let linked = match fs::hard_link(src, &q) {
         Ok(()) => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
-            Ok(Some(Next::Done(Relocation::SourceGone)))
-        }
+        Err(e) if source_gone(&e, src)? => Ok(Some(Next::Done(Relocation::SourceGone))),
         Err(e) if no_hard_links(&e) => Ok(Some(without_links(src, dst, s)?)),
         Err(e) => Err(e),
     };
@@ -153,11 +149,16 @@ pub(super) fn without_links(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Nex
     }
     match fs::rename(src, dst) {
         Ok(()) => Ok(Next::Done(outcome)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none() => {
-            Ok(Next::Done(Relocation::SourceGone))
-        }
+        Err(e) if source_gone(&e, src)? => Ok(Next::Done(Relocation::SourceGone)),
         Err(e) => Err(e),
     }
+}
+
+/// Whether `e` (from a link or a rename of `src`) means a delete took the source: as the
+/// server answers, since a LINK to a file whose last name is gone fails `ENOENT` while this
+/// client's cache may still show the name.
+fn source_gone(e: &io::Error, src: &Path) -> io::Result<bool> {
+    Ok(e.kind() == io::ErrorKind::NotFound && fresh_look(src)?.is_none())
 }
 
 pub(super) fn no_hard_links(e: &io::Error) -> bool {
