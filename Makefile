@@ -133,6 +133,13 @@ soak-local:
 	scripts/ensure-tools.sh moto
 	SOAK_SEED=$(SEED) SOAK_STEPS=$(STEPS) $(CARGO) test --test soak -- --nocapture
 
+## Whether a change meant to keep behaviour (a rename, a move of code) kept every answer the function gives
+## across the host tests (all but the soak): make same-answers BASE=<commit> [HEAD=<commit>] (docs/testing.md).
+.PHONY: same-answers
+same-answers:
+	scripts/ensure-tools.sh moto
+	scripts/same-answers.sh $(or $(BASE),$(error BASE=<commit> is needed)) $(or $(HEAD),HEAD)
+
 ## The Lambda package: bootstrap for arm64, with cargo-lambda (zig).
 build:
 	scripts/ensure-tools.sh cargo-lambda

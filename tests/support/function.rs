@@ -176,6 +176,7 @@ impl Instance {
             deadline_ms,
         });
         let result = self.wait_for(&request_id, bound).await;
+        transcribe(event, &result);
         Invocation {
             request_id,
             result,
@@ -352,6 +353,29 @@ async fn collect(stream: impl AsyncRead + Unpin, logs: Arc<Mutex<String>>) {
         let mut logs = logs.lock().unwrap();
         logs.push_str(&line);
         logs.push('\n');
+    }
+}
+
+/// With `EFS_TRANSCRIPT` set to a file, appends each event and its answer to it as a JSON
+/// line: `scripts/transcript.py` compares two suites' answers, to show that a change meant to
+/// keep behaviour (a rename, a move) kept every answer.
+fn transcribe(event: &Value, result: &Result<Value, Value>) {
+    let Some(file) = std::env::var_os("EFS_TRANSCRIPT") else {
+        return;
+    };
+    let (kind, body) = match result {
+        Ok(v) => ("response", v),
+        Err(e) => ("error", e),
+    };
+    let mut line = json!({"event": event, kind: body}).to_string();
+    line.push('\n');
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = written {
+        panic!("EFS_TRANSCRIPT {}: {e}", Path::new(&file).display());
     }
 }
 
