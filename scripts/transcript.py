@@ -12,7 +12,8 @@ compared across two builds:
   scripts/transcript.py compare A B         the tests whose answers differ, after the values
                                             AWS or the clock draws (ids, times) are masked
   scripts/transcript.py settle A B TEST...  with A/1..5 and B/1..5 recorded: which of the
-                                            TESTs differ, and which vary within one commit
+                                            TESTs differ, leaving out each answer that
+                                            varies within one commit
 
 `record` leaves out the soak (tests/soak.rs). `compare` and `settle` exit 1 if any test's
 answers, or whether it passed, differ. scripts/same-answers.sh runs all three for two commits.
@@ -96,9 +97,12 @@ def run_one(binary, test, out_dir):
     file.parent.mkdir(parents=True, exist_ok=True)
     file.unlink(missing_ok=True)
     env = dict(os.environ, EFS_TRANSCRIPT=str(file))
-    done = subprocess.run([binary, "--exact", test, "--test-threads", "1"], env=env,
+    done = subprocess.run([binary, "--exact", test, "--test-threads", "1"], check=False, env=env,
                           capture_output=True, text=True)
     (file.parent / f"{test}.status").write_text("passed\n" if done.returncode == 0 else "failed\n")
+    if done.returncode != 0:
+        # What the test printed: why it failed, beside its answers.
+        (file.parent / f"{test}.out").write_text(done.stdout + done.stderr)
     return binary_name(binary), test, done.returncode == 0
 
 
@@ -154,21 +158,36 @@ def compare(a, b):
 
 
 def settle(base, head, tests):
-    """Each test recorded RUNS times at both commits (in runs 1 to RUNS): a test whose answers
-    vary within one commit is unsettled; one that is steady within each and differs across
-    them differs."""
+    """Each test recorded RUNS times at both commits (in runs 1 to RUNS). An answer that
+    varies within one commit is unsettled and left out; the others are compared: a test
+    differs if whether it passed, how many answers it gave, or a settled answer differs."""
     base, head, differ = Path(base), Path(head), 0
     for test in tests:
         rel = Path(f"{test}.jsonl")
         runs = {c: [answers(c / str(n), rel) for n in range(1, RUNS + 1)] for c in (base, head)}
-        steady = all(all(r == rs[0] for r in rs) for rs in runs.values())
-        if not steady:
-            print(f"unsettled: {test} (its answers vary within one commit)")
-        elif runs[base][0] != runs[head][0]:
+        shapes = {c: {(passed, len(xs)) for passed, xs in rs} for c, rs in runs.items()}
+        if any(len(s) > 1 for s in shapes.values()):
+            print(f"unsettled: {test} (whether it passes, or how many answers, varies within one commit)")
+            continue
+        if shapes[base] != shapes[head]:
             differ += 1
-            print(f"DIFFERS: {test} (the same {RUNS} times at each commit, not across them)")
+            print(f"DIFFERS: {test} (passed and answers {shapes[base]} at one, {shapes[head]} at the other)")
+            continue
+        count = len(runs[base][0][1])
+        settled = [i for i in range(count)
+                   if all(len({json.dumps(xs[i], sort_keys=True) for _, xs in rs}) == 1
+                          for rs in runs.values())]
+        changed = [i + 1 for i in settled if runs[base][0][1][i] != runs[head][0][1][i]]
+        loose = count - len(settled)
+        if not settled:
+            print(f"unsettled: {test} (each of its {count} answers varies within one commit)")
+        elif changed:
+            differ += 1
+            print(f"DIFFERS: {test} (answers {changed}: the same {RUNS} times at each commit, "
+                  f"not across them)")
         else:
-            print(f"the same: {test} (a difference in one run only)")
+            print(f"the same: {test} ({len(settled)} of {count} answers settled and the same, "
+                  f"{loose} unsettled)")
     return 1 if differ else 0
 
 
