@@ -470,3 +470,88 @@ fn the_python_module_table_is_the_package() {
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     same_list(doc, "modules", &documented, &files);
 }
+
+/// The modules a source file declares (`mod x;`, whatever its visibility), not inline ones.
+fn declared(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            let l = l.strip_prefix("pub(crate) ").unwrap_or(l);
+            l.strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Each crate's map (the list in its lib.rs's doc comment) against its modules: every module
+/// of the crate and of its folders is named there, and every item of the map names a module
+/// or a file that exists.
+#[test]
+fn the_module_maps_are_the_modules() {
+    let crates: [(&str, &[&str]); 2] = [
+        ("src", &["plan", "rebalance", "aws"]),
+        ("router/src", &["dir", "relocation"]),
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (src, folders) in crates {
+        let lib = format!("{src}/lib.rs");
+        let text = read(&lib);
+        let map: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("//!")).collect();
+        let map = map.join("\n");
+        let named = |name: &str| map.contains(&format!("`{name}`"));
+        for m in declared(&text) {
+            assert!(named(&m), "{lib}: its map does not name the module {m}");
+        }
+        for folder in folders {
+            for m in declared(&read(&format!("{src}/{folder}/mod.rs"))) {
+                assert!(
+                    named(&format!("{folder}::{m}")) || named(&format!("{m}.rs")),
+                    "{lib}: its map does not name the module {folder}::{m}"
+                );
+            }
+        }
+        let items = map
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("- "))
+            .filter_map(|item| item.split('`').nth(1));
+        for item in items {
+            let path = item.replace("::", "/");
+            let mut places = vec![format!("{src}/{path}"), format!("{src}/{path}.rs")];
+            places.push(format!("{src}/{path}/mod.rs"));
+            places.extend(folders.iter().map(|f| format!("{src}/{f}/{path}")));
+            assert!(
+                places.iter().any(|p| root.join(p).is_file()),
+                "{lib}: its map names {item}, which is no module or file of {src}"
+            );
+        }
+    }
+}
+
+/// The map says `aws` is the only code that sees the SDK: no other file of src/ names it.
+#[test]
+fn only_the_aws_modules_see_the_sdk() {
+    let sdk = concat!("aws", "_sdk_");
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    let mut seen = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                seen += 1;
+                let outside = !path.parent().is_some_and(|p| p.ends_with("src/aws"));
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                assert!(
+                    !(outside && text.contains(sdk)),
+                    "{} names the SDK ({sdk}…), which only src/aws/ may",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(seen > 40, "read {seen} source files of src/");
+}

@@ -49,8 +49,8 @@
 //! - `response`: the invocation's answer.
 //! - `metrics`: CloudWatch metrics in the Embedded Metric Format (`METRICS`).
 //! - `error`: the one error type; `Error::kind` is the Lambda error type.
-//! - `aws`: one module per AWS service, the only code that sees the SDK (`Aws`, their
-//!   clients; `CALLED_ACTIONS`).
+//! - `aws`: one module per AWS service (`aws::ec2`, `aws::ecs`, `aws::efs`, `aws::ssm`), the
+//!   only code that sees the SDK (`Aws`, their clients; `CALLED_ACTIONS`).
 //! - `bin/efs-route.rs`: the operators' routing tool.
 //! - `docs` (tests only): the docs' tables of names, defaults and fields against the code.
 //!
