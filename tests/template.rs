@@ -3,8 +3,9 @@
 //! - the function's environment is exactly the contract's variables (`config::ENV_VARS`),
 //!   each from a parameter whose default is the function's own and whose constraints allow
 //!   only what the function accepts (its `Config::from_lookup` on the environment the
-//!   template sets, on each bound and just past it); every parameter is in one of the
-//!   console's groups;
+//!   template sets, on each bound and just past it); every whole number is a `String` with a
+//!   pattern that refuses fractions and what is past its bounds, as the function or AWS does
+//!   ([`WHOLE_NUMBERS`]); every parameter is in one of the console's groups;
 //! - the schedules send the payloads of `events/reconcile.json` and `events/rebalance.json`;
 //! - the role allows every action the code calls (`aws::CALLED_ACTIONS`) plus the named,
 //!   explained actions AWS needs on its behalf ([`IMPLIED_ACTIONS`]), nothing else, each on
@@ -30,7 +31,8 @@ use std::sync::OnceLock;
 
 use efs_mount_autoscaler::aws::CALLED_ACTIONS;
 use efs_mount_autoscaler::config::{Config, DEFAULT_MAX_SHARDS, ENV_VARS};
-use efs_mount_autoscaler::error::ConfigError;
+use efs_mount_autoscaler::error::{ConfigError, Error};
+use efs_mount_autoscaler::event::Action;
 use efs_mount_autoscaler::metrics::{self, MetricSpec};
 use efs_router::list::MAX_LIST_SHARDS;
 use serde_json::{json, Map, Value};
@@ -407,7 +409,8 @@ fn the_function_is_a_rust_arm64_lambda_that_never_overlaps_itself() {
 
     // Long enough to wait for a mount target (1-2 minutes, more on bad days).
     let timeout = &template()["Parameters"]["FunctionTimeout"];
-    assert!(timeout["Default"].as_u64().unwrap() >= 600, "{timeout}");
+    let seconds: u64 = timeout["Default"].as_str().unwrap().parse().unwrap();
+    assert!(seconds >= 600, "{timeout}");
 
     // JSON logs, in a log group with a retention period, never filtered above INFO (the
     // metric lines have no level, which Lambda takes as INFO).
@@ -571,14 +574,15 @@ fn the_environment_is_exactly_the_contract() {
 }
 
 /// `MaxShards` offers what the function accepts for `MAX_SHARDS` and defaults to its default,
-/// so that CloudFormation refuses a value the function would fail on at every run.
+/// so that CloudFormation refuses a value the function would fail on at every run (its bounds:
+/// [`WHOLE_NUMBERS`], tried by `every_whole_number_refuses_fractions_and_what_is_past_its_bounds`).
 #[test]
 fn max_shards_is_bounded_as_the_function_bounds_it() {
     let p = &template()["Parameters"]["MaxShards"];
-    assert_eq!(p["Type"], "Number");
-    assert_eq!(p["Default"], json!(DEFAULT_MAX_SHARDS));
-    assert_eq!(p["MinValue"], 1);
-    assert_eq!(p["MaxValue"], json!(MAX_LIST_SHARDS));
+    assert_eq!(p["Default"], json!(DEFAULT_MAX_SHARDS.to_string()));
+    let bounds = whole_number("MaxShards");
+    assert_eq!((bounds.least, bounds.most), (1, MAX_LIST_SHARDS as u64));
+    assert_eq!(bounds.above, Refuses);
     assert!(
         p["Description"]
             .as_str()
@@ -602,9 +606,23 @@ enum FunctionSays {
     Accepts,
     /// A `ConfigError` naming the parameter's variable.
     Refuses,
+    /// A `ConfigError` naming another variable, which the value is checked against.
+    RefusesAs(&'static str),
 }
 
-use FunctionSays::{Accepts, Refuses};
+impl FunctionSays {
+    /// What `Config::from_lookup` returns, as `Err(variable)`, for a value of the parameter of
+    /// variable `var`.
+    fn verdict(self, var: &'static str) -> Result<(), &'static str> {
+        match self {
+            Accepts => Ok(()),
+            Refuses => Err(var),
+            RefusesAs(other) => Err(other),
+        }
+    }
+}
+
+use FunctionSays::{Accepts, Refuses, RefusesAs};
 
 /// Values of parameters, given together.
 type Given = &'static [(&'static str, &'static str)];
@@ -619,11 +637,10 @@ struct Probe {
 }
 
 /// For one parameter of the function's environment: values the template allows besides those
-/// the test takes from its declaration (`Default`, `MinValue`, `MaxValue`, `AllowedValues`),
-/// which the function must accept; and values just outside what the template allows besides
-/// `MinValue - 1` and `MaxValue + 1` (which the function must refuse), each with what the
-/// function does with it (`Accepts`: the template is the stricter, as with an empty value,
-/// which means the default).
+/// the test takes from its declaration (`Default`, `AllowedValues`), which the function must
+/// accept; and values just outside what the template allows, each with what the function does
+/// with it (`Accepts`: the template is the stricter, as with an empty value, which means the
+/// default). A whole number's bounds and fractions are in [`WHOLE_NUMBERS`].
 struct Edges {
     param: &'static str,
     /// Other parameters given with each value, where the function's bound depends on them.
@@ -702,7 +719,7 @@ const EDGES: &[Edges] = &[
     Edges {
         param: "FileThreshold",
         with: &[],
-        inside: &["18446744073709551615"],
+        inside: &[],
         outside: &[],
     },
     Edges {
@@ -884,13 +901,10 @@ const BETWEEN_PARAMETERS: &[(Given, bool, &str)] = &[
     ),
 ];
 
-/// A whole number CloudFormation's `Number` takes (it takes any integer or float) and the
-/// function refuses, as it does any fraction: the gap of a `Number` parameter, pinned here.
-const ABOVE_U64: &str = "18446744073709551616";
-
-/// Whether CloudFormation allows `value` for parameter `name` by its declaration (`Type`,
-/// `MinValue`, `MaxValue`, `MinLength`, `MaxLength`, `AllowedValues`, `AllowedPattern`);
-/// `matches` answers for a pattern.
+/// Whether CloudFormation allows `value` for `String` parameter `name` by its declaration
+/// (`MinLength`, `MaxLength`, `AllowedValues`, `AllowedPattern`); `matches` answers for a
+/// pattern. A `Number` is refused here: it takes fractions (1800.5, 1e3), and its `MinValue` and
+/// `MaxValue` cannot refuse them.
 fn declaration_allows(name: &str, value: &str, matches: &BTreeMap<(String, String), bool>) -> bool {
     let decl = template()["Parameters"][name]
         .as_object()
@@ -904,8 +918,6 @@ fn declaration_allows(name: &str, value: &str, matches: &BTreeMap<(String, Strin
                     | "Default"
                     | "ConstraintDescription"
                     | "NoEcho"
-                    | "MinValue"
-                    | "MaxValue"
                     | "MinLength"
                     | "MaxLength"
                     | "AllowedValues"
@@ -915,31 +927,20 @@ fn declaration_allows(name: &str, value: &str, matches: &BTreeMap<(String, Strin
         );
     }
     let number = |key: &str| decl.get(key).map(|v| v.as_f64().expect("a number"));
-    let ok = match decl["Type"].as_str().unwrap() {
-        "Number" => match value.parse::<f64>() {
-            Ok(x) if x.is_finite() => {
-                number("MinValue").is_none_or(|min| x >= min)
-                    && number("MaxValue").is_none_or(|max| x <= max)
-            }
-            _ => false,
-        },
-        "String" => {
-            let len = value.chars().count() as f64;
-            number("MinLength").is_none_or(|min| len >= min)
-                && number("MaxLength").is_none_or(|max| len <= max)
-                && decl
-                    .get("AllowedPattern")
-                    .is_none_or(|p| matches[&(p.as_str().unwrap().to_string(), value.to_string())])
-        }
-        other => panic!("{name}: this test does not check a {other}"),
-    };
-    ok && decl.get("AllowedValues").is_none_or(|allowed| {
-        allowed.as_array().unwrap().iter().any(|a| match a {
-            Value::String(s) => s == value,
-            Value::Number(n) => value.parse::<f64>().ok() == n.as_f64(),
-            other => panic!("{name}: an allowed value {other}"),
+    let ty = decl["Type"].as_str().unwrap();
+    assert_eq!(ty, "String", "{name}: this test does not check a {ty}");
+    let len = value.chars().count() as f64;
+    number("MinLength").is_none_or(|min| len >= min)
+        && number("MaxLength").is_none_or(|max| len <= max)
+        && decl
+            .get("AllowedPattern")
+            .is_none_or(|p| matches[&(p.as_str().unwrap().to_string(), value.to_string())])
+        && decl.get("AllowedValues").is_none_or(|allowed| {
+            allowed.as_array().unwrap().iter().any(|a| match a {
+                Value::String(s) => s == value,
+                other => panic!("{name}: an allowed value that is not a string: {other}"),
+            })
         })
-    })
 }
 
 /// Whether each value matches its pattern as a whole, as an `AllowedPattern` must; by Python's
@@ -1018,9 +1019,10 @@ fn config_of(env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
 /// what it allows, the function refuses wherever the template's bound is the function's: so
 /// that a stack never deploys a setting that fails every run, and a bound changed on one side
 /// only shows here. The values come from the template's declarations, and from [`EDGES`] for
-/// what a pattern allows. The gaps no parameter constraint can close are pinned as gaps: an
-/// order between two parameters ([`BETWEEN_PARAMETERS`]), and a `Number`'s fractions and
-/// numbers past `u64` ([`ABOVE_U64`]).
+/// what a pattern allows; a whole number's bounds and fractions are tried by
+/// `every_whole_number_refuses_fractions_and_what_is_past_its_bounds`. The gap no parameter
+/// constraint can close is pinned as a gap: an order between two parameters
+/// ([`BETWEEN_PARAMETERS`]).
 #[test]
 fn each_setting_allows_only_what_the_function_accepts() {
     let params = template()["Parameters"].as_object().unwrap();
@@ -1035,7 +1037,7 @@ fn each_setting_allows_only_what_the_function_accepts() {
             let Some((name, decl)) = params.get_key_value(&name) else {
                 continue;
             };
-            if matches!(decl["Type"].as_str(), Some("String" | "Number")) {
+            if decl["Type"] == "String" {
                 assert_eq!(var_of.insert(name, var), None, "{name} sets two variables");
             }
         }
@@ -1056,7 +1058,7 @@ fn each_setting_allows_only_what_the_function_accepts() {
             other => other.to_string(),
         };
         let mut inside: Vec<String> = edge.inside.iter().map(|v| v.to_string()).collect();
-        let mut outside: Vec<(String, FunctionSays)> = edge
+        let outside: Vec<(String, FunctionSays)> = edge
             .outside
             .iter()
             .map(|(v, says)| (v.to_string(), *says))
@@ -1064,15 +1066,6 @@ fn each_setting_allows_only_what_the_function_accepts() {
         inside.extend(decl.get("Default").map(text));
         if let Some(values) = decl.get("AllowedValues") {
             inside.extend(values.as_array().unwrap().iter().map(text));
-        }
-        // The template's bounds are the function's: on them accepted, past them refused.
-        if let Some(min) = decl.get("MinValue").and_then(Value::as_f64) {
-            inside.push(min.to_string());
-            outside.push(((min - 1.0).to_string(), Refuses));
-        }
-        if let Some(max) = decl.get("MaxValue").and_then(Value::as_f64) {
-            inside.push(max.to_string());
-            outside.push(((max + 1.0).to_string(), Refuses));
         }
         let given = |v: &str| -> Vec<(String, String)> {
             edge.with
@@ -1089,14 +1082,6 @@ fn each_setting_allows_only_what_the_function_accepts() {
         };
         probes.extend(inside.iter().map(|v| probe(v, true, Accepts)));
         probes.extend(outside.iter().map(|(v, says)| probe(v, false, *says)));
-        // A Number takes a fraction, and past u64 when it has no MaxValue: the gap.
-        if decl["Type"] == "Number" {
-            let low = decl.get("MinValue").and_then(Value::as_f64).unwrap_or(0.0);
-            probes.push(probe(&(low + 0.5).to_string(), true, Refuses));
-            if decl.get("MaxValue").is_none() {
-                probes.push(probe(ABOVE_U64, true, Refuses));
-            }
-        }
     }
     for (given, allowed, var) in BETWEEN_PARAMETERS {
         probes.push(Probe {
@@ -1140,15 +1125,251 @@ fn each_setting_allows_only_what_the_function_accepts() {
         let got = config_of(&environment(&e))
             .map(|_| ())
             .map_err(|err| err.var);
-        let want = match says {
-            Accepts => Ok(()),
-            Refuses => Err(*var),
-        };
+        let want = says.verdict(var);
         if template_allows != *allowed || got != want {
             wrong.push(format!(
                 "{given:?}: the template allows it: {template_allows} (expected {allowed}); \
                  the function: {got:?} (expected {want:?})"
             ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A whole-number parameter: the least and the most its pattern allows, and what the function
+/// does with one more than the most (`Refuses` where the bound is the function's own; `Accepts`
+/// where the function has none below `u64` and the template's is a sane cap, which also keeps
+/// sums of seconds far from `u64`'s end).
+struct Whole {
+    param: &'static str,
+    least: u64,
+    most: u64,
+    above: FunctionSays,
+    /// Empty allowed (an optional parameter: unset, or none).
+    optional: bool,
+    /// Other parameters given with each value, where the function's bound depends on them.
+    with: Given,
+}
+
+const fn whole(param: &'static str, least: u64, most: u64, above: FunctionSays) -> Whole {
+    Whole {
+        param,
+        least,
+        most,
+        above,
+        optional: false,
+        with: &[],
+    }
+}
+
+/// Seconds and counts the function bounds only by `u64`: capped at nine digits.
+const NINE_DIGITS: u64 = 999_999_999;
+
+/// Every whole-number parameter. CloudFormation's `Number` takes 1800.5 and 1e3, so each is a
+/// `String` with a pattern: these are the bounds that pattern must keep.
+const WHOLE_NUMBERS: &[Whole] = &[
+    whole("FileThreshold", 1, NINE_DIGITS, Accepts),
+    Whole {
+        optional: true,
+        ..whole("MaxMountTargets", 1, 999, Accepts)
+    },
+    whole("MaxShards", 1, MAX_LIST_SHARDS as u64, Refuses),
+    whole("ScaleInCooldownSeconds", 0, NINE_DIGITS, Accepts),
+    whole("SubnetExclusionSeconds", 0, NINE_DIGITS, Accepts),
+    // An attempt longer than the call is refused as the call's (BETWEEN_PARAMETERS).
+    Whole {
+        with: &[("ApiCallTimeoutSeconds", "999999999")],
+        ..whole(
+            "ApiAttemptTimeoutSeconds",
+            1,
+            NINE_DIGITS,
+            RefusesAs("API_CALL_TIMEOUT_SECONDS"),
+        )
+    },
+    Whole {
+        with: &[("ApiAttemptTimeoutSeconds", "1")],
+        ..whole("ApiCallTimeoutSeconds", 1, NINE_DIGITS, Accepts)
+    },
+    whole("ClientRefreshSeconds", 0, NINE_DIGITS, Accepts),
+    whole("MoveConcurrency", 1, 256, Refuses),
+    Whole {
+        optional: true,
+        ..whole("RebalanceMaxVisits", 1, NINE_DIGITS, Accepts)
+    },
+    whole("AbandonedAfterSeconds", 60, NINE_DIGITS, Accepts),
+    // The rebalance schedule's max_moves, which the event refuses past 100,000.
+    whole("RebalanceMaxMoves", 0, 100_000, Refuses),
+    // Checked by AWS alone (Lambda, EFS): their own bounds.
+    whole("FunctionTimeout", 60, 900, Refuses),
+    whole("FunctionMemorySize", 128, 10_240, Refuses),
+    whole("AccessPointUid", 0, u32::MAX as u64, Refuses),
+    whole("AccessPointGid", 0, u32::MAX as u64, Refuses),
+    Whole {
+        optional: true,
+        ..whole("ExistingAccessPointUid", 0, u32::MAX as u64, Refuses)
+    },
+];
+
+/// Parameters that no code of this repository reads, only AWS: the template's bounds are theirs.
+const CHECKED_BY_AWS_ONLY: &[&str] = &[
+    "FunctionTimeout",
+    "FunctionMemorySize",
+    "AccessPointUid",
+    "AccessPointGid",
+    "ExistingAccessPointUid",
+];
+
+fn whole_number(param: &str) -> &'static Whole {
+    WHOLE_NUMBERS
+        .iter()
+        .find(|w| w.param == param)
+        .unwrap_or_else(|| panic!("{param} is not in WHOLE_NUMBERS"))
+}
+
+/// Values to try for a whole number: those its pattern allows, and those it must refuse, each
+/// with what the function does with it.
+fn whole_probes(w: &Whole) -> (Vec<String>, Vec<(String, FunctionSays)>) {
+    let mut inside = vec![w.least.to_string(), w.most.to_string()];
+    if w.optional {
+        inside.push(String::new());
+    }
+    let below = match w.least {
+        0 => "-1".to_string(),
+        n => (n - 1).to_string(),
+    };
+    let outside = vec![
+        (below, Refuses),
+        ((w.most + 1).to_string(), w.above),
+        (format!("{}.5", w.least), Refuses),
+        ("1800.5".to_string(), Refuses),
+        (format!("{}.0", w.most), Refuses),
+        ("1e3".to_string(), Refuses),
+        ("ten".to_string(), Refuses),
+    ];
+    (inside, outside)
+}
+
+/// The variable of the function's environment that `param` sets, if any.
+fn env_var_of(param: &str) -> Option<&'static str> {
+    let vars = function()["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .unwrap();
+    vars.iter()
+        .find(|(_, v)| refs_in(v).contains(param))
+        .map(|(var, _)| var.as_str())
+}
+
+/// What the code does with the values `e` gives: the function's settings for a parameter of its
+/// environment (`Err` naming the variable it refuses), the rebalance schedule's event for
+/// `RebalanceMaxMoves` (`Err("max_moves")`); `None` for a parameter only AWS reads.
+fn code_verdict(param: &str, e: &Eval) -> Option<Result<(), &'static str>> {
+    if env_var_of(param).is_some() {
+        return Some(
+            config_of(&environment(e))
+                .map(|_| ())
+                .map_err(|err| err.var),
+        );
+    }
+    let rebalance = schedules()["RebalanceSchedule"];
+    if refs_in(&rebalance["Input"]).contains(param) {
+        let input = e.eval(&rebalance["Input"]).unwrap();
+        let Ok(event) = serde_json::from_str::<Value>(input.as_str().unwrap()) else {
+            return Some(Err("max_moves"));
+        };
+        return Some(match Action::from_event(&event) {
+            Ok(_) => Ok(()),
+            Err(Error::UnsupportedEvent { .. }) => Err("max_moves"),
+            Err(other) => panic!("the rebalance event {event}: {other:?}"),
+        });
+    }
+    assert!(
+        CHECKED_BY_AWS_ONLY.contains(&param),
+        "{param} reaches neither the function nor its events: add it to CHECKED_BY_AWS_ONLY"
+    );
+    None
+}
+
+/// Each whole-number parameter, given a fraction (1800.5, 1.0), a number in another notation
+/// (1e3), a word, or a number just past its bounds, is refused by the template's constraints,
+/// and by the function where it reads the value: so that no such value deploys and then fails
+/// every run. On its bounds, both accept it.
+#[test]
+fn every_whole_number_refuses_fractions_and_what_is_past_its_bounds() {
+    let params = template()["Parameters"].as_object().unwrap();
+    // No Number: its MinValue and MaxValue let fractions through, and AllowedPattern does not
+    // apply to it.
+    for (name, decl) in params {
+        assert_ne!(decl["Type"], "Number", "{name} takes fractions");
+    }
+    // Every parameter whose default is a whole number is one (but for a list of allowed
+    // values, which leaves no fraction in), and its default is within its bounds.
+    for (name, decl) in params {
+        let default = decl["Default"].as_str().unwrap_or("");
+        if !default.is_empty() && default.bytes().all(|b| b.is_ascii_digit()) {
+            if let Some(allowed) = decl.get("AllowedValues") {
+                assert!(allowed.as_array().unwrap().iter().all(Value::is_string));
+                continue;
+            }
+            let w = whole_number(name);
+            let n: u64 = default.parse().unwrap();
+            assert!((w.least..=w.most).contains(&n), "{name}'s default {n}");
+        }
+    }
+
+    let mut cases: Vec<(&Whole, String, bool, FunctionSays)> = Vec::new();
+    for w in WHOLE_NUMBERS {
+        let (inside, outside) = whole_probes(w);
+        cases.extend(inside.into_iter().map(|v| (w, v, true, Accepts)));
+        cases.extend(outside.into_iter().map(|(v, says)| (w, v, false, says)));
+    }
+    let given = |w: &Whole, v: &str| -> Vec<(String, String)> {
+        w.with
+            .iter()
+            .map(|(p, v)| (p.to_string(), v.to_string()))
+            .chain([(w.param.to_string(), v.to_string())])
+            .collect()
+    };
+    let matches = full_matches(
+        cases
+            .iter()
+            .flat_map(|(w, v, ..)| given(w, v))
+            .filter_map(|(p, v)| Some((params[&p].get("AllowedPattern")?.as_str()?.to_string(), v)))
+            .collect(),
+    );
+    let mut wrong: Vec<String> = Vec::new();
+    for (w, value, allowed, says) in &cases {
+        let given = given(w, value);
+        let given: Vec<(&str, &str)> = given
+            .iter()
+            .map(|(p, v)| (p.as_str(), v.as_str()))
+            .collect();
+        let e = Eval::new(&given);
+        let template_allows = given
+            .iter()
+            .all(|(p, v)| declaration_allows(p, v, &matches))
+            && rules_hold(&e);
+        let var = env_var_of(w.param).unwrap_or("max_moves");
+        let got = code_verdict(w.param, &e);
+        let want = got.map(|_| says.verdict(var));
+        if template_allows != *allowed || got != want {
+            wrong.push(format!(
+                "{}={value:?}: the template allows it: {template_allows} (expected {allowed}); \
+                 the code: {got:?} (expected {want:?})",
+                w.param
+            ));
+        }
+    }
+    // A list of allowed whole numbers takes none of them written as a fraction.
+    for (name, decl) in params {
+        for v in decl["AllowedValues"].as_array().into_iter().flatten() {
+            let v = v.as_str().unwrap();
+            if v.bytes().all(|b| b.is_ascii_digit()) {
+                for fraction in [format!("{v}.0"), format!("{v}.5")] {
+                    if declaration_allows(name, &fraction, &BTreeMap::new()) {
+                        wrong.push(format!("{name}={fraction:?}: the template allows it"));
+                    }
+                }
+            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
