@@ -16,7 +16,8 @@
 //!   names them, and re-addressed only in `FunctionSubnetIds`;
 //! - the alarms and the dashboard name the namespace, metrics and dimensions that
 //!   `metrics.rs` emits; the dashboard shows the largest shard against `FILE_THRESHOLD`, shards
-//!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones.
+//!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones; its URL
+//!   is on the console of the stack's partition.
 //!
 //! The template is read with cfn-lint's own YAML decoder (short-form tags such as `!Sub`
 //! become `{"Fn::Sub": …}`), run as `python3` (or `$PYTHON`); cfn-lint is part of
@@ -166,6 +167,9 @@ fn read_json(rel: &str) -> Value {
 /// them: strings, and lists of strings for `List<…>` types.
 struct Eval {
     params: BTreeMap<String, Value>,
+    /// `AWS::Partition` and `AWS::Region`.
+    partition: &'static str,
+    region: &'static str,
 }
 
 impl Eval {
@@ -200,7 +204,20 @@ impl Eval {
             };
             params.insert(name.clone(), value);
         }
-        Eval { params }
+        Eval {
+            params,
+            partition: "aws",
+            region: REGION,
+        }
+    }
+
+    /// The same values, in a stack of another partition and Region.
+    fn in_partition(self, partition: &'static str, region: &'static str) -> Eval {
+        Eval {
+            partition,
+            region,
+            ..self
+        }
     }
 
     fn var(&self, name: &str, sub_vars: &Map<String, Value>) -> Value {
@@ -208,8 +225,8 @@ impl Eval {
             return self.eval(v).expect("a Sub variable has a value");
         }
         match name {
-            "AWS::Partition" => return json!("aws"),
-            "AWS::Region" => return json!(REGION),
+            "AWS::Partition" => return json!(self.partition),
+            "AWS::Region" => return json!(self.region),
             "AWS::AccountId" => return json!(ACCOUNT),
             "AWS::StackName" => return json!("stack"),
             "AWS::URLSuffix" => return json!("amazonaws.com"),
@@ -2188,6 +2205,33 @@ fn the_outputs_name_the_function_the_schedule_the_parameter_and_the_dashboard() 
     assert_eq!(value("ParameterName"), &json!({"Ref": "SsmParameterName"}));
     assert_eq!(value("DashboardName"), &json!({"Ref": "Dashboard"}));
     assert!(outputs.contains_key("DashboardUrl"));
+}
+
+/// The dashboard's address is on the console of the stack's partition: China and GovCloud have
+/// their own hosts.
+#[test]
+fn the_dashboard_url_is_on_the_console_of_the_stacks_partition() {
+    let url = &template()["Outputs"]["DashboardUrl"]["Value"];
+    for (partition, region, host) in [
+        ("aws", "us-east-1", "us-east-1.console.aws.amazon.com"),
+        ("aws", "eu-west-1", "eu-west-1.console.aws.amazon.com"),
+        ("aws-cn", "cn-north-1", "console.amazonaws.cn"),
+        ("aws-cn", "cn-northwest-1", "console.amazonaws.cn"),
+        (
+            "aws-us-gov",
+            "us-gov-west-1",
+            "console.amazonaws-us-gov.com",
+        ),
+    ] {
+        let e = Eval::new(&[]).in_partition(partition, region);
+        assert_eq!(
+            e.eval(url).unwrap(),
+            json!(format!(
+                "https://{host}/cloudwatch/home?region={region}#dashboards:name=<Dashboard>"
+            )),
+            "{partition}"
+        );
+    }
 }
 
 #[test]
