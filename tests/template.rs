@@ -17,7 +17,8 @@
 //! - the alarms and the dashboard name the namespace, metrics and dimensions that
 //!   `metrics.rs` emits; the dashboard shows the largest shard against `FILE_THRESHOLD`, shards
 //!   against desired shards (and `MAX_SHARDS`), mount targets against desired ones; its URL
-//!   is on the console of the stack's partition.
+//!   is on the console of the stack's partition;
+//! - the role has a permissions boundary and tags only when the parameters give them.
 //!
 //! The template is read with cfn-lint's own YAML decoder (short-form tags such as `!Sub`
 //! become `{"Fn::Sub": …}`), run as `python3` (or `$PYTHON`); cfn-lint is part of
@@ -2230,6 +2231,99 @@ fn the_dashboard_url_is_on_the_console_of_the_stacks_partition() {
                 "https://{host}/cloudwatch/home?region={region}#dashboards:name=<Dashboard>"
             )),
             "{partition}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What an organisation may require of the role: a permissions boundary, tags.
+
+#[test]
+fn the_role_has_a_permissions_boundary_and_tags_only_when_given() {
+    let role = &resource(ROLE)["Properties"];
+    let defaults = Eval::new(&[]);
+    assert_eq!(defaults.eval(&role["PermissionsBoundary"]), None);
+    assert_eq!(defaults.eval(&role["Tags"]), None);
+
+    let arn = "arn:aws:iam::123456789012:policy/boundaries/data-team";
+    let given = Eval::new(&[
+        ("PermissionsBoundaryArn", arn),
+        (
+            "RoleTags",
+            "team=data,cost-center=42,note=,a:b/c=d@e.f,owner=x+y",
+        ),
+    ]);
+    assert_eq!(given.eval(&role["PermissionsBoundary"]), Some(json!(arn)));
+    let tag = |k: &str, v: &str| json!({"Key": k, "Value": v});
+    assert_eq!(
+        given.eval(&role["Tags"]),
+        Some(json!([
+            tag("team", "data"),
+            tag("cost-center", "42"),
+            tag("note", ""),
+            tag("a:b/c", "d@e.f"),
+            tag("owner", "x+y"),
+        ]))
+    );
+    let one = Eval::new(&[("RoleTags", "team=data")]);
+    assert_eq!(one.eval(&role["Tags"]), Some(json!([tag("team", "data")])));
+
+    // What the parameters take and refuse: a pair always has its `=`, at most five pairs.
+    let cases: &[(&str, &str, bool)] = &[
+        ("PermissionsBoundaryArn", "", true),
+        ("PermissionsBoundaryArn", arn, true),
+        (
+            "PermissionsBoundaryArn",
+            "arn:aws:iam::aws:policy/PowerUserAccess",
+            true,
+        ),
+        (
+            "PermissionsBoundaryArn",
+            "arn:aws-cn:iam::123456789012:policy/b",
+            true,
+        ),
+        (
+            "PermissionsBoundaryArn",
+            "arn:aws-us-gov:iam::123456789012:policy/b",
+            true,
+        ),
+        (
+            "PermissionsBoundaryArn",
+            "arn:aws:iam::123456789012:role/b",
+            false,
+        ),
+        ("PermissionsBoundaryArn", "boundaries/data-team", false),
+        (
+            "PermissionsBoundaryArn",
+            "arn:aws:iam::123456789012:policy/",
+            false,
+        ),
+        ("RoleTags", "", true),
+        ("RoleTags", "a=1,b=2,c=3,d=4,e=5", true),
+        ("RoleTags", "a=1,b=2,c=3,d=4,e=5,f=6", false),
+        ("RoleTags", "team", false),
+        ("RoleTags", "=data", false),
+        ("RoleTags", "a=b=c", false),
+        ("RoleTags", "a=1,", false),
+        ("RoleTags", "a=1, b=2", false),
+        ("RoleTags", "my team=data", false),
+    ];
+    let matches = full_matches(
+        cases
+            .iter()
+            .map(|(p, v, _)| {
+                let pattern = template()["Parameters"][p]["AllowedPattern"]
+                    .as_str()
+                    .unwrap();
+                (pattern.to_string(), v.to_string())
+            })
+            .collect(),
+    );
+    for (param, value, allowed) in cases {
+        assert_eq!(
+            declaration_allows(param, value, &matches),
+            *allowed,
+            "{param}={value:?}"
         );
     }
 }
