@@ -39,6 +39,8 @@
 //! - [`listing`]: [`Router::list_dir`] and [`Router::walk`], the logical tree: the union of the
 //!   shards' directories, one entry per name, the copy a read takes.
 //! - `create`: [`Router::create`], a path written only where it exists nowhere.
+//! - `lookup`: [`Router::entry`] and its kin, one name of the logical tree without reading
+//!   its directory (fsspec's `info`, `ls` with details, `rmdir`).
 //!
 //! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
 
@@ -49,6 +51,7 @@ pub mod dir;
 pub mod layout;
 pub mod list;
 pub mod listing;
+mod lookup;
 pub mod metadata;
 pub mod names;
 pub mod path;

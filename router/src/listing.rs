@@ -87,7 +87,7 @@ pub struct Listing {
 
 /// What one shard's directory has under a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Held {
+pub(crate) enum Held {
     File,
     Directory,
     /// A symbolic link, FIFO, socket or device: not data.
@@ -95,7 +95,7 @@ enum Held {
 }
 
 impl Held {
-    fn of(t: FileType) -> Held {
+    pub(crate) fn of(t: FileType) -> Held {
         match t {
             FileType::RegularFile => Held::File,
             FileType::Directory => Held::Directory,
@@ -150,7 +150,7 @@ impl Router {
     }
 
     /// `dir` checked and normalised; `""` for the roots.
-    fn logical_dir(&self, dir: &str) -> Result<String, Error> {
+    pub fn logical_dir(&self, dir: &str) -> Result<String, Error> {
         let logical = match LogicalPath::parse(dir) {
             Ok(p) => p.as_str().to_owned(),
             Err(PathError::Empty { .. }) => return Ok(String::new()),
@@ -188,7 +188,7 @@ impl Router {
     }
 
     /// One shard per distinct root, the first in list order.
-    fn distinct(&self) -> Vec<usize> {
+    pub(crate) fn distinct(&self) -> Vec<usize> {
         let t = self.shards();
         (0..t.len())
             .filter(|&j| !t[..j].iter().any(|k| k.root == t[j].root))
@@ -202,7 +202,7 @@ impl Router {
     }
 
     /// `dir` (logical, `""` for the root) in shard `j` on this host.
-    fn real_dir(&self, j: usize, dir: &str) -> PathBuf {
+    pub(crate) fn real_dir(&self, j: usize, dir: &str) -> PathBuf {
         let base = self.layout().shard_dir(self.shards(), j);
         if dir.is_empty() {
             base
@@ -213,7 +213,11 @@ impl Router {
 
     /// [`Router::union`], except that a directory above another shard's (`shards` under `/`)
     /// holding nothing else is not there: the parent's listing does not show it either.
-    fn entries_of(&self, dir: &str, shards: &[usize]) -> Result<Option<Vec<Entry>>, Error> {
+    pub(crate) fn entries_of(
+        &self,
+        dir: &str,
+        shards: &[usize],
+    ) -> Result<Option<Vec<Entry>>, Error> {
         let got = self.union(dir, shards)?;
         let above = !dir.is_empty()
             && self
@@ -243,7 +247,7 @@ impl Router {
     }
 
     /// One entry per name of `names` (each with what every shard holding it has there).
-    fn settle(
+    pub(crate) fn settle(
         &self,
         dir: &str,
         names: BTreeMap<String, Vec<(usize, Held)>>,
@@ -447,7 +451,7 @@ impl Router {
 
     /// `dir` of shard `j`, opened (which revalidates it) without following a link anywhere on
     /// the way; `None` when it is missing as the server says, or is a link or not a directory.
-    fn open_listed(&self, j: usize, dir: &str) -> io::Result<Option<OwnedFd>> {
+    pub(crate) fn open_listed(&self, j: usize, dir: &str) -> io::Result<Option<OwnedFd>> {
         let real = self.real_dir(j, dir);
         let (mount, rel) = self.layout().beneath_mount(self.shards(), j);
         let beneath = [rel, dir]
@@ -517,7 +521,7 @@ fn holding(held: &[(usize, Held)], kind: Held) -> Vec<usize> {
         .collect()
 }
 
-fn join(dir: &str, name: &str) -> String {
+pub(crate) fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_owned()
     } else {
@@ -541,14 +545,17 @@ fn strictly_under(path: &str, dir: &str) -> bool {
 
 /// A link or a non-directory on the way (what `O_NOFOLLOW | O_DIRECTORY` and `open_beneath`
 /// refuse).
-fn not_followed(e: &io::Error) -> bool {
+pub(crate) fn not_followed(e: &io::Error) -> bool {
     // ELOOP's kind is not nameable on stable Rust; the error keeps it.
     [Errno::LOOP, Errno::NOTDIR]
         .iter()
         .any(|&n| io::Error::from(n).kind() == e.kind())
 }
 
-fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+pub(crate) fn io_error<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> Error + 'a {
     move |source| Error::Io {
         op,
         path: path.to_path_buf(),

@@ -66,6 +66,9 @@ pub struct Reporting {
     /// How often the background thread writes; [`EVERY_SECS`] when `None`. For simulations:
     /// the function counts a report as gone after [`LIFETIME_SECS`] whatever this says.
     pub every: Option<Duration>,
+    /// The router's name in the report, [`ROUTER`] when `None`: a binding (the Python
+    /// package) names itself, so an operator sees which language a client runs.
+    pub router: Option<String>,
 }
 
 impl fmt::Debug for Reporting {
@@ -76,6 +79,7 @@ impl fmt::Debug for Reporting {
             .field("fs_root", &self.fs_root)
             .field("metadata_uri", &self.metadata_uri)
             .field("every", &self.every)
+            .field("router", &self.router)
             .finish_non_exhaustive()
     }
 }
@@ -124,8 +128,10 @@ struct Shared {
     report: Mutex<Report>,
     /// Unix seconds of the last successful write; 0 before the first.
     last_ok: AtomicU64,
-    /// Set when the router is gone: the thread ends.
+    /// Set when the router is gone or closed: the thread ends.
     stop: Arc<(Mutex<bool>, Condvar)>,
+    /// Set by [`Router::close_report`]: nothing is written again, so the lease fails.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -141,6 +147,11 @@ impl Shared {
 
     /// Writes `report` (the lock held throughout, so writes never cross).
     fn write_locked(&self, report: &mut Report) -> io::Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(io::Error::other(
+                "the router was closed: it reports no more",
+            ));
+        }
         let now = (self.clock)();
         report.written_at = now;
         write_atomically(
@@ -155,7 +166,9 @@ impl Shared {
     /// Whether the last successful report is younger than [`LEASE_SECS`].
     fn fresh(&self) -> bool {
         let last = self.last_ok.load(Ordering::Acquire);
-        last != 0 && (self.clock)().saturating_sub(last) < LEASE_SECS
+        !self.closed.load(Ordering::Acquire)
+            && last != 0
+            && (self.clock)().saturating_sub(last) < LEASE_SECS
     }
 
     fn lease(&self) -> Result<(), ReportFault> {
@@ -175,14 +188,21 @@ impl Shared {
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
+impl Shared {
+    /// The thread stopped and the report removed: a graceful end.
+    fn stop(&self) {
         let (stopped, wake) = &*self.stop;
         *stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
         wake.notify_all();
         if let Ok(dir) = open_beneath(&self.root, DIR, false) {
             let _ = rustix::fs::unlinkat(&dir, format!("{}.json", self.client), AtFlags::empty());
         }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -205,7 +225,13 @@ impl Reporter {
             every: every.as_secs(),
             task,
             label: options.label.or_else(hostname).map(|l| cut(&l, MAX_LABEL)),
-            ..Report::loaded(client.clone(), ROUTER, READS.to_vec(), list, now)
+            ..Report::loaded(
+                client.clone(),
+                options.router.unwrap_or_else(|| ROUTER.to_owned()),
+                READS.to_vec(),
+                list,
+                now,
+            )
         };
         let shared = Arc::new(Shared {
             client,
@@ -214,6 +240,7 @@ impl Reporter {
             report: Mutex::new(report),
             last_ok: AtomicU64::new(0),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
+            closed: std::sync::atomic::AtomicBool::new(false),
         });
         let _ = shared.write();
         let (weak, stop) = (Arc::downgrade(&shared), Arc::clone(&shared.stop));
@@ -293,6 +320,51 @@ impl Router {
             } else {
                 report.refresh_failed_at = Some(now);
             }
+        }
+    }
+
+    /// A router on the list published as `text`, read again by an application that refreshes
+    /// its list itself, that keeps this router's layout and, when it reports, its client: the
+    /// report names the new list at once when it differs (`loaded_at` now), and the refresh.
+    /// Fails as [`Router::reporting`] does; this router is unchanged then.
+    pub fn with_list(&self, text: &str, parameter_version: Option<i64>) -> Result<Router, Error> {
+        let list = MountTargetList::from_json(text)?;
+        let mut router = Router::new(list, self.layout().clone())?;
+        router.reporter = self.reporter.clone();
+        if let Some(r) = &router.reporter {
+            let seen = ListSeen::of(text, parameter_version);
+            let now = (r.0.clock)();
+            let mut report = r.0.report.lock().unwrap_or_else(PoisonError::into_inner);
+            report.refreshed_at = Some(now);
+            report.refresh_failed_at = None;
+            if report.list != seen {
+                report.list = seen;
+                report.loaded_at = now;
+                // A failure is the lease's to meet: the next write or move tries again.
+                let _ = r.0.write_locked(&mut report);
+            }
+        }
+        Ok(router)
+    }
+
+    /// Writes this router's report now, as the background thread does at its tick (an
+    /// application's own schedule, or a test's).
+    pub fn write_report(&self) -> io::Result<()> {
+        match &self.reporter {
+            Some(r) => r.0.write(),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops reporting now and removes the report, for every clone of this router: it then
+    /// writes and moves nothing more ([`ReportFault::Lapsed`]), as the function may count it
+    /// gone. A binding's `close`, where dropping the last clone is not in the caller's hands.
+    pub fn close_report(&self) {
+        if let Some(r) = &self.reporter {
+            r.0.closed.store(true, Ordering::Release);
+            // Taken so that a write in flight finishes before the file goes.
+            let _report = r.0.report.lock().unwrap_or_else(PoisonError::into_inner);
+            r.0.stop();
         }
     }
 

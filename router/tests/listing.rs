@@ -141,6 +141,7 @@ fn the_shared_cases_list_as_the_vectors_say() {
                     .map(|e| spelled(&r, e))
                     .collect();
                 assert_eq!(&Value::from(got), want, "{at}: {dir:?}");
+                same_one_by_one(&r, dir, &at);
             }
             let walked: Vec<(String, Vec<Value>)> = r
                 .walk("")
@@ -171,6 +172,81 @@ fn the_shared_cases_list_as_the_vectors_say() {
             "{name}: listing moves nothing"
         );
     }
+}
+
+/// Each name of `dir`'s listing, looked up alone ([`Router::entry`]), is the same entry; its
+/// file's copy is there to `lstat`; the directory listed in its shards alone is the listing.
+fn same_one_by_one(r: &Router, dir: &str, at: &str) {
+    let listed = r.list_dir(dir).unwrap();
+    let logical = r.logical_dir(dir).unwrap();
+    for e in &listed {
+        let path = if logical.is_empty() {
+            e.name.clone()
+        } else {
+            format!("{logical}/{}", e.name)
+        };
+        assert_eq!(r.entry(&path).unwrap().as_ref(), Some(e), "{at}: {path}");
+        if !e.is_dir() {
+            let st = r.copy_stat(e.index, &path).unwrap().expect(&path);
+            assert_eq!(
+                st.st_mode & libc_s_ifmt(),
+                0o100000,
+                "{at}: {path} is a regular file"
+            );
+        }
+    }
+    // One shard per distinct root, as a listing reads them.
+    let t = r.shards();
+    let shards: Vec<usize> = (0..t.len())
+        .filter(|&j| !t[..j].iter().any(|k| k.root == t[j].root))
+        .collect();
+    assert_eq!(
+        r.list_dir_in(dir, &shards).unwrap().as_ref(),
+        Some(&listed),
+        "{at}: {dir:?}"
+    );
+}
+
+fn libc_s_ifmt() -> u32 {
+    0o170000
+}
+
+/// `remove_dir` takes an empty logical directory out of every shard that has it, refuses one
+/// that holds a name a listing does not show, and never goes through a link.
+#[test]
+fn an_empty_directory_is_removed_from_every_shard_and_a_link_is_not_followed() {
+    let base = tempfile::tempdir().unwrap();
+    let r = Router::new(
+        list(&["/", "/shards/a"], Strategy::Rendezvous),
+        Layout::single_mount(base.path()),
+    )
+    .unwrap();
+    for root in ["", "shards/a"] {
+        fs::create_dir_all(base.path().join(root).join("data/empty")).unwrap();
+    }
+    let e = r.entry("data/empty").unwrap().expect("listed");
+    assert_eq!(e.shards, vec![0, 1]);
+    r.remove_dir("data/empty", &e.shards).unwrap();
+    assert_eq!(r.entry("data/empty").unwrap(), None);
+    // A write's temporary name is not listed, but the directory is not empty.
+    fs::create_dir_all(base.path().join("data/busy")).unwrap();
+    fs::write(
+        base.path()
+            .join("data/busy/.efs-router-0123456789abcdef.tmp"),
+        b"x",
+    )
+    .unwrap();
+    let err = r.remove_dir("data/busy", &[0]).unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(39)),
+        "{err}"
+    );
+    // A planted link where the parent is: nothing beyond it is removed.
+    let elsewhere = tempfile::tempdir().unwrap();
+    fs::create_dir_all(elsewhere.path().join("victim")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), base.path().join("planted")).unwrap();
+    r.remove_dir("planted/victim", &[0]).unwrap();
+    assert!(elsewhere.path().join("victim").is_dir());
 }
 
 /// Every file a listing shows is read from the copy it names: the listing's rule is the

@@ -348,3 +348,72 @@ fn a_router_whose_first_report_failed_writes_nothing_until_it_reports() {
     router.write("data/a.json", b"a").unwrap();
     assert!(router.report_file().unwrap().exists());
 }
+
+/// A list read again by an application that refreshes it itself: the new router keeps the
+/// client, and its report names the new list at once; an unchanged list is a refresh only.
+#[test]
+fn a_list_read_again_keeps_the_client_and_is_reported_at_once() {
+    let d = fs_root();
+    let (now, clock) = manual(5_000);
+    let options = Reporting {
+        parameter_version: Some(3),
+        clock: Some(clock),
+        ..Reporting::default()
+    };
+    let first = Router::reporting(ORIGINAL, Layout::single_mount(d.path()), options).unwrap();
+    now.store(5_060, Ordering::SeqCst);
+    let same = first.with_list(ORIGINAL, Some(3)).unwrap();
+    assert_eq!(same.client_id(), first.client_id());
+    let report = read_report(&first.report_file().unwrap());
+    assert_eq!(
+        (report.loaded_at, report.refreshed_at),
+        (5_000, None),
+        "unchanged: written at the next tick"
+    );
+    now.store(5_120, Ordering::SeqCst);
+    let second = same.with_list(TWO_SHARDS, Some(4)).unwrap();
+    assert_eq!(second.client_id(), first.client_id());
+    assert_eq!(second.shards().len(), 2);
+    let report = read_report(&second.report_file().unwrap());
+    assert_eq!(report.list.sha256, list_sha256(TWO_SHARDS));
+    assert_eq!(
+        (report.list.version, report.list.parameter_version),
+        (2, Some(4))
+    );
+    assert_eq!(
+        (report.loaded_at, report.refreshed_at, report.written_at),
+        (5_120, Some(5_120), 5_120)
+    );
+    // A list that does not parse changes nothing.
+    assert!(matches!(second.with_list("{}", None), Err(Error::List(_))));
+    drop((first, same));
+    assert!(
+        second.report_file().unwrap().exists(),
+        "one client, alive while any of its routers is"
+    );
+}
+
+/// `close_report`: the report goes at once, for every clone, and nothing is written or moved
+/// after it (a binding's `close`).
+#[test]
+fn a_closed_report_is_removed_and_the_router_writes_nothing_more() {
+    let d = fs_root();
+    let router = Router::reporting(
+        TWO_SHARDS,
+        Layout::single_mount(d.path()),
+        Reporting::default(),
+    )
+    .unwrap();
+    let clone = router.clone();
+    router.write("data/a.json", b"a").unwrap();
+    let file = router.report_file().unwrap();
+    router.close_report();
+    assert!(!file.exists());
+    let err = clone.write("data/b.json", b"b").unwrap_err();
+    assert!(
+        matches!(&err, Error::Report(f) if f.kind() == "report-lapsed"),
+        "{err}"
+    );
+    assert!(router.write_report().is_err());
+    assert!(!file.exists(), "the thread does not write it back");
+}
