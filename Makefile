@@ -34,20 +34,33 @@ python-lint:
 	scripts/ensure-tools.sh mypy ruff pytest
 	cd clients/python && ruff check && mypy --strict
 
-# The Python client's tests run against the package as pip installs it (not editable), in a
-# virtual environment made anew each time that also sees this Python's boto3, moto, pytest, fsspec
-# and pandas, from an empty directory outside the clone: `import efs_router` can only find the
-# installed package. Then fsspec's own suites for implementations (fsspec.tests.abstract, written
-# for pytest) on the efs-router file system, tests/fsspec_suites.py, the same way.
+# The Python client's tests run against the package as pip installs it (not editable): maturin builds its native
+# module (the Rust router, clients/python/native) in release, in Cargo's target directory. The virtual environment
+# is made anew each time and also sees this Python's boto3, moto, pytest, fsspec and pandas; the tests run from an
+# empty directory outside the clone, so `import efs_router` can only find the installed package. Then fsspec's own
+# suites for implementations (fsspec.tests.abstract, written for pytest) on the efs-router file system,
+# tests/fsspec_suites.py, the same way. The NFS tier's Python tests and bench run this environment's Python too.
 PYTHON_TEST_VENV := $(CURDIR)/.venv-python-test
-python-test:
+.PHONY: python-install
+python-install:
 	scripts/ensure-tools.sh moto pytest fsspec pandas
 	$(PYTHON) -m venv --clear --system-site-packages $(PYTHON_TEST_VENV)
 	$(PYTHON_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check './clients/python[ssm,fsspec,test]'
+
+python-test: python-install
 	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && cd "$$dir" && \
 	  EFS_ROUTER_VECTORS=$(CURDIR)/tests/vectors/routing.json \
 	  $(PYTHON_TEST_VENV)/bin/python -m unittest discover -s $(CURDIR)/clients/python/tests -p 'test_*.py' -v && \
 	  $(PYTHON_TEST_VENV)/bin/python -m pytest -p no:cacheprovider -q -rs $(CURDIR)/clients/python/tests/fsspec_suites.py
+
+## Wheels of the Python client for what Fargate runs, x86_64 and aarch64 (manylinux2014, one per platform for
+## every CPython from 3.9: abi3), into target/wheels; built with zig, as the Lambda package is (cargo-lambda's).
+.PHONY: wheels
+wheels:
+	scripts/ensure-tools.sh maturin cargo-lambda
+	rustup target add x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
+	for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do \
+	  (cd clients/python && maturin build --release --zig --target $$t --out $(CURDIR)/target/wheels) || exit 1; done
 
 template-test:
 	cfn-lint template.yaml
@@ -61,7 +74,6 @@ test_bin = $(CARGO) test $(1) --no-run --message-format=json 2>/dev/null | $(PYT
   print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and "test" in m["target"]["kind"]])'
 NFS_TEST_BIN = $(call test_bin,-p efs-router --test nfs)
 SOAK_BIN = $(call test_bin,--test soak)
-NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
 ## NFS calls per operation and moves per second on the NFS tier (docs/benchmarks.md): NFS_DELAY_MS=1 adds
 ## 1 ms to every packet (2 ms a round trip); BENCH_FILES=200 files per figure; BENCH_SHARDS=3,21,64 the
@@ -72,7 +84,7 @@ NFS_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/nu
 nfs_example_bin = $(CARGO) build --release -p efs-router --example $(1) --message-format=json 2>/dev/null | \
   $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
 .PHONY: bench-nfs-tier
-bench-nfs-tier:
+bench-nfs-tier: python-install
 	$(CARGO) build --release -p efs-router --example nfs_moves --example nfs_ops
 	bin=$$($(call nfs_example_bin,nfs_moves)) && ops=$$($(call nfs_example_bin,nfs_ops)) && test -x "$$bin" && \
 	test -x "$$ops" && shares=$$($(NFS_SHARES)) && \
@@ -83,19 +95,19 @@ bench-nfs-tier:
 	  $(if $(BENCH_LIST_REPEATS),--env BENCH_LIST_REPEATS=$(BENCH_LIST_REPEATS)) \
 	  $(if $(BENCH_REPLAY),--env BENCH_REPLAY=$(BENCH_REPLAY)) $(if $(BENCH_REPLAY_FILES),--env BENCH_REPLAY_FILES=$(BENCH_REPLAY_FILES)) \
 	  --env EFS_NFS_MOVES_BIN=$$bin --env EFS_NFS_OPS_BIN=$$ops -- \
-	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) $(CURDIR)/scripts/nfs-tier/bench.py"
+	  sh -c "$(PYTHON_TEST_VENV)/bin/python $(CURDIR)/scripts/nfs-tier/bench.py"
 
 ## The NFS tier alone: NFS_DELAY_MS=1 adds a round-trip delay; RACE_SEED= reproduces a race test's draws.
 ## The soak there (`make soak`) boots first, then the router's and the Python client's tests, in a second boot.
 # The VM has its own /tmp, /run and /mnt: a checkout or target directory there is shared into it by name.
 NFS_SHARES = for d in $(CURDIR) "$$(dirname "$$(dirname "$$bin")")"; do case "$$d" in /tmp/*|/run/*|/mnt/*|/dev/shm/*) \
   printf ' --rw %s' "$$d";; esac; done
-nfs-test:
+nfs-test: python-install
 	$(MAKE) --no-print-directory soak
 	$(CARGO) test -p efs-router --test nfs --no-run
 	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) -- \
-	  sh -c "PYTHONPATH=$(CURDIR)/clients/python/src $(NFS_PYTHON) -m unittest discover -v \
+	  sh -c "$(PYTHON_TEST_VENV)/bin/python -m unittest discover -v \
 	      -s $(CURDIR)/clients/python/tests_nfs -p 'test_*.py' && \
 	    cd $(CURDIR)/router && $$bin --ignored --skip crash_child --test-threads 1 --color never"
 

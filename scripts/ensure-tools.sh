@@ -13,6 +13,7 @@ for tool in "$@"; do
     ruff) command=ruff; package=ruff ;;
     pytest) command=pytest; package=pytest ;;
     cargo-lambda) command=cargo-lambda; package=cargo-lambda ;;
+    maturin) command=maturin; package=maturin ;;
     # Libraries (the Python client's fsspec tests): installed into this Python, so that the test environment,
     # which sees its packages, is not given them anew each time it is made.
     fsspec) module=fsspec; package=fsspec ;;

@@ -2,7 +2,6 @@
 exactly as it was, another writer winning the link, file systems without hard links, errors that leave no temporary
 name, and writers (threads, processes) racing to create the same new paths, of which exactly one wins each."""
 
-import errno
 import json
 import multiprocessing
 import os
@@ -11,11 +10,10 @@ import tempfile
 import threading
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
-from unittest import mock
 
 import efs_router
 from efs_router import ALREADY_THERE, CREATED, Creation, InsideAnotherShard, Layout, MountTargetList, PathError, Router
-from helpers import THREE, VECTORS, FileSystemCase, files_under, make_list, no_hard_links, put, read
+from helpers import THREE, VECTORS, FileSystemCase, files_under, make_list, put, read
 
 CREATE_VECTORS = os.path.join(os.path.dirname(VECTORS), "create.json")
 
@@ -120,72 +118,6 @@ class Create(FileSystemCase):
         self.assertEqual(r.create(p, b"x"), Creation(ALREADY_THERE, 2, elsewhere))
         self.assertFalse(os.path.lexists(home))
         self.assertEqual(read(elsewhere), b"elsewhere")
-
-    def test_another_writer_that_links_first_wins(self) -> None:
-        r = self.router()
-        p = "data/analysis/lost.json"
-        home = r.resolve(p)
-        real_link = os.link
-
-        def another_first(src: str, dst: str, **kw: Any) -> None:  # lands after our look, before our link
-            put(dst, b"the other writer")
-            real_link(src, dst, **kw)
-
-        with mock.patch.object(os, "link", side_effect=another_first):
-            self.assertEqual(r.create(p, b"mine"), Creation(ALREADY_THERE, home.index, home.real))
-        self.assertEqual(read(home.real), b"the other writer")
-        self.assertEqual(files_under(self.base), [os.path.relpath(home.real, self.base)])
-
-    def test_without_hard_links_the_name_is_claimed_then_renamed_over(self) -> None:
-        r = self.router()
-        for code in (errno.EPERM, errno.EOPNOTSUPP):
-            with self.subTest(errno=code), no_hard_links(code):
-                p = "data/analysis/nolinks-%d.json" % code
-                home = r.resolve(p)
-                self.assertEqual(r.create(p, b"mine"), Creation(CREATED, home.index, home.real))
-                self.assertEqual(read(home.real), b"mine")
-                self.assertEqual(r.create(p, b"again"), Creation(ALREADY_THERE, home.index, home.real))
-                self.assertEqual(read(home.real), b"mine")
-        self.assertEqual(len(files_under(self.base)), 2)
-
-    def test_without_hard_links_another_writers_claim_wins(self) -> None:
-        r = self.router()
-        p = "data/analysis/claimed.json"
-        home = r.resolve(p)
-
-        def another_first(src: str, dst: str, **kw: Any) -> None:
-            put(dst, b"the other writer")
-            raise OSError(errno.EPERM, os.strerror(errno.EPERM), src, None, dst)
-
-        with mock.patch.object(os, "link", side_effect=another_first):
-            self.assertEqual(r.create(p, b"mine"), Creation(ALREADY_THERE, home.index, home.real))
-        self.assertEqual(read(home.real), b"the other writer")
-        self.assertEqual(files_under(self.base), [os.path.relpath(home.real, self.base)])
-
-    def test_an_error_leaves_no_temporary_name_and_nothing_at_home(self) -> None:
-        r = self.router()
-        p = "data/analysis/failing.json"
-        home = r.resolve(p)
-        failures = [
-            mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")),
-            mock.patch.object(os, "fsync", side_effect=OSError(errno.EIO, "I/O error")),
-        ]
-        for failure in failures:
-            with self.subTest(failure.attribute), failure, self.assertRaises(OSError) as caught:
-                r.create(p, b"x")
-            self.assertEqual(caught.exception.errno, errno.EIO)
-            self.assertEqual(files_under(self.base), [])
-            self.assertFalse(os.path.lexists(home.real))
-
-    def test_a_failed_rename_after_the_claim_removes_the_claim(self) -> None:
-        r = self.router()
-        p = "data/analysis/renaming.json"
-        home = r.resolve(p)
-        with no_hard_links(errno.EPERM), mock.patch.object(os, "rename", side_effect=OSError(errno.EIO, "I/O")):
-            with self.assertRaises(OSError):
-                r.create(p, b"x")
-        self.assertEqual(files_under(self.base), [])
-        self.assertFalse(os.path.lexists(home.real))
 
     def test_bad_paths_are_refused_before_touching_the_file_system(self) -> None:
         r = self.router()

@@ -1,6 +1,5 @@
 """File operations (router/src/fs.rs) on a local directory, the router's own names, revalidate_dir."""
 
-import errno
 import multiprocessing
 import os
 import queue
@@ -8,7 +7,6 @@ import tempfile
 import threading
 import unittest
 from typing import Any, Callable, List, Optional, Tuple
-from unittest import mock
 
 import efs_router
 from efs_router import (
@@ -25,7 +23,7 @@ from efs_router import (
     Target,
     relocate,
 )
-from helpers import THREE, FileSystemCase, files_under, make_list, no_hard_links, put, put_at, read, v2
+from helpers import THREE, FileSystemCase, files_under, make_list, put, put_at, read, v2
 
 
 class FileSystem(FileSystemCase):
@@ -230,42 +228,6 @@ class MoveHome(FileSystemCase):
         os.link(elsewhere, home)  # a reader died between link and unlink
         self.assertEqual(r.read_with_fallback(p), (b"x", HOME))
         self.assertEqual(relocate(elsewhere, home), MOVED)  # the next attempt finishes it
-        self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
-
-    def test_a_failed_move_leaves_the_file_and_still_reads(self) -> None:
-        r = self.router()
-        p, home, elsewhere = self.misplaced(r, 1, 2, "f")
-        put(elsewhere, b"x")
-        with mock.patch.object(os, "link", side_effect=OSError(errno.EIO, "I/O error")):
-            got = r.read_with_fallback(p)
-        self.assertEqual((got.data, got.place.kind, got.place.index), (b"x", "left-elsewhere", 2))
-        assert got.place.reason is not None
-        self.assertTrue(got.place.reason.startswith("move %s to %s: " % (elsewhere, home)), got.place.reason)
-        self.assertTrue(os.path.exists(elsewhere) and not os.path.exists(home))
-
-    def test_moves_home_without_hard_links(self) -> None:
-        r = self.router()
-        p, home, elsewhere = self.misplaced(r, 1, 2, "h")
-        put(elsewhere, b"x")
-        with no_hard_links(errno.EOPNOTSUPP):
-            self.assertEqual(r.read_with_fallback(p), (b"x", Place("moved-home", 2)))
-        self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
-
-    def test_home_written_during_the_move_wins(self) -> None:
-        r = self.router()
-        p, home, elsewhere = self.misplaced(r, 1, 2, "w")
-        put(elsewhere, b"old")
-        real_link = os.link
-
-        def write_first(src: str, dst: str, **kw: Any) -> None:  # a write lands at home after the miss, before the link
-            r.write(p, b"new")
-            return real_link(src, dst, **kw)
-
-        with mock.patch.object(os, "link", side_effect=write_first):
-            self.assertEqual(r.read_with_fallback(p), (b"new", HOME))
-        # Home is as new or newer (written after): the misplaced copy was the older one and is gone.
-        self.assertEqual(read(home), b"new")
-        self.assertFalse(os.path.lexists(elsewhere))
         self.assertEqual(files_under(self.base), [os.path.relpath(home, self.base)])
 
     def test_the_newest_copy_is_read_and_moved_home_a_tie_going_to_the_earlier_shard(self) -> None:

@@ -8,11 +8,9 @@ import random
 import tempfile
 import threading
 import unittest
-from typing import Any, Callable, ClassVar, Dict, List, Set, Tuple
-from unittest import mock
+from typing import Any, ClassVar, Dict, List
 
 from efs_router import (
-    CREATED,
     MODULO_SHA256,
     RENDEZVOUS,
     Layout,
@@ -23,7 +21,7 @@ from efs_router import (
     modulo_sha256,
     relocate,
 )
-from helpers import MISS_VECTORS, put, read
+from helpers import MISS_VECTORS, put
 
 
 def load() -> Dict[str, Any]:
@@ -119,45 +117,10 @@ class MissVectors(MountCase):
 
 
 # What a miss may do on the file system: every call that names a path.
-_CALLS = ("stat", "lstat", "open", "mkdir", "link", "unlink", "rename", "listdir", "scandir")
 
 
 class NothingOpen(MountCase):
     """A version 3 list that says nothing is open: a miss looks at home and nowhere else."""
-
-    def touched(self, router: Router, f: Callable[..., Any], *args: Any) -> Tuple[Any, Set[str]]:
-        """What ``f(*args)`` returned (or raised), and the shard roots of ``router``'s list whose directories it named
-        a path in (each path goes to the deepest root holding it)."""
-        paths: List[str] = []
-
-        def recording(name: str) -> Any:
-            original = getattr(os, name)
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                if args and isinstance(args[0], str) and os.path.isabs(args[0]):
-                    paths.append(args[0])
-                return original(*args, **kwargs)
-            return call
-
-        patches = [mock.patch.object(os, name, recording(name)) for name in _CALLS]
-        for p in patches:
-            p.start()
-        try:
-            result = f(*args)
-        except Exception as e:
-            result = e
-        finally:
-            for p in reversed(patches):
-                p.stop()
-        self.assertTrue(paths, "nothing was looked at")
-        dirs = sorted(self.roots(router), key=len, reverse=True)
-        out: Set[str] = set()
-        for path in paths:
-            holder = [r for r in dirs if os.path.commonpath([path, self.at(r, "").rstrip("/")])
-                      == self.at(r, "").rstrip("/")]
-            self.assertTrue(holder, "%s is in no shard" % path)
-            out.add(holder[0])
-        return result, out
 
     def paths(self, router: Router, tag: str) -> List[str]:
         """Paths homed in each shard of ``router``'s list but ``/`` (whose directory holds the others)."""
@@ -169,28 +132,6 @@ class NothingOpen(MountCase):
                 out.setdefault(j, p)
         self.assertEqual(len(out), len(router.shards) - 1)
         return list(out.values())
-
-    def test_a_miss_looks_at_home_only(self) -> None:
-        r = self.router("nothing open")
-        self.assertEqual(r.list.open, [])
-        for p in self.paths(r, "a"):
-            home = r.resolve(p)
-            root = r.shards[home.index].root
-            with self.subTest(path=p, home=root):
-                self.assertEqual(r.miss_shards(home), [])
-                self.assertEqual(self.touched(r, r.exists, p), (False, {root}))
-                located, dirs = self.touched(r, r.locate, p)
-                self.assertEqual((located.found.kind, dirs), ("missing", {root}))
-                failed, dirs = self.touched(r, r.read_with_fallback, p)
-                self.assertIsInstance(failed, NotFound)
-                self.assertEqual(dirs, {root})
-                created, dirs = self.touched(r, r.create, p, b"new")
-                self.assertEqual((created.kind, created.index, dirs), (CREATED, home.index, {root}))
-                self.assertEqual(read(home.real), b"new")
-        # The same shards in version 2: a miss looks in every one of them.
-        v2 = self.router("version 2")
-        p = self.paths(v2, "b")[0]
-        self.assertEqual(self.touched(v2, v2.exists, p), (False, set(self.roots(v2))))
 
     def test_a_copy_where_no_placement_is_open_is_not_found_but_deleted(self) -> None:
         r = self.router("nothing open")

@@ -1,8 +1,10 @@
-"""The errors the package raises on purpose, each with the rule it names (``kind``)."""
+"""The errors the package raises on purpose, each with the rule it names (``kind``). The native module
+(``_native``, the Rust router) raises these very classes."""
 
 from __future__ import annotations
 
 import errno
+from typing import Optional
 
 
 class RouterError(Exception):
@@ -78,7 +80,6 @@ class NotARegularFile(RouterError, OSError):
         return "%s is a %s, not a regular file: not data, left alone" % (self.path, self.what)
 
 
-
 class OtherOwners(RouterError, OSError):
     """A move between two files of different owners: which is newer is the writers' to say (an mtime anyone
     can set), so neither takes the other's name and both stay. ``src`` and ``dst`` name them, ``src_uid`` and
@@ -92,3 +93,22 @@ class OtherOwners(RouterError, OSError):
     def __str__(self) -> str:
         return "%s (uid %d) and %s (uid %d) have different owners: neither replaces the other; both left for a " \
                "person to look at" % (self.src, self.src_uid, self.dst, self.dst_uid)
+
+
+class ReportError(RouterError, ValueError):
+    """A report file that is not a report. ``kind``: too-large, malformed or wrong-name (report.rs ``ReportError``)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class ReportFault(RouterError):
+    """This router could not report. ``kind``: ``no-report-dir`` (a per-target layout without a shard rooted at ``/``
+    and no ``report_root``) or ``report-lapsed`` (the lease: the report is ``LEASE_SECS`` old and writing it failed,
+    so nothing is written or moved; ``last_ok`` is when it was last written, None if never)."""
+
+    def __init__(self, kind: str, message: str, last_ok: Optional[int] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.last_ok = last_ok

@@ -5,7 +5,7 @@ the same ``storage_options``, reads and writes logical paths through a ``Router`
 ``read_with_fallback``'s, a write ``write``'s (atomic, at home), an exclusive create ``create``'s, a removal
 ``delete``'s (every copy), a listing ``scandir``'s (the union of the shards). fsspec finds the class through the
 entry point ``fsspec.specs`` of this distribution; nothing else imports this module, so the core keeps no
-dependency. Not a Rust module: the only module with no counterpart in ``router/src/``.
+dependency. Python's own: the only module with no counterpart in ``router/src/``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import datetime
 import errno
 import io
 import os
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union, overload
+from typing import Any, Dict, List, Literal, Optional, Union, overload
 
 from fsspec import AbstractFileSystem
 from fsspec.callbacks import DEFAULT_CALLBACK
@@ -328,7 +328,7 @@ class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec s
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
         if lister.scandir(e.path):
             raise OSError(errno.ENOTEMPTY, "directory not empty", path)
-        _remove_dirs(lister, e.path, e.shards)
+        lister.remove_dir(e.path, e.shards)
 
 
 def _in_tree(lister: _Lister, path: str) -> str:
@@ -339,27 +339,6 @@ def _in_tree(lister: _Lister, path: str) -> str:
         return lister.directory(path)
     except ValueError as e:
         raise FileNotFoundError(errno.ENOENT, str(e), path) from e
-
-
-def _remove_dirs(lister: _Lister, logical: str, shards: Sequence[int]) -> None:
-    """``rmdir`` of ``logical`` in each of ``shards``, its parent opened beneath the mount without following a link;
-    the first error is raised after every shard was tried."""
-    parent, _, name = logical.rpartition("/")
-    failure: Optional[OSError] = None
-    for j in shards:
-        fd = lister._open(j, parent)
-        if fd is None:
-            continue
-        try:
-            os.rmdir(name, dir_fd=fd)
-        except (FileNotFoundError, NotADirectoryError):
-            pass  # gone meanwhile, or something else by now: no directory of this name to remove there
-        except OSError as err:
-            failure = failure or err
-        finally:
-            os.close(fd)
-    if failure is not None:
-        raise failure
 
 
 # The storage options AbstractFileSystem itself reads (its caches); the others are this class's.

@@ -1,4 +1,5 @@
-"""How the shards are mounted on this host (router/src/layout.rs)."""
+"""How the shards are mounted on this host (router/src/layout.rs): what the package hands the router, and where a
+shard's copy of a path is (``real_path``), for applications and tests."""
 
 from __future__ import annotations
 
@@ -8,17 +9,6 @@ from typing import Optional, Sequence, Tuple, Union
 
 from .errors import LayoutError
 from .list import Target
-
-
-def _relative_to(root: str, ancestor: str) -> Optional[str]:
-    """``root`` relative to ``ancestor`` when ``ancestor`` is ``root`` or above it."""
-    if ancestor == "/":
-        return root.lstrip("/")
-    if root == ancestor:
-        return ""
-    if root.startswith(ancestor + "/"):
-        return root[len(ancestor) + 1:]
-    return None
 
 
 def _join(base: str, rel: str) -> str:
@@ -62,26 +52,5 @@ class Layout:
         assert self.base is not None
         return _join(self.base, targets[index].root.lstrip("/"))
 
-    def beneath_mount(self, targets: Sequence[Target], index: int) -> Tuple[str, str]:
-        """Shard ``index``'s directory as a mount of this host and the path beneath it ("" for the mount
-        itself): what a delete opens without following a link planted in a shard's root."""
-        if self.mounts is not None:
-            return self.mounts[index], ""
-        assert self.base is not None
-        return self.base, targets[index].root.lstrip("/")
-
     def real_path(self, targets: Sequence[Target], index: int, normalised: str) -> str:
         return os.path.join(self.shard_dir(targets, index), normalised)
-
-    def move_paths(self, targets: Sequence[Target], src: int, dst: int, normalised: str) -> Optional[Tuple[str, str]]:
-        """Source and destination through one mount that sees both shards (a link or rename between
-        two mounts fails with EXDEV, even of one file system); None when no mount does."""
-        if self.mounts is None:
-            return self.real_path(targets, src, normalised), self.real_path(targets, dst, normalised)
-        for k, t in enumerate(targets):
-            a = _relative_to(targets[src].root, t.root)
-            b = _relative_to(targets[dst].root, t.root)
-            if a is not None and b is not None:
-                return (os.path.join(_join(self.mounts[k], a), normalised),
-                        os.path.join(_join(self.mounts[k], b), normalised))
-        return None

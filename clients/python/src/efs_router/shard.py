@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Mapping, Sequence, Union
 
-from .errors import RouteError
-from .list import MODULO_SHA256, STRATEGIES, Target
-from .path import normalise
+from . import _native
+from .list import STRATEGIES, Target
+from .path import _text
 
 TargetLike = Union[Target, Mapping[str, Any]]
 
@@ -21,13 +20,12 @@ def _field(t: TargetLike, key: str, default: Any) -> Any:
 
 def rendezvous_score(root: str, normalised: str) -> int:
     """First 8 bytes, big-endian, of SHA-256 over ``root`` (UTF-8), one 0x00 byte, ``normalised`` (UTF-8)."""
-    digest = hashlib.sha256(root.encode("utf-8") + b"\0" + normalised.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
+    return _native.rendezvous_score(root, _text(normalised))
 
 
 def modulo_sha256(path: str, n: int) -> int:
     """The original expression: ``int(hashlib.sha256(path.encode()).hexdigest(), 16) % n``."""
-    return int(hashlib.sha256(path.encode()).hexdigest(), 16) % n
+    return _native.modulo_sha256(path, n)
 
 
 def shard_index(path: str, targets: Sequence[TargetLike], strategy: str) -> int:
@@ -38,26 +36,7 @@ def shard_index(path: str, targets: Sequence[TargetLike], strategy: str) -> int:
     path, ``modulo-sha256`` the path exactly as given (as the original did). Draining shards
     are never chosen: routing is as if they were already removed.
     """
-    normalised = normalise(path)
-    return _index_of(path, normalised, targets, strategy)
-
-
-def _index_of(raw: str, normalised: str, targets: Sequence[TargetLike], strategy: str) -> int:
     if strategy not in STRATEGIES:
         raise ValueError("unknown strategy %r: expected one of %s" % (strategy, ", ".join(STRATEGIES)))
-    if not targets:
-        raise RouteError("no-targets", "the mount target list is empty: there is no shard to route to")
-    active = [i for i, t in enumerate(targets) if not _field(t, "draining", False)]
-    if not active:
-        raise RouteError("all-draining", "all %d shards are draining: there is no shard to route new files to"
-                         % len(targets))
-    if strategy == MODULO_SHA256:
-        return active[modulo_sha256(raw, len(active))]
-    best: Optional[Tuple[int, bytes, int]] = None
-    for i in active:
-        root = _field(targets[i], "root", "/")
-        key = (-rendezvous_score(root, normalised), root.encode("utf-8"), i)
-        if best is None or key < best:
-            best = key
-    assert best is not None
-    return best[2]
+    shards = [(_field(t, "root", "/"), bool(_field(t, "draining", False))) for t in targets]
+    return _native.shard_index(_text(path), shards, strategy)
