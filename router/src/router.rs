@@ -298,6 +298,11 @@ impl Router {
         }
         for ((j, real), there) in others.iter().zip(probe(&others, fresh_present)) {
             if there? {
+                // Home was not asked yet (home last): another client may have written it there
+                // since this client cached it missing. Home answers when it has the file.
+                if home_last && fresh_present(&home.real)? {
+                    return Ok(Found::Home);
+                }
                 return Ok(Found::Elsewhere {
                     index: *j,
                     real: real.clone(),
@@ -400,6 +405,20 @@ impl Router {
         };
         let stamp = copy.stamp;
         let data = copy.read(real)?;
+        if home_last {
+            // A placement hit, home not asked since this client's first look, which its cache
+            // may have answered: a version written at home since then is the newer one unless
+            // the placement's copy is newer still (a writer on the earlier list). One round
+            // trip, on a placement hit only.
+            if let Some(at_home) = fresh_open(&home.real)? {
+                if at_home.stamp.mtime() >= stamp.mtime() {
+                    return Ok(Read {
+                        data: at_home.read(&home.real)?,
+                        place: Place::Home,
+                    });
+                }
+            }
+        }
         if self.list.open.is_some() {
             // A version 3 list: a miss found it only where an open placement homes it. Moving it
             // home would hide it from the clients still on that placement's list, whose misses

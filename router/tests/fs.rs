@@ -681,6 +681,31 @@ fn a_read_on_a_version_3_list_leaves_a_copy_where_an_open_placement_homes_it() {
     assert!(!at_slash.exists() && home.exists());
 }
 
+/// A placement hit beside a copy at home: `locate` names home, and a read takes the newer of
+/// the two (home on a tie), on any file system. (Over NFS the read's first look at home can be
+/// this client's stale "missing"; router/tests/nfs.rs plays that through two mounts.)
+#[test]
+fn a_placement_hit_beside_a_copy_at_home_answers_home_unless_the_placement_is_newer() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in THREE {
+        fs::create_dir_all(dir.path().join(r.trim_start_matches('/'))).unwrap();
+    }
+    let mut v3 = list(THREE, Strategy::Rendezvous);
+    v3.open = Some(efs_router::Open::Placements(vec![
+        efs_router::Placement::of(Strategy::Rendezvous, &[target(0, "/")]),
+    ]));
+    let router = Router::new(v3, Layout::single_mount(dir.path())).unwrap();
+    let (p, home, at_slash) = misplaced(&router, 1, 0, "both-");
+    fs::create_dir_all(home.parent().unwrap()).unwrap();
+    put_at(&at_slash, b"older, at the placement", 10);
+    put_at(&home, b"newer, at home", 20);
+    assert_eq!(router.locate(&p).unwrap().found, Found::Home);
+    // The placement's copy newer (a writer still on the earlier list): the read takes it.
+    put_at(&at_slash, b"newest, at the placement", 30);
+    assert_eq!(router.locate(&p).unwrap().found, Found::Home);
+    assert!(router.exists(&p).unwrap());
+}
+
 /// Under open placements a miss asks home last, not first: files move only from a placement's
 /// home to their home (the function's moves; a read leaves them), linked home before they go,
 /// so a look at the placement and then at home never misses one in flight. A mover takes the

@@ -153,6 +153,70 @@ fn probe_a_miss_then_another_clients_write_is_found() {
     assert_eq!(task1.locate(&path).unwrap().found, Found::Home);
 }
 
+/// Sets `path`'s modification time to `secs` after 2023-11-14 (the server keeps it).
+fn set_mtime(path: &Path, secs: u64) {
+    let t = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// Issue 39, item 4: under open placements a miss asks home last, and a client's first look
+/// at home may be its cache's stale "missing". A placement hit then confirms home with the
+/// server: a version another client wrote at home since wins, unless the placement's copy is
+/// newer still; `locate` names home whenever home has the file.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_placement_hit_beside_a_newer_home_copy_reads_home() {
+    let t = "placement_hit";
+    let m = setup(t);
+    let mut list = router(&m[1], t).list().clone();
+    list.open = Some(efs_router::Open::Placements(vec![
+        efs_router::Placement::of(
+            efs_router::Strategy::Rendezvous,
+            &[Target::new("fsmt-0", "10.0.0.4", "/")],
+        ),
+    ]));
+    let task1 = Router::new(list, Layout::single_mount(m[1].join(t))).unwrap();
+    for (round, placement_newer) in [(0, false), (1, true)] {
+        let (path, home1, slash1) = misplaced(&task1, 1, 0, &format!("p{round}-"));
+        let (home2, slash2) = (
+            through(&home1, &m[1], &m[2]),
+            through(&slash1, &m[1], &m[2]),
+        );
+        // Task 1 looks at home and caches the miss; task 2 writes both copies.
+        assert!(missing(&home1));
+        write_atomically(&slash2, b"at the placement");
+        write_atomically(&home2, b"at home");
+        let (older, newer) = if placement_newer {
+            (&home2, &slash2)
+        } else {
+            (&slash2, &home2)
+        };
+        set_mtime(older, 10);
+        set_mtime(newer, 20);
+        assert!(
+            missing(&home1),
+            "{ON_THE_TIER}: the tier must show a stale negative lookup, or this test proves nothing"
+        );
+        let read = task1.read_with_fallback(&path).unwrap();
+        let want: (&[u8], Place) = if placement_newer {
+            (b"at the placement", Place::AtPlacement { index: 0 })
+        } else {
+            (b"at home", Place::Home)
+        };
+        assert_eq!((read.data.as_slice(), read.place), want, "round {round}");
+        assert_eq!(
+            task1.locate(&path).unwrap().found,
+            Found::Home,
+            "round {round}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "runs on the NFS tier (make nfs-test)"]
 fn probe_the_old_name_after_a_move_is_not_named() {
