@@ -42,6 +42,8 @@ pub const FUSE_INTERRUPT: u32 = 36;
 pub const FUSE_DESTROY: u32 = 38;
 pub const FUSE_IOCTL: u32 = 39;
 pub const FUSE_NOTIFY_REPLY: u32 = 41;
+/// The `error` of a notification the server sends unasked (`unique` 0): a cached name to drop.
+pub const FUSE_NOTIFY_INVAL_ENTRY: i32 = 3;
 pub const FUSE_BATCH_FORGET: u32 = 42;
 pub const FUSE_RENAME2: u32 = 45;
 

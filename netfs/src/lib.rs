@@ -23,6 +23,16 @@
 //!   caches them (`acdirmin`, `acregmin`): with no cache at all every path component would be a
 //!   LOOKUP and `stat` would answer a LOOKUP with a second GETATTR, depending on the clock
 //!   tick, which neither NFS nor a deterministic test wants. All three are settings.
+//! - **A client whose cache of names is older than the server** (`name_ttl` above 0, and
+//!   `revalidate_dirs_on_open`): the kernel trusts a file's name for `name_ttl`, so a name
+//!   removed or replaced in the backing directory (by "another client") still answers `stat`
+//!   with the file this client looked up, as an NFS client's name cache does (docs/design.md
+//!   fact 13). And as NFS's close-to-open does for directories, opening a directory drops the
+//!   names cached in it that changed in the backing directory since the kernel was given them
+//!   (`FUSE_NOTIFY_INVAL_ENTRY`), so the next lookup of them asks the server. (NFS drops every
+//!   name of a directory that changed; the names that did not change would be found again as
+//!   they were. A name's change is told by its inode, exactly: the directory's times are
+//!   coarser than a tick.)
 //! - **Like NFS, not like a local disk**: `renameat2` with flags (`RENAME_NOREPLACE`) is
 //!   refused with `EINVAL` (Linux's NFS client does the same), lookups and readdirs in one
 //!   directory run in parallel (`FUSE_PARALLEL_DIROPS`), and the kernel still holds a
@@ -72,6 +82,9 @@ pub struct Options {
     pub attr_ttl: Duration,
     /// Threads serving requests.
     pub threads: usize,
+    /// Opening a directory that changed in the backing directory since the kernel last looked
+    /// drops the names the kernel cached in it (see the crate's documentation).
+    pub revalidate_dirs_on_open: bool,
 }
 
 impl Default for Options {
@@ -83,6 +96,7 @@ impl Default for Options {
             dir_ttl: Duration::from_secs(1),
             attr_ttl: Duration::from_secs(1),
             threads: 64,
+            revalidate_dirs_on_open: false,
         }
     }
 }
@@ -283,6 +297,7 @@ impl NetFs {
                 },
             )])),
             dirs: Mutex::new(HashMap::new()),
+            given: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
         });
         for i in 0..options.threads.max(1) {
@@ -582,6 +597,9 @@ struct Server {
     root_ino: u64,
     nodes: Mutex<HashMap<u64, Node>>,
     dirs: Mutex<HashMap<u64, Arc<Mutex<DirState>>>>,
+    /// The names the kernel was given, by backing directory, each with the inode it named
+    /// then (`revalidate_dirs_on_open`).
+    given: Mutex<HashMap<PathBuf, Vec<(OsString, u64)>>>,
     next_fh: AtomicU64,
 }
 
@@ -745,6 +763,7 @@ impl Server {
     /// An entry reply for `path`, which the kernel now holds one more reference to.
     fn entry(&self, path: PathBuf) -> Reply {
         let md = fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
+        self.name_given(&path, md.ino());
         let nodeid = self.nodeid(md.ino());
         {
             let mut nodes = self.nodes.lock().unwrap();
@@ -1115,9 +1134,67 @@ impl Server {
         Ok(Vec::new())
     }
 
+    /// The kernel was given `path`'s name, naming inode `ino` (`revalidate_dirs_on_open`).
+    fn name_given(&self, path: &Path, ino: u64) {
+        if !self.opts.revalidate_dirs_on_open {
+            return;
+        }
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return;
+        };
+        let mut given = self.given.lock().unwrap();
+        let names = given.entry(dir.to_path_buf()).or_default();
+        names.retain(|(n, _)| n != name);
+        names.push((name.to_os_string(), ino));
+    }
+
+    /// Opening directory `nodeid` (backing `path`): the names given in it that no longer name
+    /// the inode they named then are dropped from the kernel's cache (`revalidate_dirs_on_open`).
+    fn revalidate(&self, nodeid: u64, path: &Path) {
+        if !self.opts.revalidate_dirs_on_open {
+            return;
+        }
+        let stale: Vec<OsString> = {
+            let mut given = self.given.lock().unwrap();
+            let Some(names) = given.get_mut(path) else {
+                return;
+            };
+            let now = |n: &OsStr| fs::symlink_metadata(path.join(n)).ok().map(|m| m.ino());
+            let (stale, kept) = std::mem::take(names)
+                .into_iter()
+                .partition(|(n, ino)| now(n) != Some(*ino));
+            *names = kept;
+            stale.into_iter().map(|(n, _)| n).collect()
+        };
+        for name in stale {
+            self.notify_inval_entry(nodeid, &name);
+        }
+    }
+
+    /// Tells the kernel to drop its cached name `name` in directory `parent`. A name it no
+    /// longer holds is answered with an error, which changes nothing.
+    fn notify_inval_entry(&self, parent: u64, name: &OsStr) {
+        let name = name.as_bytes();
+        let len = OUT_HEADER_LEN + 16 + name.len() + 1;
+        let mut out = Vec::with_capacity(len);
+        put_u32(&mut out, len as u32);
+        put_i32(&mut out, FUSE_NOTIFY_INVAL_ENTRY);
+        put_u64(&mut out, 0);
+        put_u64(&mut out, parent);
+        put_u32(&mut out, name.len() as u32);
+        put_u32(&mut out, 0);
+        out.extend_from_slice(name);
+        out.push(0);
+        // SAFETY: writing our own buffer.
+        unsafe {
+            libc::write(self.fd.as_raw_fd(), out.as_ptr().cast(), out.len());
+        }
+    }
+
     fn opendir(&self, req: &Request) -> Reply {
         let path = self.path_of(req.nodeid)?;
         let md = fs::metadata(&path).map_err(|e| errno(&e))?;
+        self.revalidate(req.nodeid, &path);
         let reader = fs::read_dir(&path).map_err(|e| errno(&e))?;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let state = DirState {
