@@ -31,12 +31,16 @@ struct Hook {
     /// Links of the armed source: (the error number, 0 for none) of each, in order.
     links: Vec<i32>,
     watched: Option<PathBuf>,
+    /// Before the link of the watched source this many links on, removes this other name
+    /// ([`arm_elsewhere`]).
+    elsewhere: Option<(usize, PathBuf)>,
 }
 
 static HOOK: Mutex<Hook> = Mutex::new(Hook {
     armed: None,
     links: Vec::new(),
     watched: None,
+    elsewhere: None,
 });
 
 extern "C" {
@@ -68,6 +72,15 @@ pub unsafe extern "C" fn linkat(
             hook.armed = None;
         }
         let watched = hook.watched.as_deref() == Some(old_path);
+        if watched {
+            if let Some((left, other)) = &mut hook.elsewhere {
+                *left -= 1;
+                if *left == 0 {
+                    fs::remove_file(&*other).expect("the hook removes the other name");
+                    hook.elsewhere = None;
+                }
+            }
+        }
         (swap, watched)
     };
     // A writer's new file is made before the old one goes (as a write to a temporary name
@@ -110,6 +123,7 @@ pub fn arm(src: &Path, swap: Swap, bytes: &[u8]) {
     hook.armed = Some((src.to_path_buf(), swap, bytes.to_vec()));
     hook.watched = Some(src.to_path_buf());
     hook.links.clear();
+    hook.elsewhere = None;
 }
 
 /// The links of the armed source since [`arm`], each's error number (0: linked); disarms.
@@ -117,6 +131,7 @@ pub fn links() -> Vec<i32> {
     let mut hook = HOOK.lock().unwrap();
     hook.armed = None;
     hook.watched = None;
+    hook.elsewhere = None;
     std::mem::take(&mut hook.links)
 }
 
@@ -126,4 +141,14 @@ pub fn watch(src: &Path) {
     hook.armed = None;
     hook.watched = Some(src.to_path_buf());
     hook.links.clear();
+    hook.elsewhere = None;
+}
+
+/// Counts every link of `src` from now on, and just before the `nth` of them (1: the next)
+/// removes `other`: the source's file as another client (or the server itself) names it, so
+/// that what this client's cache holds of `src` stays as it was.
+pub fn arm_elsewhere(src: &Path, nth: usize, other: &Path) {
+    assert!(nth > 0, "the first link is the 1st");
+    watch(src);
+    HOOK.lock().unwrap().elsewhere = Some((nth, other.to_path_buf()));
 }
