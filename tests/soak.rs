@@ -1531,7 +1531,8 @@ struct Stats {
     /// Runs begun while only ECS's task rule held them: no rollout held, every live report on
     /// the published list, and a task ECS had not stopped yet, started before the list.
     held_by_tasks_alone: usize,
-    /// Times ECS moved its stopping tasks on a status (`advance_tasks`).
+    /// Steps of the course (not the end's) after which ECS showed a stopping task on another
+    /// status than before (`advance_tasks`).
     task_stop_steps: usize,
     /// Rebalances that walked (by kind): resumed where a capped or timed-out one stopped,
     /// stopped by `REBALANCE_MAX_VISITS` or the time, and compared against added shards only.
@@ -1914,6 +1915,12 @@ impl Soak {
         out
     }
 
+    /// The last status of every task of those groups, by id.
+    fn task_statuses(&self) -> BTreeMap<String, String> {
+        let groups = self.task_groups().into_iter();
+        groups.flat_map(|g| self.tb.proxy.tasks(&g)).collect()
+    }
+
     /// Coverage a statistic is still owed: past half the main steps with none of it yet, the
     /// course is steered to it (an actor starts, lives or writes for sure), so the statistic
     /// does not rest on the seed's luck.
@@ -2048,20 +2055,26 @@ impl Soak {
         };
         if !from.is_empty() && rng.chance(per_mille) {
             self.tb.proxy.advance_tasks();
-            self.stats.task_stop_steps += 1;
+            // Counted on what ECS shows after it: a task of `from` on another status.
+            let now = self.task_statuses();
+            let moved = from
+                .iter()
+                .filter(|(id, status)| now.get(id).is_some_and(|s| s != status))
+                .count();
+            self.stats.task_stop_steps += usize::from(moved > 0);
             said.push(format!(
-                "ECS moves its stopping tasks one status on from {from:?}"
+                "ECS moves its stopping tasks one status on from {from:?}: {moved} moved"
             ));
         }
         self.follow_tasks();
     }
 
-    /// Every task ECS is stopping is STOPPED.
+    /// Every task ECS is stopping is STOPPED: the end's doing, not the course's, so not counted
+    /// in `task_stop_steps`.
     fn stop_tasks_now(&mut self) {
         for _ in 0..4 {
             self.tb.proxy.advance_tasks();
         }
-        self.stats.task_stop_steps += 1;
         self.follow_tasks();
     }
 
