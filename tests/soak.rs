@@ -110,8 +110,10 @@
 //! (or "not found" for a new parameter). Beside the faults aimed at one operation (ListTasks,
 //! DescribeTasks and RunTask among them: RunTask is the harness's own, so a fault drawn for it
 //! waits for the next standalone task's start, which may also draw one, and the harness calls
-//! again), a **throttling burst** hits EFS, SSM, ECS and EC2 at once. `assert_statistics`
-//! holds the default run to each of them having fired, and the summary counts them.
+//! again), a **throttling burst** hits EFS, SSM, ECS and EC2 at once. A fault counts only
+//! when the function's own call met it (the proxy tells its calls by the key that signed
+//! them); the harness's RunTask's are counted apart. `assert_statistics` holds the default run
+//! to each of them having fired, and the summary counts them.
 //!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
@@ -1411,11 +1413,14 @@ struct Stats {
     most_calls: (usize, usize),
     /// Faults drawn for a run, by name.
     drawn: BTreeMap<&'static str, usize>,
-    /// Faults that fired: the proxy answered with them (or the run was killed, the deadline
-    /// was short, a new target was held `creating`).
+    /// Faults that fired in a function run: the proxy answered the function's call with them
+    /// (or the run was killed, the deadline was short, a new target was held `creating`).
     faults: BTreeMap<&'static str, usize>,
-    /// Faults aimed at one operation that fired, by operation (RunTask's in the harness).
+    /// Faults aimed at one operation that the function's own calls met, by operation.
     faulted_operations: BTreeMap<&'static str, usize>,
+    /// Faults the harness's own RunTask met (the function never calls it), by name: not the
+    /// function's, so in no statistic of its faults.
+    harness_faults: BTreeMap<&'static str, usize>,
     /// Throttling errors of the bursts that fired, by service.
     burst_throttles: BTreeMap<String, usize>,
     /// RunTask calls the harness made again after a fault.
@@ -2429,8 +2434,8 @@ impl Soak {
         let Some(fault) = fault.filter(|_| proxy.faulted("RunTask") > faulted_before) else {
             return Ok((out, String::new()));
         };
-        *self.stats.faults.entry(fault.name()).or_default() += 1;
-        *self.stats.faulted_operations.entry("RunTask").or_default() += 1;
+        // The harness's call, not the function's: counted apart from the faults it met.
+        *self.stats.harness_faults.entry(fault.name()).or_default() += 1;
         Ok((out, format!(" (met {fault:?}, {tries} call(s))")))
     }
 
@@ -3577,7 +3582,8 @@ impl Soak {
             of.map(|(_, n)| n).sum()
         };
         let on = |op: &str| s.faulted_operations.get(op).copied().unwrap_or(0);
-        let task_ops = ["ListTasks", "DescribeTasks", "RunTask"];
+        // The function's calls only: RunTask is the harness's.
+        let task_ops = ["ListTasks", "DescribeTasks"];
         let mut out = vec![
             (
                 "targets shown deleting".to_string(),
@@ -4178,8 +4184,13 @@ impl Soak {
         let (calls_before, listings_before) = (proxy.total(), proxy.count("ListTasks"));
         let stalled_before = proxy.stalled_requests();
         let created_before = proxy.created_mount_targets().len();
-        let faulted_before = fault.operation().map_or(0, |op| proxy.faulted(op));
-        let throttled_before = proxy.throttled_by_service();
+        // Only the function's own calls count: the harness's (its RunTask, say) are signed with
+        // another key.
+        let key = support::function::ACCESS_KEY_ID;
+        let faulted_before = fault
+            .operation()
+            .map_or(0, |op| proxy.faulted_signed_by(key, op));
+        let throttled_before = proxy.throttled_signed_by(key);
         let mut instance = self.tb.function.start().await;
         let started = Instant::now();
         let mut killed_among_moves = false;
@@ -4222,10 +4233,10 @@ impl Soak {
             | Fault::Stall(..)
             | Fault::LoseAnswer { .. } => fault
                 .operation()
-                .is_some_and(|op| proxy.faulted(op) > faulted_before),
+                .is_some_and(|op| proxy.faulted_signed_by(key, op) > faulted_before),
             Fault::ThrottleBurst(_) => {
                 let mut services = 0;
-                for (service, n) in proxy.throttled_by_service() {
+                for (service, n) in proxy.throttled_signed_by(key) {
                     let new =
                         n.saturating_sub(throttled_before.get(&service).copied().unwrap_or(0));
                     services += usize::from(new > 0);
@@ -5352,13 +5363,14 @@ impl Soak {
             s.v3_everywhere
         );
         println!(
-            "  AWS's ways {:?}: played {:?}; stale reads {:?}; longest parameter value {} characters; faults fired by operation {:?}; throttle bursts by service {:?}; RunTask calls again {}",
+            "  AWS's ways {:?}: played {:?}; stale reads {:?}; longest parameter value {} characters; faults the function met by operation {:?}; throttle bursts by service {:?}; the harness's RunTask: faults met {:?}, calls again {}",
             self.aws,
             proxy.played(),
             proxy.stale_reads(),
             proxy.longest_parameter_value(),
             s.faulted_operations,
             s.burst_throttles,
+            s.harness_faults,
             s.run_task_retries
         );
         println!(

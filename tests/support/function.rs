@@ -16,6 +16,10 @@ use tokio::task::JoinHandle;
 
 use super::runtime_api::{Pending, Report, RuntimeApi};
 
+/// The access key the function signs its AWS calls with: the proxy tells its calls from the
+/// test's own by it (`Proxy::faulted_signed_by`).
+pub const ACCESS_KEY_ID: &str = "AKIDEXAMPLETESTKEY";
+
 /// How to start the function: the binary and its environment.
 #[derive(Clone, Debug)]
 pub struct Function {
@@ -47,7 +51,7 @@ impl Function {
             ("AWS_ENDPOINT_URL", endpoint),
             ("AWS_REGION", "us-east-1"),
             ("AWS_DEFAULT_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLETESTKEY"),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID),
             ("AWS_SECRET_ACCESS_KEY", "test-secret-key"),
             ("AWS_EC2_METADATA_DISABLED", "true"),
         ]

@@ -133,6 +133,10 @@ struct State {
     /// Throttling errors injected, by the service the request was signed for (`ec2`, `ssm`,
     /// `ecs`, `elasticfilesystem`).
     throttled: BTreeMap<String, usize>,
+    /// Faulted requests and throttling errors again, by the access key that signed them
+    /// (who made the call: the function, or the test's own clients), then operation or service.
+    faulted_by_key: BTreeMap<(String, String), usize>,
+    throttled_by_key: BTreeMap<(String, String), usize>,
     order: Vec<String>,
     faults: Vec<Fault>,
     /// How many `DescribeMountTargets` answers show a target created from now on as `creating`.
@@ -569,6 +573,21 @@ impl Proxy {
         self.state.lock().unwrap().throttled.clone()
     }
 
+    /// [`Proxy::faulted`], of the requests signed with the access key `key` only: the calls
+    /// of one caller (the function's: `support::function::ACCESS_KEY_ID`).
+    pub fn faulted_signed_by(&self, key: &str, operation: &str) -> usize {
+        let s = self.state.lock().unwrap();
+        let by = (key.to_string(), operation.to_string());
+        s.faulted_by_key.get(&by).copied().unwrap_or(0)
+    }
+
+    /// [`Proxy::throttled_by_service`], of the requests signed with the access key `key` only.
+    pub fn throttled_signed_by(&self, key: &str) -> BTreeMap<String, usize> {
+        let s = self.state.lock().unwrap();
+        let of = s.throttled_by_key.iter().filter(|((k, _), _)| k == key);
+        of.map(|((_, service), n)| (service.clone(), *n)).collect()
+    }
+
     /// Every request seen.
     pub fn total(&self) -> usize {
         self.state.lock().unwrap().counts.values().sum()
@@ -604,6 +623,8 @@ impl Proxy {
         state.counts.clear();
         state.faulted.clear();
         state.throttled.clear();
+        state.faulted_by_key.clear();
+        state.throttled_by_key.clear();
         state.order.clear();
     }
 
@@ -692,7 +713,8 @@ async fn handle(
     }
 
     // Count it, and fail it if a fault is due.
-    let fault = count_and_fault(&state, &op, &signed_for(&parts.headers));
+    let (key, service) = signed_by(&parts.headers);
+    let fault = count_and_fault(&state, &op, &service, &key);
     match fault {
         Some(FaultKind::Stall) => return Ok(stalled().await),
         Some(FaultKind::LoseAnswer) | None => {}
@@ -753,7 +775,7 @@ async fn handle(
 }
 
 /// Counts the request, and returns the fault due to it, if any.
-fn count_and_fault(state: &Mutex<State>, op: &str, service: &str) -> Option<FaultKind> {
+fn count_and_fault(state: &Mutex<State>, op: &str, service: &str, key: &str) -> Option<FaultKind> {
     let mut s = state.lock().unwrap();
     *s.counts.entry(op.to_string()).or_default() += 1;
     s.order.push(op.to_string());
@@ -773,9 +795,13 @@ fn count_and_fault(state: &Mutex<State>, op: &str, service: &str) -> Option<Faul
     }
     if fault.is_some() {
         *s.faulted.entry(op.to_string()).or_default() += 1;
+        let by = (key.to_string(), op.to_string());
+        *s.faulted_by_key.entry(by).or_default() += 1;
     }
     if fault == Some(FaultKind::Throttle) {
         *s.throttled.entry(service.to_string()).or_default() += 1;
+        let by = (key.to_string(), service.to_string());
+        *s.throttled_by_key.entry(by).or_default() += 1;
     }
     if matches!(fault, Some(FaultKind::Stall)) {
         s.stalled += 1;
@@ -783,16 +809,19 @@ fn count_and_fault(state: &Mutex<State>, op: &str, service: &str) -> Option<Faul
     fault
 }
 
-/// The service a request was signed for: the fourth part of its SigV4 credential scope
-/// (`Credential=<key>/<date>/<region>/<service>/aws4_request`), or `unsigned`.
-fn signed_for(headers: &HeaderMap) -> String {
-    headers
+/// Who signed a request, and the service it was signed for: the first and the fourth part of
+/// its SigV4 credential scope (`Credential=<key>/<date>/<region>/<service>/aws4_request`), or
+/// `unsigned`.
+fn signed_by(headers: &HeaderMap) -> (String, String) {
+    let scope = headers
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|auth| auth.split("Credential=").nth(1))
-        .and_then(|scope| scope.split(['/', ',']).nth(3))
-        .unwrap_or("unsigned")
-        .to_string()
+        .and_then(|auth| auth.split("Credential=").nth(1));
+    let part = |n: usize| {
+        let part = scope.and_then(|scope| scope.split(['/', ',']).nth(n));
+        part.unwrap_or("unsigned").to_string()
+    };
+    (part(0), part(3))
 }
 
 /// Sends the request on to moto (a paged one without its markers: moto answers everything)
