@@ -113,7 +113,7 @@
 //! again), a **throttling burst** hits EFS, SSM, ECS and EC2 at once. A fault counts only
 //! when the function's own call met it (the proxy tells its calls by the key that signed
 //! them); the harness's RunTask's are counted apart. `assert_statistics` holds the default run
-//! to each of them having fired, and the summary counts them.
+//! to each of them having fired (`REQUIRED`), and the summary counts them.
 //!
 //! **After every step** (failing with the seed, the step and the step log):
 //!
@@ -353,6 +353,171 @@ const HOSTILE_KINDS: &[(&str, &str, &[&str])] = &[
 ];
 /// A run this long must have done every action of the co-tenant (shorter ones: every kind).
 const HOSTILE_ALL_STEPS: u64 = 2000;
+
+/// Where a statistic of the soak must be met: on both of its grounds, on one local directory
+/// only (`host`), or on the NFS tier only (`tier`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum On {
+    Both,
+    Host,
+    Tier,
+}
+
+impl On {
+    /// As docs/testing.md's table of statistics writes it.
+    fn word(self) -> &'static str {
+        match self {
+            On::Both => "both",
+            On::Host => "host",
+            On::Tier => "tier",
+        }
+    }
+}
+
+/// A statistic the soak asserts above zero (`Soak::assert_statistics`), and when: in runs of
+/// `from` steps or more, `on` which ground, of the default seed only or of any, and only when
+/// the statistic `given` names is above zero. docs/testing.md's table of statistics is this
+/// one (the test `the_statistics_table_is_required`). A statistic the course is steered to
+/// (`Soak::owed`) says `(steered)`.
+#[derive(Clone, Copy, Debug)]
+struct Required {
+    name: &'static str,
+    from: u64,
+    on: On,
+    default_seed_only: bool,
+    given: Option<&'static str>,
+}
+
+impl Required {
+    /// Required of every seed of `DEFAULT_STEPS` or more, `on` that ground.
+    const fn of(name: &'static str, on: On) -> Required {
+        Required {
+            name,
+            from: DEFAULT_STEPS,
+            on,
+            default_seed_only: false,
+            given: None,
+        }
+    }
+
+    /// Only in runs of `HOSTILE_ALL_STEPS` or more.
+    const fn long(self) -> Required {
+        Required {
+            from: HOSTILE_ALL_STEPS,
+            ..self
+        }
+    }
+
+    /// Only of the default seed.
+    const fn default_seed(self) -> Required {
+        Required {
+            default_seed_only: true,
+            ..self
+        }
+    }
+
+    /// Only when the statistic `other` is above zero.
+    const fn given(self, other: &'static str) -> Required {
+        Required {
+            given: Some(other),
+            ..self
+        }
+    }
+
+    /// Whether a run of `steps` from `seed`, on the tier or not, must meet it (`given` aside).
+    fn applies(&self, steps: u64, tier: bool, seed: u64) -> bool {
+        let ground = match self.on {
+            On::Both => true,
+            On::Host => !tier,
+            On::Tier => tier,
+        };
+        steps >= self.from && ground && (!self.default_seed_only || seed == DEFAULT_SEED)
+    }
+}
+
+/// Every statistic the soak asserts, in the order it asserts them. Where one is not `Both`, or
+/// not of every seed, the course that makes it rests on timing the NFS tier changes, or on
+/// what some seeds lack, as each comment says.
+const REQUIRED: &[Required] = &[
+    Required::of("reconcile runs", On::Both),
+    Required::of("rebalance runs", On::Both),
+    Required::of("faults that fired", On::Both),
+    Required::of("runs killed", On::Both),
+    Required::of("kills among moves", On::Both),
+    Required::of("killed runs that moved files, judged on disk", On::Both),
+    Required::of("kills within a move (steered)", On::Both),
+    Required::of("targets created", On::Both),
+    Required::of("drains", On::Both),
+    // The wind-down deletes every target the function created, on the tier too.
+    Required::of("targets deleted", On::Both),
+    Required::of("checkpoints", On::Both),
+    // Names are abandoned after ABANDONED_AFTER_SECONDS (60 here), in real time: how many a
+    // host run meets depends on how fast the host ran it (a minute or two), so only the tier's
+    // runs, which last minutes, must meet one.
+    Required::of("abandoned names cleaned up", On::Tier),
+    Required::of("paths deleted", On::Both),
+    Required::of("deletes beside runs", On::Both),
+    // Copies in several shards come of old clients' writes, whose timing the tier changes as
+    // it changes the kills'.
+    Required::of("deletes of copies in several shards", On::Host),
+    // What ECS hides comes of the course (rollouts, a version 1 list, files to move), and of
+    // its timing, which the NFS tier changes: held to it on one directory.
+    Required::of("silent clients", On::Host),
+    // Each written through a client's mount: a run named it, on the tier too.
+    Required::of("silent clients named by a run", On::Both).given("silent clients"),
+    Required::of("stopping tasks", On::Host),
+    Required::of("clients whose refresh failed", On::Host),
+    Required::of("routers reading version 1 only", On::Host),
+    Required::of("old-list writes by stopping tasks", On::Host),
+    Required::of("old-list writes by standalone tasks (steered)", On::Host),
+    Required::of("standalone tasks", On::Host),
+    Required::of("lists handed to version 1 routers", On::Host),
+    Required::of("runs held by reports alone", On::Host),
+    Required::of("runs beside a version 1 router", On::Host),
+    // Readers found every file while misses looked only where placements were open. The first
+    // version 3 list knows no past and says `everywhere`, and so does each after it until a
+    // clean pass closes the placements: the default seed has none open in 400 steps (those
+    // lists counted only while `everywhere` counted as open), 13 in 2,000.
+    Required::of("version 3 lists with a placement open", On::Both).long(),
+    // What ECS alone shows (issue 29): a task whose router writes no report, and tasks
+    // stopping slowly while the rollouts lag or lead them.
+    Required::of(
+        "runs beside a task whose router writes no report (steered)",
+        On::Both,
+    ),
+    Required::of("answers naming it unreported (steered)", On::Both),
+    Required::of("steps of ECS stopping tasks", On::Both),
+    // Of the course and its timing, as the hidden clients' are, and seldom in 400 steps.
+    Required::of("runs that moved once it was gone", On::Host).long(),
+    Required::of("runs held by ECS's task rule alone", On::Host).long(),
+    // The resumable rebalance (issue 29): capped runs stop, the next resume.
+    Required::of("rebalances stopped by their cap", On::Both),
+    Required::of("rebalances resumed", On::Both),
+    // It takes a clean pass, then growth alone, then a rebalance before any drain: a course
+    // the default seed has and some others lack (seeds 1 and 8 in 2,000 steps).
+    Required::of("rebalances compared against added shards", On::Host).default_seed(),
+    Required::of("resumes in the last pass", On::Both),
+    // A drain that starts within `ABANDONED_AFTER` of a kill inside a move in its shard waits
+    // for the function to give the move's private name back: the default seed's long runs
+    // meet one (others may not: seed 2 in 2,000 steps; tests/scale_in.rs has it end to end).
+    Required::of("drains held by a cut-short move", On::Both)
+        .long()
+        .default_seed(),
+    // What AWS does that moto does not, as the proxy played it, and the faults with it.
+    Required::of("targets shown deleting", On::Both),
+    Required::of("describes showing a target deleting", On::Both),
+    Required::of("pages of mount targets with more to follow", On::Both),
+    Required::of("pages of subnets with more to follow", On::Both),
+    Required::of("pages of tasks with more to follow", On::Both),
+    Required::of("stopped tasks no longer shown", On::Both),
+    Required::of("stale reads of the state parameter", On::Both),
+    Required::of("stale reads of the list parameter", On::Both),
+    Required::of("throttle bursts across services", On::Both),
+    // Met by the function's own calls (RunTask is the harness's, and counted apart).
+    Required::of("faults on ECS's task operations", On::Both),
+    Required::of("faults on ListTasks", On::Both).long(),
+    Required::of("faults on DescribeTasks", On::Both).long(),
+];
 /// Decisions that grow: what a run must decide when it wants more shards than serve.
 const GROWTH: &[&str] = &[
     "create",
@@ -3376,184 +3541,35 @@ impl Soak {
             .collect()
     }
 
-    /// A soak of the default length or longer must have exercised what it is for: both kinds
-    /// of run, faults that fired, kills, targets created, drains and deletes. (A shorter run
-    /// reproduces a failure, and may not reach them.)
+    /// A soak of the default length or longer must have exercised what it is for: each
+    /// statistic of [`REQUIRED`] above zero where that table says. (A shorter run reproduces a
+    /// failure, and may not reach them.)
     fn assert_statistics(&self) {
         if self.steps < DEFAULT_STEPS {
             return;
         }
-        let s = &self.stats;
-        let counts = [
-            (
-                "reconcile runs",
-                s.runs.get("reconcile").copied().unwrap_or(0),
-            ),
-            (
-                "rebalance runs",
-                s.runs.get("rebalance").copied().unwrap_or(0),
-            ),
-            ("faults that fired", s.faults.values().sum()),
-            ("runs killed", s.kills),
-            ("kills among moves", s.kills_among_moves),
-            // Judged on disk: a killed run took files from their place, with no answer to say so.
-            (
-                "killed runs that moved files, judged on disk",
-                s.changed_on_disk.get("killed").copied().unwrap_or(0),
-            ),
-            // Inside the function's move phase: a private name of a move left (issue 29).
-            ("kills within a move", s.kills_within_a_move),
-            ("targets created", s.created),
-            ("drains", s.drains),
-            // The wind-down deletes every target the function created, on the tier too.
-            ("targets deleted", s.deleted),
-            ("checkpoints", s.checkpoints),
-            // Names are abandoned after ABANDONED_AFTER_SECONDS (60 here), in real time: how
-            // many a host run meets depends on how fast the host ran it (a minute or two), so
-            // only the tier's runs, which last minutes, must meet one.
-            (
-                "abandoned names cleaned up",
-                match self.views.tier {
-                    true => s.abandoned_removed as usize,
-                    false => 1,
-                },
-            ),
-            (
-                "paths deleted",
-                s.client_ops.get("delete").copied().unwrap_or(0),
-            ),
-            ("deletes beside runs", s.deletes_beside_runs),
-            // Copies in several shards come of old clients' writes, whose timing the tier
-            // changes as it changes the kills'.
-            (
-                "deletes of copies in several shards",
-                if self.views.tier {
-                    1
-                } else {
-                    s.deletes_of_several_copies
-                },
-            ),
-        ];
-        // What ECS hides comes of the course (rollouts, a version 1 list, files to move), and
-        // of its timing, which the NFS tier changes: held to it on one directory. (Seeds other
-        // than the default may miss some in 400 steps: seed 1 then has no silent client.)
-        let actor = |kind: &str| s.actors.get(kind).copied().unwrap_or(0);
-        let hidden = |kind: &str| s.hidden_writes.get(kind).copied().unwrap_or(0);
-        let local = |n: usize| if self.views.tier { 1 } else { n };
-        let hidden = [
-            ("silent clients", local(actor("silent"))),
-            // Each written through a client's mount: a run named it, on the tier too.
-            (
-                "silent clients named by a run",
-                match self.views.tier && actor("silent") == 0 {
-                    true => 1,
-                    false => s.silent_named_after.len(),
-                },
-            ),
-            ("stopping tasks", local(actor("stopping"))),
-            (
-                "clients whose refresh failed",
-                local(actor("refresh failing")),
-            ),
-            ("routers reading version 1 only", local(actor("old router"))),
-            (
-                "old-list writes by stopping tasks",
-                local(hidden("a stopping task")),
-            ),
-            (
-                "old-list writes by standalone tasks",
-                local(hidden("a standalone task")),
-            ),
-            ("standalone tasks", local(actor("standalone"))),
-            (
-                "lists handed to version 1 routers",
-                local(s.handed_to_old_routers),
-            ),
-            ("runs held by reports alone", local(s.held_by_reports)),
-            (
-                "runs beside a version 1 router",
-                local(s.runs_beside_old_routers),
-            ),
-            // Readers found every file while misses looked only where placements were open. The
-            // first version 3 list knows no past and says `everywhere`, and so does each after
-            // it until a clean pass closes the placements: the default seed has none open in 400
-            // steps (those lists counted only while `everywhere` counted as open), 13 in 2,000.
-            (
-                "version 3 lists with a placement open",
-                match self.steps >= HOSTILE_ALL_STEPS {
-                    true => s.v3_open,
-                    false => 1,
-                },
-            ),
-        ];
-        // What ECS alone shows (issue 29): a task whose router writes no report, and tasks
-        // stopping slowly while the rollouts lag or lead them.
-        let long = |n: usize| {
-            if self.steps >= HOSTILE_ALL_STEPS {
-                n
-            } else {
-                1
-            }
-        };
-        let ecs = [
-            (
-                "runs beside a task whose router writes no report",
-                s.runs_beside_unreported,
-            ),
-            ("answers naming it unreported", s.unreported_named),
-            ("steps of ECS stopping tasks", s.task_stop_steps),
-            // Of the course and its timing, as the hidden clients' are: on one directory, in
-            // runs of `HOSTILE_ALL_STEPS` or more.
-            (
-                "runs that moved once it was gone",
-                long(local(s.unreported_released)),
-            ),
-            (
-                "runs held by ECS's task rule alone",
-                long(local(s.held_by_tasks_alone)),
-            ),
-        ];
-        // The resumable rebalance (issue 29): capped runs stop, the next resume, and a pass
-        // after a clean one compares against the added shards only.
-        let rebalancing = [
-            ("rebalances stopped by their cap", s.rebalances_stopped),
-            ("rebalances resumed", s.rebalances_resumed),
-            // It takes a clean pass, then growth alone, then a rebalance before any drain: a
-            // course the default seed has and some others lack (seeds 1 and 8 in 2,000 steps),
-            // so it is held to the default seed, on one directory.
-            (
-                "rebalances compared against added shards",
-                match self.seed == DEFAULT_SEED {
-                    true => local(s.compared_with_added),
-                    false => 1,
-                },
-            ),
-            ("resumes in the last pass", s.final_pass_resumes),
-        ];
-        let ours = counts
+        let values: BTreeMap<&str, usize> = self
+            .course_statistics()
             .into_iter()
-            .chain(hidden)
-            .chain(ecs)
-            .chain(rebalancing)
-            .map(|(w, n)| (w.to_string(), n));
-        for (what, n) in ours.chain(self.aws_statistics()) {
+            .chain(self.aws_statistics())
+            .collect();
+        let named: BTreeSet<&str> = values.keys().copied().collect();
+        let required: BTreeSet<&str> = REQUIRED.iter().map(|r| r.name).collect();
+        assert_eq!(
+            named, required,
+            "soak: the statistics counted are not REQUIRED's"
+        );
+        for r in REQUIRED {
+            let given = r.given.is_none_or(|g| values[g] > 0);
+            if !(r.applies(self.steps, self.views.tier, self.seed) && given) {
+                continue;
+            }
             assert!(
-                n > 0,
-                "soak: seed {}, {} steps: no {what}; the soak did not test what it is for",
+                values[r.name] > 0,
+                "soak: seed {}, {} steps: no {}; the soak did not test what it is for",
                 self.seed,
-                self.steps
-            );
-        }
-        // A drain that starts within `ABANDONED_AFTER` of a kill inside a move in its shard
-        // waits for the function to give the move's private name back: the default seed's long
-        // runs meet one (others may not: seed 2 in 2,000 steps; tests/scale_in.rs has it
-        // end to end).
-        if self.steps >= HOSTILE_ALL_STEPS && self.seed == DEFAULT_SEED {
-            assert!(
-                s.drains_held_by_moves > 0 && !s.private_copies.is_empty(),
-                "soak: seed {}, {} steps: no drain held by a cut-short move",
-                self.seed,
-                self.steps
+                self.steps,
+                r.name
             );
         }
         let longest = self.tb.proxy.longest_parameter_value();
@@ -3566,11 +3582,83 @@ impl Soak {
         self.assert_hostile_statistics();
     }
 
+    /// The course's statistics, by their names in [`REQUIRED`]: what the function did, what
+    /// the clients ECS shows and hides did, and the resumable rebalance.
+    fn course_statistics(&self) -> Vec<(&'static str, usize)> {
+        let s = &self.stats;
+        let runs = |kind: &str| s.runs.get(kind).copied().unwrap_or(0);
+        let actor = |kind: &str| s.actors.get(kind).copied().unwrap_or(0);
+        let hidden = |kind: &str| s.hidden_writes.get(kind).copied().unwrap_or(0);
+        vec![
+            ("reconcile runs", runs("reconcile")),
+            ("rebalance runs", runs("rebalance")),
+            ("faults that fired", s.faults.values().sum()),
+            ("runs killed", s.kills),
+            ("kills among moves", s.kills_among_moves),
+            // Judged on disk: a killed run took files from their place, with no answer to say so.
+            (
+                "killed runs that moved files, judged on disk",
+                s.changed_on_disk.get("killed").copied().unwrap_or(0),
+            ),
+            // Inside the function's move phase: a private name of a move left on disk (issue 29).
+            ("kills within a move (steered)", s.kills_within_a_move),
+            ("targets created", s.created),
+            ("drains", s.drains),
+            ("targets deleted", s.deleted),
+            ("checkpoints", s.checkpoints),
+            ("abandoned names cleaned up", s.abandoned_removed as usize),
+            (
+                "paths deleted",
+                s.client_ops.get("delete").copied().unwrap_or(0),
+            ),
+            ("deletes beside runs", s.deletes_beside_runs),
+            (
+                "deletes of copies in several shards",
+                s.deletes_of_several_copies,
+            ),
+            ("silent clients", actor("silent")),
+            ("silent clients named by a run", s.silent_named_after.len()),
+            ("stopping tasks", actor("stopping")),
+            ("clients whose refresh failed", actor("refresh failing")),
+            ("routers reading version 1 only", actor("old router")),
+            (
+                "old-list writes by stopping tasks",
+                hidden("a stopping task"),
+            ),
+            (
+                "old-list writes by standalone tasks (steered)",
+                hidden("a standalone task"),
+            ),
+            ("standalone tasks", actor("standalone")),
+            ("lists handed to version 1 routers", s.handed_to_old_routers),
+            ("runs held by reports alone", s.held_by_reports),
+            ("runs beside a version 1 router", s.runs_beside_old_routers),
+            ("version 3 lists with a placement open", s.v3_open),
+            (
+                "runs beside a task whose router writes no report (steered)",
+                s.runs_beside_unreported,
+            ),
+            ("answers naming it unreported (steered)", s.unreported_named),
+            ("steps of ECS stopping tasks", s.task_stop_steps),
+            ("runs that moved once it was gone", s.unreported_released),
+            ("runs held by ECS's task rule alone", s.held_by_tasks_alone),
+            ("rebalances stopped by their cap", s.rebalances_stopped),
+            ("rebalances resumed", s.rebalances_resumed),
+            (
+                "rebalances compared against added shards",
+                s.compared_with_added,
+            ),
+            ("resumes in the last pass", s.final_pass_resumes),
+            (
+                "drains held by a cut-short move",
+                s.drains_held_by_moves.min(s.private_copies.len()),
+            ),
+        ]
+    }
+
     /// What AWS does that moto does not, as the proxy played it (`AwsWays`), and the faults
-    /// that came with it: each must have fired in a run of the default length (seed 26) and
-    /// in any run of `HOSTILE_ALL_STEPS` or more; faults on each of ECS's task operations in
-    /// the long runs (the default one meets at least one of them).
-    fn aws_statistics(&self) -> Vec<(String, usize)> {
+    /// that came with it, by their names in [`REQUIRED`].
+    fn aws_statistics(&self) -> Vec<(&'static str, usize)> {
         let s = &self.stats;
         let played = self.tb.proxy.played();
         let play = |what: &str| played.get(what).copied().unwrap_or(0);
@@ -3581,59 +3669,49 @@ impl Soak {
                 .filter(|((n, kind), _)| n == name && *kind == "previous version");
             of.map(|(_, n)| n).sum()
         };
+        // The function's own calls only (RunTask is the harness's).
         let on = |op: &str| s.faulted_operations.get(op).copied().unwrap_or(0);
-        // The function's calls only: RunTask is the harness's.
-        let task_ops = ["ListTasks", "DescribeTasks"];
-        let mut out = vec![
+        vec![
+            ("targets shown deleting", play("targets shown deleting")),
             (
-                "targets shown deleting".to_string(),
-                play("targets shown deleting"),
-            ),
-            (
-                "describes showing a target deleting".into(),
+                "describes showing a target deleting",
                 play("describes showing a target deleting"),
             ),
             (
-                "pages of mount targets with more to follow".into(),
+                "pages of mount targets with more to follow",
                 play("DescribeMountTargets pages with more to follow"),
             ),
             (
-                "pages of subnets with more to follow".into(),
+                "pages of subnets with more to follow",
                 play("DescribeSubnets pages with more to follow"),
             ),
             (
-                "pages of tasks with more to follow".into(),
+                "pages of tasks with more to follow",
                 play("ListTasks pages with more to follow"),
             ),
             (
-                "stopped tasks no longer shown".into(),
+                "stopped tasks no longer shown",
                 play("stopped tasks no longer shown"),
             ),
             (
-                "stale reads of the state parameter".into(),
+                "stale reads of the state parameter",
                 stale_of(support::world::STATE_PARAMETER_NAME),
             ),
             (
-                "stale reads of the list parameter".into(),
+                "stale reads of the list parameter",
                 stale_of(&self.tb.world.parameter_name),
             ),
             (
-                "throttle bursts across services".into(),
+                "throttle bursts across services",
                 s.faults.get("throttle burst").copied().unwrap_or(0),
             ),
             (
-                "faults on ECS's task operations".into(),
-                task_ops.iter().map(|op| on(op)).sum(),
+                "faults on ECS's task operations",
+                on("ListTasks") + on("DescribeTasks"),
             ),
-        ];
-        if self.steps >= HOSTILE_ALL_STEPS {
-            out.extend(
-                task_ops
-                    .iter()
-                    .map(|op| (format!("faults on {op}"), on(op))),
-            );
-        }
-        out
+            ("faults on ListTasks", on("ListTasks")),
+            ("faults on DescribeTasks", on("DescribeTasks")),
+        ]
     }
 
     /// The co-tenant did each kind of thing (each of its actions in a run of
@@ -5445,4 +5523,96 @@ async fn a_seeded_soak_loses_no_file_and_keeps_every_invariant() {
     let steps = env_number("SOAK_STEPS", DEFAULT_STEPS);
     let mut soak = Soak::new(seed, steps).await;
     soak.run().await;
+}
+
+/// A Markdown row's cells, trimmed.
+fn cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split('|').map(|c| c.trim().to_string()).collect()
+}
+
+/// `n` as the docs write a step count: `400`, `2,000`.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// docs/testing.md's table of the soak's statistics (first column `statistic`) is
+/// [`REQUIRED`]: the same names in the same order, each required from the same step count, on
+/// the same ground, of the same seeds, given the same statistic. Values, not the prose around.
+#[test]
+fn the_statistics_table_is_required() {
+    let doc = "docs/testing.md";
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+        .unwrap_or_else(|e| panic!("{doc}: {e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("| statistic |"))
+        .collect();
+    assert_eq!(headers.len(), 1, "{doc}: one table headed `statistic`");
+    assert_eq!(
+        cells(lines[headers[0]]),
+        ["statistic", "from steps", "on", "seeds", "given"],
+        "{doc}: the statistics table's columns"
+    );
+    let documented: Vec<Vec<String>> = lines[headers[0] + 2..]
+        .iter()
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .map(|l| cells(l))
+        .collect();
+    let code: Vec<Vec<String>> = REQUIRED
+        .iter()
+        .map(|r| {
+            let seeds = match r.default_seed_only {
+                true => DEFAULT_SEED.to_string(),
+                false => "any".to_string(),
+            };
+            let given = r.given.unwrap_or("").to_string();
+            let row = [r.name.to_string(), with_commas(r.from), r.on.word().into()];
+            row.into_iter().chain([seeds, given]).collect()
+        })
+        .collect();
+    let names =
+        |rows: &[Vec<String>]| -> Vec<String> { rows.iter().map(|r| r[0].clone()).collect() };
+    let (doc_names, code_names) = (names(&documented), names(&code));
+    let missing: Vec<&String> = code_names
+        .iter()
+        .filter(|n| !doc_names.contains(n))
+        .collect();
+    let extra: Vec<&String> = doc_names
+        .iter()
+        .filter(|n| !code_names.contains(n))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{doc}, statistics: missing {missing:?}, not in REQUIRED {extra:?}"
+    );
+    assert_eq!(
+        doc_names, code_names,
+        "{doc}, statistics: not in REQUIRED's order"
+    );
+    for (d, c) in documented.iter().zip(&code) {
+        assert_eq!(
+            d, c,
+            "{doc}, statistics: the row of {:?} is not REQUIRED's",
+            c[0]
+        );
+    }
+    // Each given names a statistic required before it, so that it is counted by then.
+    for (i, r) in REQUIRED.iter().enumerate() {
+        if let Some(g) = r.given {
+            assert!(
+                REQUIRED[..i].iter().any(|o| o.name == g),
+                "{}: given {g}",
+                r.name
+            );
+        }
+    }
 }
