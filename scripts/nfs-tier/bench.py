@@ -338,9 +338,12 @@ def replay(mount: str, shards: int, files: int) -> Tuple[Dict[str, int], float]:
         os.stat(os.path.join(base, t.root.lstrip("/"), "data/analysis"))
     data = b'{"reading": 42}'
 
+    def path(w: int, i: int) -> str:
+        return "data/analysis/device-%02d-%06d-1700000000.json" % (w, i)
+
     def one(w: int) -> None:
         for i in range(files // WRITERS):
-            p = "data/analysis/device-%02d-%06d-1700000000.json" % (w, i)
+            p = path(w, i)
             if shards == 0:
                 real = os.path.join(base, p)
                 if not os.path.exists(real):
@@ -355,7 +358,13 @@ def replay(mount: str, shards: int, files: int) -> Tuple[Dict[str, int], float]:
 
     began = time.monotonic()
     c = counted(mount, run)
-    return c, time.monotonic() - began
+    took = time.monotonic() - began
+    # Every file written is found where an app looks: a router's read, or the plain path.
+    lost = [path(w, i) for w in range(WRITERS) for i in range(files // WRITERS)
+            if not (r.exists(path(w, i)) if shards else os.path.exists(os.path.join(base, path(w, i))))]
+    if lost:
+        raise SystemExit("replay at %d shards: %d of %d files not found, e.g. %s" % (shards, len(lost), files, lost[0]))
+    return c, took
 
 
 def main() -> None:
