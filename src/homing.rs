@@ -17,11 +17,11 @@
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::pinned::Pinned;
 use crate::plan::Warning;
 use crate::rebalance::record::{path_digest, Cursor};
 use crate::rebalance::Comparison;
 use crate::shard;
+use efs_router::dir::Pinned;
 use efs_router::dir::{self, Flow, Kind, NAMED_MARK};
 use efs_router::list::MountTargetList;
 use efs_router::names::Private;

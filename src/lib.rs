@@ -40,7 +40,6 @@
 //! - `apply`: carrying out a plan's steps, each idempotent.
 //! - `homing`: the walk that moves files home: a drain's (`drain_shards`) and the rebalance's
 //!   (`rebalance`), one `Mover`.
-//! - `pinned`: a directory held open, named by a path that resolves to it alone.
 //! - `rebalance`: the rebalance, a little each run (`run`); what it keeps between runs
 //!   (`rebalance::record`: its position, the shards its last clean pass balanced against); how
 //!   it compares a file's shard, all or the added ones (`rebalance::comparison`).
@@ -76,7 +75,6 @@ mod docs;
 mod homing;
 mod observe;
 mod observed;
-mod pinned;
 mod plan;
 mod rebalance;
 mod response;

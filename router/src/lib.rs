@@ -15,6 +15,8 @@
 //!   - `sorted_walk.rs` ([`sorted_walk`]): the walk in name order, from where the last one
 //!     stopped;
 //!   - `beneath.rs`: [`dir::open_beneath`], a directory beneath a mount, no link followed;
+//!   - `pinned.rs`: [`dir::Pinned`], a directory held open, named by a path that resolves to it
+//!     alone (`/proc/self/fd/<n>`): the directories the function walked;
 //!   - `cleanup.rs`: removing the empty directories a drain leaves ([`dir::remove_empty_dirs`]);
 //!   - `abandoned.rs`: the router's own files a dead write or move left ([`dir::abandoned`]).
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.

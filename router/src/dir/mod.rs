@@ -1,6 +1,7 @@
 //! Reading directories without a stat per entry: counting a directory's files, listing their
-//! names, walking a tree; opening a directory beneath a mount without following links; removing
-//! the empty directories a drain leaves; finding abandoned temporary files.
+//! names, walking a tree; opening a directory beneath a mount without following links; holding
+//! a directory open under a path that names it alone ([`Pinned`]); removing the empty
+//! directories a drain leaves; finding abandoned temporary files.
 //!
 //! Over NFS a stat is a network round trip per file, while one READDIR reply carries
 //! hundreds of names. So names come straight from `getdents64` into a fixed buffer, the
@@ -24,6 +25,7 @@ mod abandoned;
 mod beneath;
 mod cleanup;
 mod count;
+mod pinned;
 pub mod sorted_walk;
 mod walk;
 
@@ -31,6 +33,7 @@ pub use abandoned::{abandoned, find_abandoned, Abandoned, NAMED_MARK};
 pub use beneath::open_beneath;
 pub use cleanup::{remove_empty_dirs, remove_empty_dirs_at, remove_empty_dirs_until, RemovedDirs};
 pub use count::{count_files, count_files_at, for_each_file, for_each_file_at};
+pub use pinned::Pinned;
 pub use walk::{for_each_name_at, walk, walk_at, Entry, Flow, Kind, Other, MAX_DEPTH};
 pub(crate) use walk::{Dir, Order, Subdirs, Walker, WALK_BUFFER_BYTES};
 

@@ -1,7 +1,7 @@
 //! A directory held open, named by a path that resolves to it and nothing else.
 //!
 //! The function moves files as root in trees every task can write. A walk opens each directory
-//! without following links, but the router's moves take paths, and a path resolved again after
+//! without following links, but the moves take paths, and a path resolved again after
 //! the walk goes wherever a task has since pointed it: a directory swapped for a link would make
 //! root move another directory's files. `/proc/self/fd/<n>` names the open directory itself:
 //! the kernel jumps to it, whatever its path has become, and a call by path beneath it stays in
@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 /// Where the process's open descriptors are named.
 const FDS: &str = "/proc/self/fd";
 
+/// A directory held open, and `/proc/self/fd/<n>`, the path that names it: a call by a path
+/// beneath it ([`Pinned::join`]) stays in this directory, wherever its name has gone since.
 #[derive(Debug)]
 pub struct Pinned {
     /// Held for `path` to name it.
@@ -62,6 +64,7 @@ impl Pinned {
         &self.path
     }
 
+    /// Where it was when it was opened: for logs, never resolved.
     pub fn shown(&self) -> &Path {
         &self.shown
     }
@@ -76,6 +79,7 @@ impl AsFd for Pinned {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dir::open_beneath;
     use std::fs;
 
     #[test]
@@ -86,7 +90,7 @@ mod tests {
         fs::create_dir(&elsewhere).unwrap();
         fs::write(walked.join("f"), b"walked").unwrap();
         fs::write(elsewhere.join("f"), b"someone else's").unwrap();
-        let fd = efs_router::dir::open_beneath(d.path(), "walked", false).unwrap();
+        let fd = open_beneath(d.path(), "walked", false).unwrap();
         let pinned = Pinned::own(fd, &walked).unwrap();
         // A task moves the directory away and plants a link in its place.
         fs::rename(&walked, d.path().join("moved")).unwrap();
