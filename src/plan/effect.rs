@@ -8,6 +8,7 @@ use super::list::rebuild_list;
 use super::step::Step;
 use super::tasks::OldTask;
 use crate::observed::Observed;
+use crate::rebalance::record::list_shards_sha256;
 use crate::shard::FirstRoot;
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::MountTargetList;
@@ -53,9 +54,25 @@ fn root_of(list: &MountTargetList, id: &str) -> String {
 /// A drain moves files where they are not at home under the shards the rebalance last
 /// balanced against: its comparison after growth must not rely on them any more. No decision's
 /// own effect: it holds after every one, a drain started in an earlier run too.
-fn forget_balance_while_draining(state: &mut State) {
-    if !state.draining.is_empty() || !state.draining_shards.is_empty() {
+///
+/// For the same reason the pass under way is unclean once a drain is under way, or a list
+/// other than the one it began under is published (`published`) or about to be (`list`):
+/// files were homed elsewhere meanwhile, perhaps behind its walk, and a pass that ended clean
+/// would close the placements that still hold them. Every run sees this, not only the
+/// rebalance's own runs, which a drain started and cancelled between two of them escapes.
+fn forget_balance_while_draining(state: &mut State, lists: [Option<&MountTargetList>; 2]) {
+    let draining = !state.draining.is_empty() || !state.draining_shards.is_empty();
+    if draining {
         state.rebalancing.balanced = None;
+    }
+    if let Some(pass) = state.rebalancing.pass.as_mut() {
+        let other = lists
+            .into_iter()
+            .flatten()
+            .any(|l| list_shards_sha256(l) != pass.shards);
+        if draining || other {
+            pass.clean = false;
+        }
     }
 }
 
@@ -157,8 +174,13 @@ impl EffectInputs<'_> {
                 roots: roots.clone(),
             }),
         }
-        forget_balance_while_draining(&mut out.state);
+        forget_balance_while_draining(&mut out.state, [self.published(), Some(&out.list)]);
         out
+    }
+
+    /// The list clients were given last.
+    fn published(&self) -> Option<&MountTargetList> {
+        self.obs.parameter.as_ref().map(|p| &p.list)
     }
 
     /// The list again, from the changed state.

@@ -265,3 +265,44 @@ fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     assert!(state.rebalancing.balanced.is_some());
     assert_eq!(state.rebalancing.balanced, o.state.rebalancing.balanced);
 }
+
+#[test]
+fn a_drain_started_and_cancelled_between_two_runs_of_a_pass_leaves_it_unclean() {
+    use crate::rebalance::record::{Cursor, Rebalancing};
+    let no_cooldown = Policy {
+        scale_in_cooldown_secs: 0,
+        ..policy()
+    };
+    let mut o = three_shards(100, 10, 5);
+    let list = o.parameter.as_ref().unwrap().list.clone();
+    // A pass under way under the list, clean so far: its first run stopped in `/`.
+    let at = Cursor {
+        root: "/".into(),
+        path: "m".into(),
+    };
+    o.state.rebalancing = Rebalancing::default().after_run(&list, Some(at), true);
+    let clean = |s: &State| s.rebalancing.pass.as_ref().map(|p| p.clean);
+    assert_eq!(clean(&o.state), Some(true));
+    // A reconcile run starts a drain of c: files are homed around c from now on.
+    let p = plan(&o, &no_cooldown);
+    assert_eq!(p.decision.name(), "start_drain");
+    let started = saved(&p).unwrap().clone();
+    assert_eq!(clean(&started), Some(false));
+    // Growth cancels it before the pass's next run: the list is the one it began under again.
+    let mut grown = draining_c(60_000, 30_000, 20_000);
+    grown.state.rebalancing = started.rebalancing.clone();
+    let p = plan(&grown, &policy());
+    assert_eq!(p.decision.name(), "cancel_drain");
+    let cancelled = saved(&p).unwrap();
+    assert_eq!(clean(cancelled), Some(false));
+    // The pass's next run ends it under that list: not recorded, so no placement closes.
+    let ended = cancelled.rebalancing.after_run(&list, None, true);
+    assert_eq!(ended.balanced, None);
+    // A list published during a pass other than the one it began under (a hand edit the
+    // function put back, say) leaves it unclean too, though the rebalance never saw it.
+    let mut edited = three_shards(100, 10, 5);
+    edited.state.rebalancing = o.state.rebalancing.clone();
+    edited.parameter.as_mut().unwrap().list.mount_targets[1].root = "/elsewhere".into();
+    let p = plan(&edited, &policy());
+    assert_eq!(clean(saved(&p).unwrap()), Some(false));
+}
