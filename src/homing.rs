@@ -60,7 +60,9 @@ pub struct Moves {
     pub remaining: u64,
     /// Entries that are not regular files (links, FIFOs, devices): left where they are.
     pub skipped: u64,
-    /// Names that are not a routable path, or moves the file system refused.
+    /// Names that are not a routable path, or moves the file system refused, or a move
+    /// refused because home holds what it must not replace (a link, a FIFO, a directory,
+    /// another owner's file): each leaves a file away from home.
     pub failed: u64,
     /// Abandoned names of writers and moves that died (unchanged for an hour), removed or
     /// given back (a rebalance's, in the part of the tree it walked).
@@ -675,7 +677,7 @@ fn flush(
     let outcomes = relocate_many(&pairs, budget.concurrency.max(1), Some(budget.until));
     // The paths name the pinned directories only while they are held: until the moves end.
     batch.clear();
-    for ((src, dst), outcome) in shown.iter().zip(outcomes) {
+    for (((src, dst), (from, _)), outcome) in shown.iter().zip(&pairs).zip(outcomes) {
         match outcome {
             None => moves.remaining += 1,
             Some(Ok(Relocation::Moved | Relocation::ReplacedOlder)) => moves.moved += 1,
@@ -684,12 +686,19 @@ fn flush(
                 info!(from = %src.display(), to = %dst.display(), "an older copy dropped: home holds a newer version");
             }
             Some(Ok(Relocation::SourceGone)) => {}
-            Some(Err(e)) if NotARegularFile::of(&e).is_some() => {
+            // The source is not data: nothing a router finds is left away.
+            Some(Err(e)) if NotARegularFile::of(&e).is_some_and(|n| &n.path == from) => {
                 moves.skipped += 1;
                 warn!(from = %src.display(), error = %e, "not a regular file; left alone");
             }
+            // A regular file stays away from home (home holds a link, a FIFO or a directory,
+            // or another owner's file): a failure, so the pass does not close its placement.
+            Some(Err(e)) if NotARegularFile::of(&e).is_some() => {
+                moves.failed += 1;
+                warn!(from = %src.display(), to = %dst.display(), error = %e, "home is not a regular file; left away");
+            }
             Some(Err(e)) if OtherOwners::of(&e).is_some() => {
-                moves.skipped += 1;
+                moves.failed += 1;
                 warn!(from = %src.display(), to = %dst.display(), error = %e, "two owners' files at one name; both left");
             }
             Some(Err(e)) => {
@@ -1317,5 +1326,50 @@ mod tests {
         assert!(!outside.path().join("c").exists());
         let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
         assert!(kinds.is_empty(), "{kinds:?}");
+    }
+
+    #[test]
+    fn a_move_refused_at_home_leaves_a_file_away_and_counts_as_failed() {
+        use std::os::unix::fs::{chown, symlink};
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalance::record::tests::list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+        ]);
+        let (first, second) = (config.watch_path("/"), config.watch_path("/shards/x"));
+        fs::create_dir_all(&first).unwrap();
+        fs::create_dir_all(&second).unwrap();
+        // Names whose home is the second shard, each in the first.
+        let shards = list.shards();
+        let away: Vec<String> = (0..200)
+            .map(|i| format!("{i}.json"))
+            .filter(|p| {
+                let logical = format!("{}/{p}", config.watch_dir);
+                let i = efs_router::shard_index(&logical, &shards, list.strategy).unwrap();
+                shards[i].root == "/shards/x"
+            })
+            .take(4)
+            .collect();
+        for p in &away[..3] {
+            put(&first.join(p), b"{}", 0);
+        }
+        // Home holds a link for the first, another owner's file for the second; the third
+        // moves. The fourth is itself a link in the first shard: not data, skipped.
+        symlink("elsewhere", second.join(&away[0])).unwrap();
+        put(&second.join(&away[1]), b"{}", 5);
+        chown(second.join(&away[1]), Some(4321), Some(4321)).unwrap();
+        symlink("elsewhere", first.join(&away[3])).unwrap();
+
+        let moves = rebalance_all(&config, &list, ABANDONED_AFTER, &mut Vec::new());
+        // Two regular files are still away from home: the pass that saw them is not clean.
+        // The two links the walk met (the fourth, and the first's at home) are skipped.
+        assert_eq!(
+            (moves.moved, moves.skipped, moves.failed),
+            (1, 2, 2),
+            "{moves:?}"
+        );
+        assert!(first.join(&away[0]).is_file() && first.join(&away[1]).is_file());
+        assert!(second.join(&away[2]).is_file());
     }
 }
