@@ -1372,4 +1372,71 @@ mod tests {
         assert!(first.join(&away[0]).is_file() && first.join(&away[1]).is_file());
         assert!(second.join(&away[2]).is_file());
     }
+
+    /// One rebalance run over every shard of `list`, comparing as `comparison` says.
+    fn compared_run(config: &Config, list: &MountTargetList, comparison: &Comparison) -> Moves {
+        let roots: Vec<String> = list.shards().into_iter().map(|t| t.root).collect();
+        let budget = Budget {
+            max_moves: 1000,
+            until: Instant::now() + Duration::from_secs(60),
+            concurrency: 2,
+        };
+        let walk = Walk {
+            from: None,
+            max_visits: u64::MAX,
+            comparison,
+            abandoned_after: ABANDONED_AFTER,
+        };
+        rebalance(config, list, &roots, budget, walk, &mut Vec::new()).unwrap()
+    }
+
+    #[test]
+    fn a_pass_against_added_shards_closes_nothing_and_a_full_one_finds_a_stray() {
+        use crate::rebalance::comparison;
+        use crate::rebalance::record::{tests::list, Rebalancing, ShardSet};
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let old = list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
+        let grown = list(&[
+            ("/", "use1-az1", 1),
+            ("/shards/x", "use1-az2", 1),
+            ("/shards/y", "use1-az3", 1),
+        ]);
+        for root in ["/", "/shards/x", "/shards/y"] {
+            fs::create_dir_all(config.watch_path(root)).unwrap();
+        }
+        // A stray: a file in `/` whose home is `/shards/x`, put there since the last clean pass
+        // by a writer the fleet rule cannot see. `/shards/y`, added since, does not outrank `/`
+        // for it.
+        let stray = (0..500)
+            .map(|i| format!("{i}.json"))
+            .find(|p| {
+                let logical = format!("{}/{p}", config.watch_dir);
+                let path = efs_router::LogicalPath::parse(&logical).unwrap();
+                let score = |root: &str| efs_router::rendezvous_score(root, &path);
+                score("/shards/x") > score("/") && score("/") > score("/shards/y")
+            })
+            .unwrap();
+        put(&config.watch_path("/").join(&stray), b"{}", 0);
+        let record = Rebalancing {
+            balanced: ShardSet::of(&old),
+            ..Rebalancing::default()
+        };
+        // The pass after growth compares a file in an old shard with the added one only: it
+        // does not see the stray, and its clean end records nothing that closes placements.
+        let added = comparison(&grown, record.balanced.as_ref());
+        assert_eq!(added.name(), "added_shards");
+        let moves = compared_run(&config, &grown, &added);
+        assert_eq!((moves.moved, moves.remaining, moves.failed), (0, 0, 0));
+        let record = record.after_run(&grown, moves.resume_at, true);
+        assert_ne!(record.balanced, ShardSet::of(&grown));
+        // The next pass compares fully: it moves the stray home, and its clean end closes.
+        let full = comparison(&grown, record.balanced.as_ref());
+        assert_eq!(full.name(), "full");
+        let moves = compared_run(&config, &grown, &full);
+        assert_eq!((moves.moved, moves.remaining, moves.failed), (1, 0, 0));
+        assert!(config.watch_path("/shards/x").join(&stray).is_file());
+        let record = record.after_run(&grown, moves.resume_at, true);
+        assert_eq!(record.balanced, ShardSet::of(&grown));
+    }
 }

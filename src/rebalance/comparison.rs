@@ -21,7 +21,10 @@
 //!   no root is listed twice.
 //!
 //! With nothing added, the comparison is full: that pass finds whatever a person or an old
-//! client put in the wrong shard.
+//! client put in the wrong shard. A pass that compared with the added shards records nothing
+//! ([`super::record::Rebalancing::after_run`]): a writer the fleet rule cannot see may have put
+//! a file outside its home in an old shard, where this comparison calls it at home, so only
+//! the full pass after it closes the placements.
 
 use crate::rebalance::record::ShardSet;
 use efs_router::list::{MountTargetList, Shard, Strategy};

@@ -8,11 +8,14 @@
 //! next run goes on from there. A run that reaches the end of the last shard ends the pass
 //! (the next run starts a new one at the first shard).
 //!
-//! A pass that ran under one list from start to end and left nothing misplaced (no file
-//! remaining, none failing) is recorded as `balanced`: every file in one of those shards is
-//! at home under that list. The next passes use it while the list only grows
-//! ([`crate::plan::Comparison`]).
+//! A pass that ran under one list from start to end (no drain under way, no other list
+//! published: the plan marks it unclean otherwise), left nothing misplaced (no file remaining,
+//! none failing) and compared every file fully is recorded as `balanced`: every file in one of
+//! those shards is at home under that list, and the placements close. The next passes use it
+//! while the list only grows ([`crate::rebalance::Comparison`]); such a pass, which does not
+//! look for a stray in the old shards, records nothing.
 
+use super::comparison::{comparison, Comparison};
 use efs_router::list::{MountTargetList, Strategy};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -249,12 +252,30 @@ impl Rebalancing {
             None => Rebalancing {
                 next: None,
                 pass: None,
-                balanced: match pass.clean {
-                    true => ShardSet::of(list),
-                    false => kept,
+                balanced: match (pass.clean, self.compared_with_added(list)) {
+                    // It did not look for a stray in the old shards: the next pass compares
+                    // fully, and only its clean end says every file is at home.
+                    (true, true) => None,
+                    (true, false) => ShardSet::of(list),
+                    (false, _) => kept,
                 },
             },
         }
+    }
+}
+
+impl Rebalancing {
+    /// Whether this pass's runs compare a file in an old shard with the added shards only
+    /// ([`Comparison::Added`]). That holds for a file at home under the old shards, which
+    /// a writer the fleet rule cannot see (a router that does not report, an app on plain
+    /// paths) need not leave it: a stray there is judged at home. So such a pass moves files
+    /// home but closes nothing. Its record and the list stay as they were through a clean
+    /// pass, so its last run compares as each of them did.
+    fn compared_with_added(&self, list: &MountTargetList) -> bool {
+        matches!(
+            comparison(list, self.balanced.as_ref()),
+            Comparison::Added { .. }
+        )
     }
 }
 
