@@ -26,10 +26,11 @@ pub const ENV_VARS: &[&str] = &[
     "CLIENT_REPORTS",
     "REBALANCE_MAX_VISITS",
     "ABANDONED_AFTER_SECONDS",
+    "CLOSE_PLACEMENTS",
 ];
 
 use crate::error::ConfigError;
-pub use crate::plan::ClientReports;
+pub use crate::plan::{ClientReports, ClosePlacements};
 use efs_router::list::MAX_LIST_SHARDS;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -85,6 +86,9 @@ pub struct Config {
     /// counts it abandoned and cleans it up or gives it back (`ABANDONED_AFTER_SECONDS`, at least
     /// [`ABANDONED_AT_LEAST`]; unset: an hour).
     pub abandoned_after: Duration,
+    /// `CLOSE_PLACEMENTS`: whether a clean rebalance pass closes the placements while a writer
+    /// may be one the function cannot see.
+    pub close_placements: ClosePlacements,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +171,7 @@ impl Config {
             client_reports: client_reports(env.value("CLIENT_REPORTS").as_deref())?,
             rebalance_max_visits: env.positive("REBALANCE_MAX_VISITS")?,
             abandoned_after: abandoned_after(&env)?,
+            close_placements: close_placements(env.value("CLOSE_PLACEMENTS").as_deref())?,
         })
     }
 
@@ -331,6 +336,24 @@ fn client_reports(raw: Option<&str>) -> Result<ClientReports, ConfigError> {
     }
 }
 
+/// `when-every-writer-reports` (the default: a clean pass closes the placements only under
+/// `CLIENT_REPORTS=require` with every task reporting) or `unseen-writers-may-hide-files`,
+/// which closes them whatever the writers: the name says what it risks.
+fn close_placements(raw: Option<&str>) -> Result<ClosePlacements, ConfigError> {
+    match raw.unwrap_or(ClosePlacements::WHEN_EVERY_WRITER_REPORTS) {
+        ClosePlacements::WHEN_EVERY_WRITER_REPORTS => Ok(ClosePlacements::WhenEveryWriterReports),
+        ClosePlacements::UNSEEN_WRITERS_MAY_HIDE_FILES => {
+            Ok(ClosePlacements::UnseenWritersMayHideFiles)
+        }
+        other => Err(ConfigError {
+            var: "CLOSE_PLACEMENTS",
+            problem: format!(
+                "{other:?} is neither \"when-every-writer-reports\" nor \"unseen-writers-may-hide-files\""
+            ),
+        }),
+    }
+}
+
 fn whole_above_zero(var: &'static str, raw: &str) -> Result<u64, ConfigError> {
     match raw.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
@@ -427,6 +450,24 @@ mod tests {
         assert_eq!(c.move_concurrency, 16);
         assert!(c.client_families.is_empty());
         assert_eq!(c.client_reports, ClientReports::Require);
+        assert_eq!(c.close_placements, ClosePlacements::WhenEveryWriterReports);
+    }
+
+    #[test]
+    fn close_placements_waits_for_every_writer_unless_the_risk_is_chosen_by_name() {
+        let c = config(&[("CLOSE_PLACEMENTS", "unseen-writers-may-hide-files")]).unwrap();
+        assert_eq!(
+            c.close_placements,
+            ClosePlacements::UnseenWritersMayHideFiles
+        );
+        let c = config(&[("CLOSE_PLACEMENTS", "when-every-writer-reports")]).unwrap();
+        assert_eq!(c.close_placements, ClosePlacements::WhenEveryWriterReports);
+        for bad in ["always", "true", "Unseen-writers-may-hide-files"] {
+            assert_eq!(
+                failing_var(&[("CLOSE_PLACEMENTS", bad)]),
+                "CLOSE_PLACEMENTS"
+            );
+        }
     }
 
     #[test]

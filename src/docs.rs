@@ -2,7 +2,7 @@
 //! here and compared with the values the code uses. Values only, never a sentence: a test fails
 //! naming the document, the table and the names missing or extra.
 
-use crate::config::{ClientReports, Config, ENV_VARS};
+use crate::config::{ClientReports, ClosePlacements, Config, ENV_VARS};
 use crate::event::Action;
 use crate::metrics::METRICS;
 use crate::plan::{Decision, StepKind};
@@ -259,7 +259,20 @@ fn code_defaults(c: &Config) -> Vec<(&'static str, Option<String>)> {
             c.rebalance_max_visits.map(|n| n.to_string()),
         ),
         ("ABANDONED_AFTER_SECONDS", secs(c.abandoned_after)),
+        (
+            "CLOSE_PLACEMENTS",
+            Some(close_placements(c.close_placements).to_string()),
+        ),
     ]
+}
+
+fn close_placements(when: ClosePlacements) -> &'static str {
+    match when {
+        ClosePlacements::WhenEveryWriterReports => ClosePlacements::WHEN_EVERY_WRITER_REPORTS,
+        ClosePlacements::UnseenWritersMayHideFiles => {
+            ClosePlacements::UNSEEN_WRITERS_MAY_HIDE_FILES
+        }
+    }
 }
 
 fn client_reports(mode: ClientReports) -> &'static str {

@@ -45,6 +45,7 @@ pub fn policy(config: &Config) -> Policy {
         allow_create: true,
         client_refresh_secs: config.client_refresh.as_secs(),
         client_reports: config.client_reports,
+        close_placements: config.close_placements,
         undo: false,
     }
 }

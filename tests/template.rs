@@ -530,6 +530,7 @@ fn the_environment_is_exactly_the_contract() {
         ("MOVE_CONCURRENCY", "16"),
         ("CLIENT_REPORTS", "require"),
         ("ABANDONED_AFTER_SECONDS", "3600"),
+        ("CLOSE_PLACEMENTS", "when-every-writer-reports"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), json!(v)))
@@ -560,6 +561,7 @@ fn the_environment_is_exactly_the_contract() {
         ("ClientReports", "ecs-may-hide-files"),
         ("RebalanceMaxVisits", "5000"),
         ("AbandonedAfterSeconds", "60"),
+        ("ClosePlacements", "unseen-writers-may-hide-files"),
     ]);
     let got = env(&given);
     for (k, v) in [
@@ -585,6 +587,7 @@ fn the_environment_is_exactly_the_contract() {
         ("CLIENT_REPORTS", "ecs-may-hide-files"),
         ("REBALANCE_MAX_VISITS", "5000"),
         ("ABANDONED_AFTER_SECONDS", "60"),
+        ("CLOSE_PLACEMENTS", "unseen-writers-may-hide-files"),
     ] {
         assert_eq!(got.get(k), Some(&json!(v)), "{k}");
     }
@@ -862,6 +865,16 @@ const EDGES: &[Edges] = &[
             ("ecs", Refuses),
             ("always", Refuses),
             ("Require", Refuses),
+            ("", Accepts),
+        ],
+    },
+    Edges {
+        param: "ClosePlacements",
+        with: &[],
+        inside: &[],
+        outside: &[
+            ("true", Refuses),
+            ("Unseen-writers-may-hide-files", Refuses),
             ("", Accepts),
         ],
     },

@@ -34,7 +34,7 @@ mod warning;
 pub use clients::Behind;
 pub use decision::Decision;
 pub use fleet::MovesWait;
-pub use policy::{ClientReports, Policy};
+pub use policy::{ClientReports, ClosePlacements, Policy};
 pub use room::Excluded;
 pub use step::{NewTarget, SecurityGroups, Step, StepKind};
 pub use tasks::OldTask;
@@ -248,6 +248,16 @@ fn version_held(seen: &Seen) -> Option<Vec<String>> {
     (!seen.modulo && !v2 && !clients.read_v2).then(|| clients.v1_only.clone())
 }
 
+/// Whether a clean pass may close the placements: while every writer ECS shows is seen
+/// (`CLIENT_REPORTS=require`, every task reporting, ECS's tasks listed), or the operator chose
+/// the risk by name. Clients outside ECS are seen only by their reports, under either mode.
+fn may_close(obs: &Observed, policy: &Policy, fleet: &Fleet) -> bool {
+    let seen = policy.client_reports == ClientReports::Require
+        && obs.tasks_unknown.is_none()
+        && fleet.clients.unreported().is_empty();
+    seen || policy.close_placements == ClosePlacements::UnseenWritersMayHideFiles
+}
+
 /// What the undo event leaves: every mount target AWS shows (those it did not create, and the
 /// one serving `/`), and the shard directories other than `/` that still exist.
 fn left_after_undo(obs: &Observed) -> (Vec<String>, Vec<String>) {
@@ -285,6 +295,8 @@ struct Seen<'a> {
     /// The function's state, brought up to date with what AWS shows.
     state: State,
     fleet: Fleet,
+    /// A clean pass may close the placements ([`ClosePlacements`]).
+    may_close: bool,
     warnings: Vec<Warning>,
 }
 
@@ -325,6 +337,7 @@ impl<'a> Seen<'a> {
             &mut warnings,
         );
         let fleet = Fleet::of(obs, policy, &mut warnings);
+        let may_close = may_close(obs, policy, &fleet);
         Seen {
             published,
             migrated,
@@ -334,14 +347,16 @@ impl<'a> Seen<'a> {
             modulo: strategy == Strategy::ModuloSha256,
             state,
             fleet,
+            may_close,
             warnings,
         }
     }
 
     /// The list with its open placements: what is open follows the shards, and the shards the
-    /// rebalance last balanced against (`state`'s).
+    /// rebalance last balanced against (`state`'s), which close them only while they may.
     fn settle(&self, list: MountTargetList, state: &State) -> MountTargetList {
         let balanced = state.rebalancing.balanced.as_ref();
+        let balanced = balanced.filter(|_| self.may_close);
         placements::settle(list, self.published, balanced, self.fleet.clients.read_v3)
     }
 

@@ -21,6 +21,9 @@ pub struct Policy {
     pub client_refresh_secs: u64,
     /// `CLIENT_REPORTS`: what a running task of a named service without a report means.
     pub client_reports: ClientReports,
+    /// `CLOSE_PLACEMENTS`: whether a clean pass closes the placements while a writer may be
+    /// one the function cannot see.
+    pub close_placements: ClosePlacements,
     /// The undo event: one shard, `/`, whatever the files need; every other shard drains
     /// home, a target this function created then goes, any other target is kept, idle.
     pub undo: bool,
@@ -43,4 +46,23 @@ pub enum ClientReports {
 impl ClientReports {
     pub const REQUIRE: &'static str = "require";
     pub const ECS_MAY_HIDE_FILES: &'static str = "ecs-may-hide-files";
+}
+
+/// When a clean rebalance pass closes the placements (`CLOSE_PLACEMENTS`). Once they are
+/// closed a miss looks at home alone, so a file a writer puts away from home is hidden until a
+/// rebalance moves it: only a writer the fleet rule sees is sure to put it where a miss looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClosePlacements {
+    /// Only while every writer ECS shows is seen: `CLIENT_REPORTS=require`, every task
+    /// reporting and ECS's tasks listed.
+    #[default]
+    WhenEveryWriterReports,
+    /// Whatever the writers: a task without a report (under `ecs-may-hide-files`, or not
+    /// reporting) may write a file that no miss finds until the rebalance moves it home.
+    UnseenWritersMayHideFiles,
+}
+
+impl ClosePlacements {
+    pub const WHEN_EVERY_WRITER_REPORTS: &'static str = "when-every-writer-reports";
+    pub const UNSEEN_WRITERS_MAY_HIDE_FILES: &'static str = "unseen-writers-may-hide-files";
 }

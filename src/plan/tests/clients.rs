@@ -236,3 +236,54 @@ fn a_client_behind_for_half_an_hour_is_said() {
     // The services run the list: ECS's own warning is not given.
     assert!(!p.fleet_stuck);
 }
+
+/// While a writer may be one the function cannot see, a clean pass closes no placement: a file
+/// it puts away from home after the close would be hidden from every miss.
+#[test]
+fn placements_close_only_while_every_writer_is_seen() {
+    use crate::rebalance::ShardSet;
+    use efs_router::list::Strategy;
+    use efs_router::placement::{Open, Placement};
+    let mut o = three_shards(100, 10, 5);
+    // A version 3 list with the placement of the one shard `/` open, every client reading it,
+    // and a clean pass over its shards recorded.
+    let slash = Placement::of(Strategy::Rendezvous, &[Target::new("", "", "/")]);
+    let open = Some(Open::Placements(vec![slash]));
+    o.parameter.as_mut().unwrap().list.open = open.clone();
+    reporting(&mut o, A, true, &[1, 2, 3], 0);
+    o.state.rebalancing.balanced = ShardSet::of(&o.parameter.as_ref().unwrap().list);
+    let closed = Some(Open::Placements(Vec::new()));
+    // Every task ECS shows reports, as `require` makes sure: closed.
+    assert_eq!(plan(&o, &policy()).list.open, closed);
+    // ECS alone for tasks without a report: a task may write unseen, so it stays open.
+    let ecs = Policy {
+        client_reports: ClientReports::EcsMayHideFiles,
+        ..policy()
+    };
+    assert_eq!(plan(&o, &ecs).list.open, open);
+    // A running task without a report, under `require`: open too.
+    let mut silent = o.clone();
+    silent.tasks = vec![task(
+        "silent",
+        "service:app",
+        "RUNNING",
+        "RUNNING",
+        NOW - 10,
+    )];
+    let p = plan(&silent, &policy());
+    assert_eq!(p.unreported.len(), 1);
+    assert_eq!(p.list.open, open);
+    // ECS's tasks could not be listed: a writer may be among them.
+    let mut unknown = o.clone();
+    unknown.tasks_unknown = Some("throttled".into());
+    assert_eq!(plan(&unknown, &policy()).list.open, open);
+    // The risk chosen by name: closed, in each case.
+    let risk = ClosePlacements::UnseenWritersMayHideFiles;
+    for (o, p) in [(&o, &ecs), (&silent, &policy()), (&unknown, &policy())] {
+        let chosen = Policy {
+            close_placements: risk,
+            ..p.clone()
+        };
+        assert_eq!(plan(o, &chosen).list.open, closed);
+    }
+}

@@ -132,6 +132,7 @@ pub(super) fn policy() -> Policy {
         allow_create: true,
         client_refresh_secs: 0,
         client_reports: ClientReports::default(),
+        close_placements: ClosePlacements::default(),
         undo: false,
     }
 }
