@@ -6,9 +6,12 @@
 //! - Each change of the shards or the strategy opens the placement of the list it replaces
 //!   (growth, a drain's start, a migration from `modulo-sha256`). Before the first list, the
 //!   files are where the app wrote them: the placement of the one shard `/`.
-//! - A placement closes when a rebalance pass under this list's shards ended with every file at
-//!   home: `rebalancing.balanced` is these shards. Passes move files only while the fleet runs
-//!   the current list, so no client read an earlier one since. That closes all of them.
+//! - A placement closes when a complete rebalance pass under this list's shards ended with every
+//!   file at home: `rebalancing.balanced` is these shards (it is recorded only for a pass under
+//!   one list, no drain under way, nothing left away, every file compared fully). Passes move
+//!   files only while the fleet runs the current list, so no client read an earlier one since.
+//!   That closes all of them, while every writer is seen: the plan passes no record otherwise
+//!   (`CLOSE_PLACEMENTS`).
 //! - A shard that left the list was drained first: placements keep the shards still listed. One
 //!   that cannot (a `modulo-sha256` placement that lost a shard), a first version 3 list of a
 //!   past the function does not know, and a list too long for its parameter say `everywhere`.
