@@ -17,4 +17,7 @@ echo
 "$target_dir/release/examples/netfs_bench" --rtt-ms "$rtt"
 echo "Python figures: \`scripts/bench-netfs-python.py --sim target/release/netfs-sim --rtt-ms $rtt\`"
 echo
-python3 scripts/bench-netfs-python.py --sim "$target_dir/release/netfs-sim" --rtt-ms "$rtt"
+# The Python client binds the Rust router: it runs installed (make python-install), not from its source.
+python=${PYTHON_CLIENT:-.venv-python-test/bin/python}
+[ -x "$python" ] || make --no-print-directory python-install
+"$python" scripts/bench-netfs-python.py --sim "$target_dir/release/netfs-sim" --rtt-ms "$rtt"
