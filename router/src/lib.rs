@@ -16,12 +16,13 @@
 //!     stopped;
 //!   - `beneath.rs`: [`dir::open_beneath`], a directory beneath a mount, no link followed;
 //!   - `pinned.rs`: [`dir::Pinned`], a directory held open, named by a path that resolves to it
-//!     alone (`/proc/self/fd/<n>`): the directories the function walked;
+//!     alone (`/proc/self/fd/<n>`): the directories the function walked, and each private
+//!     directory a move makes (`relocation`);
 //!   - `cleanup.rs`: removing the empty directories a drain leaves ([`dir::remove_empty_dirs`]);
 //!   - `abandoned.rs`: the router's own files a dead write or move left ([`dir::abandoned`]).
 //! - [`names`]: the router's own temporary names, never counted, moved or routed.
 //! - [`relocation`] (`relocation/`): moving a file home: the newest version wins, nothing a
-//!   writer uses is unlinked:
+//!   writer uses is unlinked, each private directory used through its descriptor (`mod.rs`):
 //!   - `single.rs`: one move, [`relocate`];
 //!   - `batch.rs`: the function's moves in bulk, [`relocation::relocate_many`], sharing their
 //!     private directories;

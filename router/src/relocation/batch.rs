@@ -17,16 +17,20 @@
 //! workers' links and renames. What is left under the source's lock is each move's RENAME and
 //! the shared CREATE and RMDIR.
 //!
+//! Each private directory is made and checked as [`PrivateDir`] does, and used only through
+//! its descriptor: a task that swaps its name for a link while the worker holds it sends no
+//! rename, listing or unlink elsewhere. So a batch holds a descriptor for each worker's
+//! directory in each source directory until it ends: at most one per pair.
+//!
 //! A kill at any point leaves each taken source in a private directory under its own name,
 //! which [`recover`](fn@super::recover) gives back (the newer copy staying), as it does for a
 //! single move's.
 
 use super::outcome::Relocation;
-use super::parent;
 use super::retire::{retire, settle_taken};
 use super::single::{check_names, link_or_settle, Next};
 use super::stamp::{fresh_look, look, Stamp};
-use crate::names::{new_private_name, Private};
+use super::{parent, PrivateDir};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
@@ -51,7 +55,7 @@ struct Taken {
 
 /// One worker's private directory in one source directory.
 struct Moving {
-    path: PathBuf,
+    dir: PrivateDir,
     taken: Vec<Taken>,
     /// The names in it now: taken, or left by a step that failed.
     names: HashSet<OsString>,
@@ -90,7 +94,7 @@ struct Worker<'a, P> {
     /// By source directory.
     dirs: HashMap<PathBuf, Moving>,
     /// Private directories set aside with a name left in them, removed at the end if empty.
-    spent: Vec<PathBuf>,
+    spent: Vec<PrivateDir>,
     done: Vec<(usize, Outcome)>,
 }
 
@@ -115,7 +119,7 @@ impl<P: AsRef<Path>> Worker<'_, P> {
             self.flush(&dir);
             if let Some(d) = self.dirs.remove(&dir) {
                 if d.names.contains(&name) {
-                    self.spent.push(d.path);
+                    self.spent.push(d.dir);
                 } else {
                     self.dirs.insert(dir.clone(), d);
                 }
@@ -126,7 +130,7 @@ impl<P: AsRef<Path>> Worker<'_, P> {
             // The single move's retire makes its own, and answers for a missing directory.
             Err(_) => return Some(retire(src, dst, &expected, outcome)),
         };
-        match fs::rename(src, pd.path.join(&name)) {
+        match fs::rename(src, pd.dir.join(&name)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Some(Ok(Relocation::SourceGone))
@@ -149,10 +153,8 @@ impl<P: AsRef<Path>> Worker<'_, P> {
     /// This worker's private directory in `dir`, made if need be.
     fn moving(&mut self, dir: &Path) -> io::Result<&mut Moving> {
         if !self.dirs.contains_key(dir) {
-            let path = dir.join(new_private_name(Private::Moving));
-            fs::create_dir(&path)?;
             let d = Moving {
-                path,
+                dir: PrivateDir::make_in(dir)?,
                 taken: Vec::new(),
                 names: HashSet::new(),
             };
@@ -170,18 +172,18 @@ impl<P: AsRef<Path>> Worker<'_, P> {
         if taken.is_empty() {
             return;
         }
-        let pd = d.path.clone();
-        let inodes = match listed_inodes(&pd) {
+        let d = &self.dirs[dir].dir;
+        let inodes = match listed_inodes(d.path()) {
             Ok(inodes) => inodes,
             Err(e) => {
-                // Nothing is decided without the server's answer: the sources stay in `pd`,
-                // under their names, for `recover`.
+                // Nothing is decided without the server's answer: the sources stay in the
+                // private directory, under their names, for `recover`.
                 for t in taken {
                     let e = io::Error::new(
                         e.kind(),
                         format!(
                             "{}: not listed ({e}); the source is left there",
-                            pd.display()
+                            d.named().display()
                         ),
                     );
                     self.done.push((t.index, Err(e)));
@@ -193,14 +195,7 @@ impl<P: AsRef<Path>> Worker<'_, P> {
         for t in taken {
             let (src, dst) = (pairs[t.index].0.as_ref(), pairs[t.index].1.as_ref());
             let seen_ino = inodes.get(&t.name).copied();
-            let r = settle_taken(
-                src,
-                dst,
-                &pd.join(&t.name),
-                seen_ino,
-                &t.expected,
-                t.outcome,
-            );
+            let r = settle_taken(src, dst, &d.join(&t.name), seen_ino, &t.expected, t.outcome);
             if r.is_ok() {
                 settled.push(t.name);
             }
@@ -220,9 +215,9 @@ impl<P: AsRef<Path>> Worker<'_, P> {
         for dir in &dirs {
             self.flush(dir);
         }
-        let spent = self.dirs.into_values().map(|d| d.path).chain(self.spent);
+        let spent = self.dirs.into_values().map(|d| d.dir).chain(self.spent);
         for pd in spent {
-            let _ = fs::remove_dir(pd);
+            let _ = pd.remove();
         }
         self.done
     }
@@ -348,7 +343,7 @@ mod tests {
         for (i, (src, _)) in pairs.iter().enumerate() {
             let name = src.file_name().unwrap().to_owned();
             let pd = w.moving(&a).unwrap();
-            fs::rename(src, pd.path.join(&name)).unwrap();
+            fs::rename(src, pd.dir.join(&name)).unwrap();
             pd.names.insert(name.clone());
             pd.taken.push(Taken {
                 index: i,

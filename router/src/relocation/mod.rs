@@ -19,6 +19,11 @@
 //!   meanwhile, which ends at `dst` if it is newer than what `dst` holds then, and is dropped
 //!   otherwise. [`relocate_many`] shares these directories among many moves.
 //!
+//! Every private directory is opened the moment it is made, checked to be that one, and used
+//! only through its descriptor (`PrivateDir`); a recovery opens the ones it reads without
+//! following a link. So a task that swaps one for a link sends no rename, listing or unlink
+//! elsewhere, though the function runs as root.
+//!
 //! Never a copy: the bytes do not move, and the inode and its modification time stay.
 
 mod batch;
@@ -37,9 +42,15 @@ pub(crate) use single::relocate_known;
 pub use stamp::anything_at;
 pub(crate) use stamp::Stamp;
 
+use crate::dir::Pinned;
 use crate::names::{new_private_name, Private};
+use rustix::fs::{Mode, OFlags, RawDir};
+use rustix::io::Errno;
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -67,9 +78,98 @@ pub(crate) fn parent(path: &Path) -> &Path {
     }
 }
 
-/// A fresh `.efs-router-<16 hex>.moving` in `path`'s directory.
-pub(crate) fn private_beside(path: &Path) -> PathBuf {
-    parent(path).join(new_private_name(Private::Moving))
+/// How a private directory is opened: a directory, never through a link.
+const PRIVATE_DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// A move's private directory (`.efs-router-<16 hex>.moving`), made for it and held open as
+/// [`Pinned`]: every call in it (a rename or a link into it, its listing, an unlink, a settle)
+/// names it through its descriptor ([`PrivateDir::join`]), so a task that swaps its name for a
+/// link or another directory afterwards changes nothing a move does. Only its removal names it
+/// in its parent, by `rmdir`, which removes an empty directory and follows no link.
+#[derive(Debug)]
+pub(crate) struct PrivateDir {
+    pin: Pinned,
+    /// Its name in the directory it was made in: what its removal names, and errors show.
+    named: PathBuf,
+}
+
+impl PrivateDir {
+    /// Makes a fresh private directory in `path`'s directory and pins it ([`PrivateDir::make_in`]).
+    pub(crate) fn beside(path: &Path) -> io::Result<PrivateDir> {
+        PrivateDir::make_in(parent(path))
+    }
+
+    /// Makes a fresh private directory in `dir`, opens that name (`O_DIRECTORY | O_NOFOLLOW`)
+    /// and checks it is the one just made: a directory, not a link, with no entry. Otherwise
+    /// an error naming it (never of kind `NotFound`, which is `dir`'s own: gone), and nothing
+    /// is done in it. The owner is not compared: over an EFS access point the server makes
+    /// it the access point's user, whatever this process's uid.
+    ///
+    /// Over NFS this is the directory's CREATE, then the open's GETATTR (close-to-open) and
+    /// one READDIR (the check that it is empty), the only calls it adds to an unpinned one.
+    pub(crate) fn make_in(dir: &Path) -> io::Result<PrivateDir> {
+        let named = dir.join(new_private_name(Private::Moving));
+        fs::create_dir(&named)?;
+        let not_made = |why: &dyn std::fmt::Display| {
+            io::Error::other(format!(
+                "{}: not the private directory just made ({why}); nothing done in it",
+                named.display()
+            ))
+        };
+        let fd =
+            rustix::fs::open(&named, PRIVATE_DIR_FLAGS, Mode::empty()).map_err(|e| match e {
+                Errno::LOOP => not_made(&"a symbolic link, not followed"),
+                Errno::NOTDIR => not_made(&"not a directory"),
+                e => not_made(&io::Error::from(e)),
+            })?;
+        if !is_empty(fd.as_fd()).map_err(|e| not_made(&e))? {
+            return Err(not_made(&"not empty"));
+        }
+        let pin = Pinned::own(fd, &named).inspect_err(|_| {
+            // Ours and empty (just read so): not left behind.
+            let _ = fs::remove_dir(&named);
+        })?;
+        Ok(PrivateDir { pin, named })
+    }
+
+    /// Its entry `name`, through its descriptor.
+    pub(crate) fn join(&self, name: impl AsRef<OsStr>) -> PathBuf {
+        self.pin.join(name)
+    }
+
+    /// The path that names the directory itself.
+    pub(crate) fn path(&self) -> &Path {
+        self.pin.path()
+    }
+
+    /// Its name in its parent.
+    pub(crate) fn named(&self) -> &Path {
+        &self.named
+    }
+
+    /// Removes it, by its name in its parent (`rmdir`): only an empty directory goes, and a
+    /// link put in its place is refused (`ENOTDIR`), never followed. A directory moved away
+    /// meanwhile stays where it was moved, empty.
+    pub(crate) fn remove(&self) -> io::Result<()> {
+        fs::remove_dir(&self.named)
+    }
+}
+
+/// Whether the open directory `fd` has no entry but `.` and `..`: read to its end.
+fn is_empty(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut buf = [MaybeUninit::<u8>::uninit(); 1024];
+    let mut entries = RawDir::new(fd, &mut buf);
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn remove_private(p: &Path) -> io::Result<()> {

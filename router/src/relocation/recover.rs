@@ -4,8 +4,10 @@
 use super::outcome::Relocation;
 use super::single::relocate;
 use super::stamp::look;
-use super::{parent, remove_private};
+use super::{parent, remove_private, PRIVATE_DIR_FLAGS};
+use crate::dir::Pinned;
 use crate::names::{private_kind, Private};
+use rustix::fs::Mode;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
@@ -41,19 +43,25 @@ const NESTED_AT_MOST: usize = 4;
 /// in `pd` is recovered first. An entry that can't be settled is left, named in
 /// [`Recovered::left`], and the rest go on; `pd` is removed once empty.
 ///
+/// `pd` is opened without following a link (one there is an error, and nothing is done), and
+/// read and emptied through that descriptor ([`Pinned`]), as is each nested one: a task that
+/// swaps a private directory's name for a link meanwhile sends nothing elsewhere.
+///
 /// Only for a `pd` no move is using: one unchanged for an hour ([`crate::dir::abandoned`]).
 pub fn recover(
     pd: &Path,
     mut found: impl FnMut(&OsStr) -> io::Result<bool>,
 ) -> io::Result<Recovered> {
     let mut done = Recovered::default();
-    recover_in(pd, parent(pd), pd, &mut found, &mut done, 0)?;
+    let pin = open_private(pd)?;
+    recover_in(pin.path(), parent(pd), pd, &mut found, &mut done, 0)?;
     Ok(done)
 }
 
 /// [`recover`] of the private directory named `name` in `dir`, read through `pd`: for a
 /// caller that names the private directory and its holder by paths of its own that resolve to
-/// the very directories it walked (the function's), not to what their paths point to now.
+/// the very directories it walked (the function's, [`Pinned`]: `pd` opened without following a
+/// link), not to what their paths point to now.
 pub fn recover_pinned(
     pd: &Path,
     dir: &Path,
@@ -66,6 +74,7 @@ pub fn recover_pinned(
 }
 
 /// Recovers what `pd` holds into `dir`, then removes `pd`, by the path `remove`, once empty.
+/// `pd` names the open directory itself ([`Pinned::path`]).
 fn recover_in(
     pd: &Path,
     dir: &Path,
@@ -83,9 +92,12 @@ fn recover_in(
         let p = pd.join(&name);
         let result = match fs::symlink_metadata(&p) {
             Ok(m) if m.is_dir() && kind == Some(Private::Moving) && depth < NESTED_AT_MOST => {
-                // Given back into `pd`, which is no settling yet: that comes below.
+                // Given back into `pd`, which is no settling yet: that comes below. Read
+                // through its own descriptor, opened without following a link.
                 let mut inner = Recovered::default();
-                let r = recover_in(&p, pd, &p, found, &mut inner, depth + 1);
+                let r = open_private(&p).and_then(|nested| {
+                    recover_in(nested.path(), pd, &p, found, &mut inner, depth + 1)
+                });
                 done.deleted += inner.deleted;
                 for (n, e) in inner.left {
                     done.left
@@ -118,6 +130,20 @@ fn recover_in(
         Err(e) => Err(e),
         Ok(()) => Ok(()),
     }
+}
+
+/// The private directory `pd`, opened without following a link, and pinned.
+fn open_private(pd: &Path) -> io::Result<Pinned> {
+    let fd = rustix::fs::open(pd, PRIVATE_DIR_FLAGS, Mode::empty()).map_err(|e| {
+        io::Error::new(
+            io::Error::from(e).kind(),
+            format!(
+                "{}: not opened as a directory, no link followed ({e})",
+                pd.display()
+            ),
+        )
+    })?;
+    Pinned::own(fd, pd)
 }
 
 fn names_in(dir: &Path) -> io::Result<Vec<OsString>> {
@@ -238,6 +264,29 @@ mod tests {
         assert_eq!(names(&src_dir), ["h"]);
         assert_eq!(fs::read(src_dir.join("h")).unwrap(), b"the only copy");
         assert_eq!(names(&home), ["h"]);
+    }
+
+    #[test]
+    fn a_private_directory_that_is_a_link_is_never_followed() {
+        // A task planted links by private names: one given to `recover` itself, one nested in
+        // the directory it recovers; both to a directory holding files of the names a move
+        // leaves.
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        put(&victim.join("a"), b"the victim's", 40);
+        let planted = d.path().join(new_private_name(Private::Moving));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(recover(&planted, |_| Ok(true)).is_err());
+        let pd = cut_short(d.path(), "b", b"only copy", 10);
+        let nested = pd.join(new_private_name(Private::Moving));
+        std::os::unix::fs::symlink(&victim, &nested).unwrap();
+        let r = recover(&pd, |_| Ok(true)).unwrap();
+        assert_eq!((r.settled, r.deleted, r.left.len()), (1, 0, 1), "{r:?}");
+        assert_eq!(names(&victim), ["a"]);
+        assert_eq!(fs::read(victim.join("a")).unwrap(), b"the victim's");
+        assert!(!d.path().join("a").exists());
+        assert_eq!(fs::read(d.path().join("b")).unwrap(), b"only copy");
     }
 
     #[test]

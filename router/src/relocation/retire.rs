@@ -5,7 +5,7 @@
 use super::outcome::{changing, same_entry_error, same_owner, OtherOwners, Relocation};
 use super::settle::no_hard_links;
 use super::stamp::{fresh_look, look, Stamp};
-use super::{private_beside, remove_private, ROUNDS};
+use super::{remove_private, PrivateDir, ROUNDS};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -22,6 +22,9 @@ use std::path::Path;
 /// one a writer put there since (measured: it even opens the old bytes). The listing of a
 /// directory that holds only this file is the server's answer, and it refreshes the cache's
 /// entry for the name (docs/design.md fact 13).
+///
+/// The private directory is used through its descriptor ([`PrivateDir`]): a task that swaps
+/// its name for a link meanwhile sends nothing elsewhere.
 pub(crate) fn retire(
     src: &Path,
     dst: &Path,
@@ -31,24 +34,22 @@ pub(crate) fn retire(
     let Some(name) = src.file_name() else {
         return Err(same_entry_error(src, dst));
     };
-    let pd = private_beside(src);
-    match fs::create_dir(&pd) {
-        Ok(()) => {}
+    let pd = match PrivateDir::beside(src) {
+        Ok(pd) => pd,
         // The source's directory is gone, and the source with it.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Relocation::SourceGone),
         Err(e) => return Err(e),
-    }
+    };
     let p = pd.join(name);
     let result = match fs::rename(src, &p) {
-        Ok(()) => {
-            listed_inode(&pd, &p).and_then(|ino| settle_taken(src, dst, &p, ino, expected, outcome))
-        }
+        Ok(()) => listed_inode(pd.path(), &p)
+            .and_then(|ino| settle_taken(src, dst, &p, ino, expected, outcome)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Relocation::SourceGone),
         Err(e) => Err(e),
     };
     // Empty unless a step failed with the file still in it: then it stays, for the next
     // rebalance to find (`dir::abandoned`), never hidden by a removal here.
-    if let Err(e) = fs::remove_dir(&pd) {
+    if let Err(e) = pd.remove() {
         if result.is_ok() && e.kind() != io::ErrorKind::NotFound {
             return Err(e);
         }

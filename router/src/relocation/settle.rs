@@ -5,7 +5,7 @@
 use super::outcome::{changing, same_entry_error, same_owner, Relocation};
 use super::single::Next;
 use super::stamp::{fresh_look, look, Stamp};
-use super::{private_beside, remove_private, same_entry, ROUNDS};
+use super::{remove_private, same_entry, PrivateDir, ROUNDS};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -54,8 +54,8 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
     let Some(name) = dst.file_name() else {
         return Err(same_entry_error(src, dst));
     };
-    let qd = private_beside(dst);
-    fs::create_dir(&qd)?;
+    // Used through its descriptor: a link put in place of its name sends nothing elsewhere.
+    let qd = PrivateDir::beside(dst)?;
     let q = qd.join(name);
     let linked = match fs::hard_link(src, &q) {
         Ok(()) => Ok(None),
@@ -72,7 +72,7 @@ fn replace(src: &Path, dst: &Path, s: &Stamp) -> io::Result<Next> {
         let _ = fs::remove_file(&q);
     }
     // Empty unless a step failed with `Q` still in it: then it stays, for `recover`.
-    if let Err(e) = fs::remove_dir(&qd) {
+    if let Err(e) = qd.remove() {
         if result.is_ok() && e.kind() != io::ErrorKind::NotFound {
             return Err(e);
         }
@@ -310,8 +310,7 @@ mod tests {
         fs::create_dir(&b).unwrap();
         let (src, dst) = (a.join("f"), b.join("f"));
         put(&src, b"newer", 20);
-        let qd = private_beside(&dst);
-        fs::create_dir(&qd).unwrap();
+        let qd = PrivateDir::beside(&dst).unwrap();
         let q = qd.join("f");
         fs::hard_link(&src, &q).unwrap();
         fs::remove_file(&src).unwrap();
@@ -319,12 +318,13 @@ mod tests {
             place_replacement(&src, &dst, &q).unwrap(),
             Next::Done(Relocation::SourceGone)
         ));
-        assert!(names(&qd).is_empty() && names(&b).len() == 1 && names(&a).is_empty());
-        fs::remove_dir(&qd).unwrap();
+        assert!(names(qd.path()).is_empty() && names(&b).len() == 1 && names(&a).is_empty());
+        qd.remove().unwrap();
         // Home gone but the source still there (moved away by a client on another list, say):
         // the replacement is placed, and the source then retired as usual.
         put(&src, b"newer", 20);
-        fs::create_dir(&qd).unwrap();
+        let qd = PrivateDir::beside(&dst).unwrap();
+        let q = qd.join("f");
         fs::hard_link(&src, &q).unwrap();
         assert!(matches!(
             place_replacement(&src, &dst, &q).unwrap(),
