@@ -36,14 +36,14 @@ python-lint:
 
 # The Python client's tests run against the package as pip installs it (not editable): maturin builds its native
 # module (the Rust router, clients/python/native) in release, in Cargo's target directory. The virtual environment
-# is made anew each time and also sees this Python's boto3, moto, pytest, fsspec and pandas; the tests run from an
-# empty directory outside the clone, so `import efs_router` can only find the installed package. Then fsspec's own
-# suites for implementations (fsspec.tests.abstract, written for pytest) on the efs-router file system,
+# is made anew each time and also sees this Python's boto3, moto, pytest, fsspec, pandas, pyarrow and dask; the
+# tests run from an empty directory outside the clone, so `import efs_router` can only find the installed package.
+# Then fsspec's own suites for implementations (fsspec.tests.abstract, written for pytest) on the efs-router file system,
 # tests/fsspec_suites.py, the same way. The NFS tier's Python tests and bench run this environment's Python too.
 PYTHON_TEST_VENV := $(CURDIR)/.venv-python-test
 .PHONY: python-install
 python-install:
-	scripts/ensure-tools.sh moto pytest fsspec pandas
+	scripts/ensure-tools.sh moto pytest fsspec pandas pyarrow dask
 	$(PYTHON) -m venv --clear --system-site-packages $(PYTHON_TEST_VENV)
 	$(PYTHON_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check './clients/python[ssm,fsspec,test]'
 

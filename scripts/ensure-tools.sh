@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, from PyPI, each named tool that is not on PATH yet (a library: that this Python cannot import yet):
-#   scripts/ensure-tools.sh moto cfn-lint sam mypy ruff pytest fsspec pandas
+#   scripts/ensure-tools.sh moto cfn-lint sam mypy ruff pytest fsspec pandas pyarrow dask
 set -euo pipefail
 python=${PYTHON:-python3}
 for tool in "$@"; do
@@ -18,6 +18,9 @@ for tool in "$@"; do
     # which sees its packages, is not given them anew each time it is made.
     fsspec) module=fsspec; package=fsspec ;;
     pandas) module=pandas; package=pandas ;;
+    # The data stack's paths through fsspec (tests/test_fsspec.py): pyarrow's datasets, dask's read_json.
+    pyarrow) module=pyarrow; package=pyarrow ;;
+    dask) module=dask.dataframe; package="dask[dataframe]" ;;
     *) echo "ensure-tools: unknown tool $tool" >&2; exit 2 ;;
   esac
   if [ -n "$module" ]; then

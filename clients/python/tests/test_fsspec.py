@@ -6,8 +6,12 @@ import os
 import tempfile
 from typing import Any, Dict, List
 
+import dask.dataframe
 import fsspec
 import pandas
+import pyarrow
+import pyarrow.dataset
+import pyarrow.parquet
 
 from efs_router import Router
 from efs_router.fsspec_fs import EfsRouterFileSystem
@@ -88,6 +92,32 @@ class PandasRoundTrip(FsspecCase):
         self.assertEqual(back.to_dict("records"), [{"device": 7, "reading": 1.5}])
         self.assertEqual(read(home), b'[{"device":7,"reading":1.5}]')  # the read moved it home
         self.assertFalse(os.path.exists(other))
+
+
+class DataStack(FsspecCase):
+    """The paths the docs show, as pyarrow and dask write them: with or without a leading '/', or a URL."""
+
+    def test_a_pyarrow_dataset_round_trips_with_or_without_a_leading_slash(self) -> None:
+        table = pyarrow.table({"device": list(range(12)), "reading": [i * 0.5 for i in range(12)]})
+        for path in ("data/parquet", "/data/parquet-rooted"):
+            with self.subTest(path=path):
+                pyarrow.parquet.write_to_dataset(table, path, filesystem=self.fs, partition_cols=["device"])
+                back = pyarrow.dataset.dataset(path, filesystem=self.fs, format="parquet",
+                                               partitioning="hive").to_table()
+                self.assertEqual(sorted(back.column("device").to_pylist()), list(range(12)))
+                # Each part in its own home shard: the dataset spans the shards.
+                homes = {self.r.resolve(f.lstrip("/")).index for f in self.fs.find(path)}
+                self.assertGreater(len(homes), 1, homes)
+
+    def test_dask_reads_json_over_a_glob(self) -> None:
+        for i in range(6):
+            frame = pandas.DataFrame({"device": [i], "reading": [i * 0.5]})
+            self.fs.pipe_file("data/json/part-%d.json" % i, frame.to_json(orient="records", lines=True).encode())
+        for pattern in ("efs-router://data/json/*.json", "data/json/part-*.json"):
+            with self.subTest(pattern=pattern):
+                url = pattern if pattern.startswith("efs-router://") else "efs-router://" + pattern
+                read = dask.dataframe.read_json(url, lines=True, storage_options=self.options).compute()
+                self.assertEqual(sorted(read["device"].tolist()), list(range(6)))
 
 
 class Files(FsspecCase):
@@ -182,7 +212,10 @@ class Tree(FsspecCase):
                              ("file", int(p.split("-")[1].split(".")[0]), self.r.resolve(p).index,
                               [self.r.resolve(p).index]))
         self.assertEqual(self.fs.ls("", detail=False), ["/data"])
-        self.assertEqual(self.fs.ls("data/analysis/device-3.json", detail=False), ["/data/analysis/device-3.json"])
+        # Names are spelled as the path asked about: without a leading '/', as s3fs names them, for a relative one.
+        self.assertEqual(self.fs.ls("data/analysis/device-3.json", detail=False), ["data/analysis/device-3.json"])
+        self.assertEqual(self.fs.ls("/data/analysis/device-3.json", detail=False), ["/data/analysis/device-3.json"])
+        self.assertEqual(self.fs.find("data"), sorted(paths))
         self.assertEqual(self.fs.find("/data"), sorted("/" + p for p in paths))
         self.assertEqual(self.fs.glob("/data/*/device-1*.json"),
                          ["/data/analysis/device-1.json", "/data/analysis/device-10.json",

@@ -123,18 +123,28 @@ class _WriteFile(io.BytesIO):
         self._data = None
 
 
-def _name(logical: str) -> str:
-    """fsspec's name of a logical path: with a leading '/' (``""`` for the root), as its memory file system names
-    them; its helpers that map a tree onto another (``copy``, ``get``, ``put``) expect one root above every name."""
-    return "/" + logical if logical else ""
+def _name(logical: str, rooted: bool = True) -> str:
+    """fsspec's name of a logical path, spelled as the caller spelled the path it asked about: with a leading '/'
+    (``""`` for the root) for a rooted path, a URL or the root, as fsspec's memory file system names them; without
+    it for a relative path (``data/parquet``), as s3fs and gcsfs name theirs, so that a caller who lists
+    ``data/parquet`` (pyarrow's datasets, dask) gets names beneath ``data/parquet``."""
+    if not logical:
+        return ""
+    return "/" + logical if rooted else logical
 
 
-def _info(e: Entry) -> Info:
+def _rooted(path: str) -> bool:
+    """Whether names asked about through ``path`` carry a leading '/': a relative path's do not (``_name``)."""
+    return path.startswith("/") or not path
+
+
+def _info(e: Entry, rooted: bool = True) -> Info:
     """``ls``'s details of one entry (a file's ``stat()`` already kept: ``_Lister.with_stats``, ``entry``)."""
     if e.is_dir():
-        return {"name": _name(e.path), "size": 0, "type": "directory", "shard": e.index, "shards": list(e.shards)}
+        return {"name": _name(e.path, rooted), "size": 0, "type": "directory", "shard": e.index,
+                "shards": list(e.shards)}
     st = e.stat()
-    return {"name": _name(e.path), "size": st.st_size, "type": "file", "mtime": st.st_mtime, "shard": e.index,
+    return {"name": _name(e.path, rooted), "size": st.st_size, "type": "file", "mtime": st.st_mtime, "shard": e.index,
             "shards": list(e.shards)}
 
 
@@ -144,8 +154,9 @@ _ROOT: Info = {"name": "", "size": 0, "type": "directory"}
 class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec ships no type information
     """fsspec's interface to the logical tree of one router (module docstring; README, "fsspec").
 
-    A name is a logical path with a leading ``/`` (``/data/x.json``, as fsspec's memory file system names files); a
-    path is taken with or without it, or as a URL; ``""`` is the root, the union of the shards' roots. Storage
+    A name is a logical path with a leading ``/`` (``/data/x.json``, as fsspec's memory file system names files)
+    when it was asked about with one, as a URL or from the root, and without it when asked about without it
+    (``data/x.json``, as s3fs names files); ``""`` is the root, the union of the shards' roots. Storage
     options: ``router``; or ``mount`` / ``mounts`` with ``list_json`` / ``parameter_name`` (and ``refresh_seconds``,
     ``ssm_client``), ``report``, ``label``, ``report_root`` (see ``_router``)."""
 
@@ -166,10 +177,11 @@ class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec s
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         path = os.fspath(path)
+        url = False
         for prefix in (PROTOCOL + "://", PROTOCOL + "::"):
             if path.startswith(prefix):
-                path = path[len(prefix):]
-        return _name(path.strip("/"))
+                path, url = path[len(prefix):], True
+        return _name(path.strip("/"), url or path.startswith("/"))
 
     def _logical(self, path: str) -> str:
         """The logical path of an fsspec path or URL: ``efs-router://data/x.json`` and ``/data/x.json`` are both
@@ -189,6 +201,7 @@ class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec s
         """The logical directory ``path``: ``scandir``'s entries (every shard at once, no call per entry); with
         ``detail``, the size and mtime of each file's winning copy too (one ``lstat`` each). A file: itself."""
         lister = self._lister()
+        rooted = _rooted(str(self._strip_protocol(path)))
         path = _in_tree(lister, self._logical(path))
         try:
             entries = lister.scandir(path)
@@ -201,19 +214,20 @@ class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec s
             if detail:
                 entries = lister.with_stats(path, entries)
         if not detail:
-            return [_name(e.path) for e in entries]
-        return [_info(e) for e in entries]
+            return [_name(e.path, rooted) for e in entries]
+        return [_info(e, rooted) for e in entries]
 
     def info(self, path: str, **kwargs: Any) -> Info:
         """``path`` as ``ls`` of its directory would give it, from one ``lstat`` per shard (no directory read)."""
         lister = self._lister()
+        rooted = _rooted(str(self._strip_protocol(path)))
         path = _in_tree(lister, self._logical(path))
         if not path:
             return dict(_ROOT)
         e = lister.entry(path)
         if e is None:
             raise FileNotFoundError(errno.ENOENT, "no such file or directory in any shard", path)
-        return _info(e)
+        return _info(e, rooted)
 
     def exists(self, path: str, **kwargs: Any) -> bool:
         """``Router.exists``: one ``stat`` at home on a hit; a directory counts. An invalid path is not there."""
