@@ -415,10 +415,7 @@ impl Router {
     /// directory (or a link or a non-directory on the way: never followed).
     fn read_shard(&self, j: usize, dir: &str) -> Result<Option<Vec<(String, Held)>>, Error> {
         let real = self.real_dir(j, dir);
-        let Some(fd) = self
-            .open_listed(j, dir)
-            .map_err(io_error("open directory", &real))?
-        else {
+        let Some(fd) = self.opened(j, dir)? else {
             return Ok(None);
         };
         let mut out = Vec::new();
@@ -447,6 +444,12 @@ impl Router {
             out.push((name.to_owned(), held));
         }
         Ok(Some(out))
+    }
+
+    /// [`Router::open_listed`], its error naming the directory.
+    pub(crate) fn opened(&self, j: usize, dir: &str) -> Result<Option<OwnedFd>, Error> {
+        self.open_listed(j, dir)
+            .map_err(io_error("open directory", &self.real_dir(j, dir)))
     }
 
     /// `dir` of shard `j`, opened (which revalidates it) without following a link anywhere on

@@ -50,17 +50,21 @@ impl Router {
     pub fn copy_stat(&self, j: usize, path: &str) -> Result<Option<Stat>, Error> {
         let logical = self.logical_dir(path)?;
         let (dir, name) = logical.rsplit_once('/').unwrap_or(("", &logical));
-        let real = self.real_dir(j, dir);
-        let Some(fd) = self
-            .open_listed(j, dir)
-            .map_err(io_error("open directory", &real))?
-        else {
+        self.stat_in(j, dir, name)
+    }
+
+    /// The `lstat` of `name` in shard `j`'s directory `dir` (logical, checked), opened as a
+    /// listing opens it; `None` when it is not there now.
+    fn stat_in(&self, j: usize, dir: &str, name: &str) -> Result<Option<Stat>, Error> {
+        let Some(fd) = self.opened(j, dir)? else {
             return Ok(None);
         };
         match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(st)),
             Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(io_error("stat", &real.join(name))(e.into())),
+            Err(e) => Err(io_error("stat", &self.real_dir(j, dir).join(name))(
+                e.into(),
+            )),
         }
     }
 
@@ -89,7 +93,8 @@ impl Router {
 
     /// What shard `j`'s directory `dir` holds as `name`, by one `lstat`; `None` when nothing.
     fn held(&self, j: usize, dir: &str, name: &str) -> Result<Option<Held>, Error> {
-        let looked = self.copy_stat(j, &join(dir, name))?;
+        // The path was checked once by `entry`: not parsed again for each shard.
+        let looked = self.stat_in(j, dir, name)?;
         Ok(looked.map(|st| Held::of(FileType::from_raw_mode(st.st_mode))))
     }
 }
