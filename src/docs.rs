@@ -430,6 +430,7 @@ fn the_response_tables_are_the_fields() {
         actions: vec![],
         decision: "keep",
         reason: String::new(),
+        homes: Some("announced"),
         warnings: vec![],
         warning_kinds: vec![],
         excluded_subnets: vec![crate::plan::Excluded {

@@ -27,6 +27,7 @@
 //!   - `plan::clients`: the clients as their reports show them (`Behind`).
 //!   - `plan::list`: the list clients should see, rebuilt from the published one.
 //!   - `plan::placements`: the earlier placements a version 3 list keeps open.
+//!   - `plan::announcement`: a change of homes announced first, switched once the fleet runs it.
 //!   - `plan::rendezvous`: a `modulo-sha256` list under rendezvous (the migrate event).
 //!   - `plan::scale_in`: what a scale-in would drain, and the drain under way.
 //!   - `plan::decision`: the one decision (`decide`, `Decision::name`, `Decision::NAMES`).

@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::event::Action;
 use crate::metrics;
 use crate::observe::observe;
-use crate::plan::{plan, Behind, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
+use crate::plan::{plan, Behind, Homes, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
 use crate::rebalance;
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
@@ -305,6 +305,7 @@ fn respond(
         actions: applied.actions,
         decision: first.decision.name(),
         reason: first.reason.clone(),
+        homes: Some(end.homes.name()).filter(|_| end.homes != Homes::Kept),
         warning_kinds: warnings.iter().map(|w| w.kind()).collect(),
         warnings: warnings.iter().map(|w| w.to_string()).collect(),
         excluded_subnets: end.excluded.clone(),

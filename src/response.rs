@@ -56,6 +56,11 @@ pub struct Response {
     /// What the run decided, by name ([`crate::plan::Decision::name`]); `reason` says it in words.
     pub decision: &'static str,
     pub reason: String,
+    /// Present when the homes of the list change ([`crate::plan::Homes::name`]): `announced`
+    /// (published with homes unchanged and the next ones announced), `waiting` (for the fleet
+    /// to run that), `switched`, `switched_early` (after the fleet's patience).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub homes: Option<&'static str>,
     /// Things an operator should know that changed nothing, in words.
     pub warnings: Vec<String>,
     /// The kind of each of `warnings`, in the same order ([`crate::plan::Warning::kind`]).

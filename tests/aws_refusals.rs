@@ -97,8 +97,11 @@ async fn a_full_subnet_is_passed_over_in_the_same_run_and_left_out_after() {
             r["desired_shards"].clone(),
             r["total"].clone()
         ),
-        (json!(3), json!(3), json!(2))
+        (json!(1), json!(3), json!(2))
     );
+    // Announced by the first run (the new target and the new shard): they take files once
+    // the fleet runs that list.
+    check_eq!(inv, r["homes"], json!("waiting"));
     check_eq!(inv, excluded(r), vec![full]);
     assert_eq!(tb.world.mount_targets().await.len(), 2);
 }
@@ -159,7 +162,11 @@ async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks
     );
 
     let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("announced"));
+    tb.converge(&[1, 2]).await;
+    let inv = tb.invoke(&event("scheduled")).await;
     let r = inv.response();
+    check_eq!(inv, r["homes"], json!("switched"));
     // 2,000 files at 500 a shard: five shards, all on the One Zone AZ's one target.
     check_eq!(inv, r["at_capacity"], json!(false));
     check_eq!(
@@ -172,7 +179,7 @@ async fn a_one_zone_file_system_serves_its_shards_from_one_target_and_never_asks
         (json!(1), json!(5), json!(5))
     );
     check_eq!(inv, tb.proxy.count("CreateMountTarget"), 0);
-    assert_eq!(tb.proxy.count("DescribeFileSystems"), 1, "read once a run");
+    assert_eq!(tb.proxy.count("DescribeFileSystems"), 2, "read once a run");
     assert_eq!(tb.world.mount_targets().await.len(), 1);
     let list = tb.world.published().await.json();
     assert_eq!(list["mount_targets"][0]["shards"], json!(5), "{list}");

@@ -816,8 +816,19 @@ async fn max_mount_targets_caps_the_targets_and_the_shards_go_on_those_there() {
     // Every client reads version 2, so the list may grow past one shard a target.
     tb.fleet_reports(&[1, 2]).await;
     let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("announced"));
+    // The new shard's directory is made with the announcement, before any home is there.
+    let list = tb.world.published().await.json();
+    assert_eq!(
+        list["mount_targets"][0]["draining_shards"],
+        json!(1),
+        "{list}"
+    );
+    tb.converge(&[1, 2]).await;
+    let inv = tb.invoke(&event("scheduled")).await;
     assert_response_shape(&inv);
     let r = inv.response();
+    check_eq!(inv, r["homes"], json!("switched"));
     check_eq!(
         inv,
         (

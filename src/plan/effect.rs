@@ -4,6 +4,7 @@
 
 use super::clients::Behind;
 use super::decision::{Decision, DrainView};
+use super::fleet::MovesWait;
 use super::list::rebuild_list;
 use super::step::Step;
 use super::tasks::OldTask;
@@ -43,6 +44,20 @@ pub struct Waits {
     pub tasks: Vec<OldTask>,
     /// Live clients that report another list.
     pub clients: Vec<Behind>,
+}
+
+impl Waits {
+    /// What a wait for the fleet names.
+    pub(super) fn of(wait: &MovesWait) -> Waits {
+        let mut out = Waits::default();
+        match wait {
+            MovesWait::Fleet(services) => out.services = services.clone(),
+            MovesWait::Tasks(tasks) => out.tasks = tasks.clone(),
+            MovesWait::Clients(clients) => out.clients = clients.clone(),
+            MovesWait::ListPending | MovesWait::Refresh(_) => {}
+        }
+        out
+    }
 }
 
 /// The root of the list's entry for this target (none: empty).

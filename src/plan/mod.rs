@@ -10,6 +10,7 @@
 //! match), the reason rendered from it, and the upkeep every run does whatever was decided
 //! (shard directories, waits, publish, redeploy). [`plan`] is that pipeline.
 
+mod announcement;
 mod clients;
 mod counts;
 mod decision;
@@ -31,6 +32,7 @@ mod tracking;
 mod upkeep;
 mod warning;
 
+pub use announcement::Homes;
 pub use clients::Behind;
 pub use decision::Decision;
 pub use fleet::MovesWait;
@@ -116,6 +118,8 @@ pub struct Plan {
     pub reason: String,
     /// Things an operator should know that change nothing (a target in `error`, say).
     pub warnings: Vec<Warning>,
+    /// Where the homes of the list stand: kept, announced, switched ([`Homes`]).
+    pub homes: Homes,
 }
 
 /// The plan for what was observed, in this order: what was seen ([`Seen`]), the list clients
@@ -168,10 +172,20 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         steps.push(Step::SaveState(state.clone()));
     }
     // The effect may have changed the shards: what is open follows them.
-    let list = seen.settle(list, &state);
-    upkeep(obs, policy, shards, seen.published, &list, &mut steps);
+    let next = seen.settle(list, &state);
+    let age = obs.published_at().map(|t| obs.now.since(t).as_secs());
+    let fleet = seen.fleet.moves_wait(false);
+    let (list, homes) = announcement::stage(next.clone(), seen.published, fleet, age, &obs.files);
+    upkeep(
+        obs,
+        policy,
+        shards,
+        seen.published,
+        (&list, &next),
+        &mut steps,
+    );
     steps.sort_by_key(Step::kind);
-    let decided = Decided {
+    let mut decided = Decided {
         decision,
         reason,
         waits,
@@ -179,7 +193,9 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         moves_wait,
         list_version_held,
         warnings,
+        homes: Homes::Kept,
     };
+    decided.homes(homes, seen.published, obs);
     Plan::assemble(seen, obs, &state, list, steps, decided)
 }
 
@@ -192,6 +208,48 @@ struct Decided {
     moves_wait: Option<MovesWait>,
     list_version_held: bool,
     warnings: Vec<Warning>,
+    homes: Homes,
+}
+
+impl Decided {
+    /// Where the homes stand ([`announcement`]): said in the reason, the waits and the warnings.
+    fn homes(&mut self, homes: Homes, published: Option<&MountTargetList>, obs: &Observed) {
+        // An announcement's draining marks are the function's own.
+        let announced = |id: &str| {
+            let entry = published.and_then(|p| p.mount_targets.iter().find(|t| t.id == id));
+            entry.is_some_and(|t| announcement::announces(t, &obs.files))
+        };
+        self.warnings.retain(|w| match w {
+            Warning::ForeignDrainMark { id } | Warning::ForeignShardDrainMark { id, .. } => {
+                !announced(id)
+            }
+            _ => true,
+        });
+        match &homes {
+            Homes::Kept => {}
+            Homes::Announced => self.reason.push_str(
+                "; homes change: the list goes out with them unchanged and the next ones announced, \
+                 and they switch once the fleet runs it",
+            ),
+            Homes::Waiting(wait) => {
+                self.reason
+                    .push_str(&format!("; the next homes are announced, waiting: {wait}"));
+                if self.waits == Waits::default() {
+                    self.waits = Waits::of(wait);
+                }
+            }
+            Homes::Switched => self
+                .reason
+                .push_str("; homes switch: the fleet runs the list that announced them"),
+            Homes::SwitchedEarly(wait) => {
+                self.reason.push_str(&format!(
+                    "; homes switch after the fleet's patience, though {wait}"
+                ));
+                self.warnings.push(Warning::HomesSwitchedEarly(wait.clone()));
+            }
+        }
+        self.homes = homes;
+    }
 }
 
 impl Plan {
@@ -234,6 +292,7 @@ impl Plan {
             clients_behind_secs: seen.fleet.clients.behind_secs,
             list_version_held: decided.list_version_held,
             warnings: decided.warnings,
+            homes: decided.homes,
             first_roots: seen.first_roots,
         }
     }

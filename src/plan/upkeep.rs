@@ -14,7 +14,7 @@ pub(super) fn upkeep(
     policy: &Policy,
     shards: &[FirstRoot],
     published: Option<&MountTargetList>,
-    list: &MountTargetList,
+    (list, next): (&MountTargetList, &MountTargetList),
     steps: &mut Vec<Step>,
 ) {
     let mut roots: Vec<String> = shards
@@ -22,8 +22,9 @@ pub(super) fn upkeep(
         .filter(|s| s.target.state.is_active())
         .map(|s| s.root.clone())
         .collect();
-    // New shards of a serving target get their directory before the list names them.
-    for t in list.shards() {
+    // New shards of a serving target get their directory before the list names them, an
+    // announced one's too (the list names it, draining, before homes switch to it).
+    for t in next.shards() {
         if serving(shards, &t.id).is_some() && !t.draining && !roots.contains(&t.root) {
             roots.push(t.root);
         }

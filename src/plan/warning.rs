@@ -109,6 +109,9 @@ pub enum Warning {
     /// ListTasks or DescribeTasks failed (throttled, refused, out of time): no file moves and
     /// no target goes this run; growth goes on.
     TasksUnknown { why: String },
+    /// Homes switched after the fleet's patience though it did not run the list that
+    /// announced them: what is named here misses what the new homes receive until replaced.
+    HomesSwitchedEarly(MovesWait),
 }
 
 impl Warning {
@@ -147,6 +150,7 @@ impl Warning {
             Warning::ClientsNotConverged { .. } => "clients_not_converged",
             Warning::ServiceUnreported { .. } => "service_unreported",
             Warning::TasksUnknown { .. } => "tasks_unknown",
+            Warning::HomesSwitchedEarly(_) => "homes_switched_early",
         }
     }
 }
@@ -211,6 +215,7 @@ impl fmt::Display for Warning {
             }
             Warning::ServiceUnreported { group, tasks } => service_unreported(f, group, *tasks),
             Warning::TasksUnknown { why } => tasks_unknown(f, why),
+            Warning::HomesSwitchedEarly(wait) => homes_switched_early(f, wait),
         }
     }
 }
@@ -413,6 +418,16 @@ fn tasks_unknown(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
         f,
         "ECS's tasks could not be listed ({why}): no file moves and no mount target goes \
          this run"
+    )
+}
+
+fn homes_switched_early(f: &mut fmt::Formatter<'_>, wait: &MovesWait) -> fmt::Result {
+    write!(
+        f,
+        "homes switched after the fleet's patience ({} s) though the list that announced \
+         them is not run everywhere: {wait}; until they are replaced, they do not find files \
+         written at the new homes",
+        super::fleet::FLEET_PATIENCE_SECS
     )
 }
 

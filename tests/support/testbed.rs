@@ -130,6 +130,13 @@ impl Testbed {
         }
     }
 
+    /// The fleet runs the list published now: ECS's rollouts complete and every task's router
+    /// reports that list (reading the list versions `reads`).
+    pub async fn converge(&self, reads: &[u32]) {
+        self.proxy.complete_rollouts();
+        self.fleet_reports(reads).await;
+    }
+
     /// The running tasks of the services, as the proxy plays them (ARNs).
     pub fn service_tasks(&self) -> Vec<String> {
         let services = self.world.services.iter();

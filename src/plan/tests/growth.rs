@@ -64,9 +64,11 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     assert!(!p.at_capacity);
     assert!(created(&p).is_none());
     assert_eq!(p.decision, Decision::AddShards { added: 2 });
+    // Announced first: listed, draining, homes unchanged.
+    assert_eq!(p.homes, Homes::Announced);
     assert_eq!(
         shard_counts(&p.list),
-        [("fsmt-a", 2, 0), ("fsmt-b", 2, 0), ("fsmt-c", 1, 0)]
+        [("fsmt-a", 2, 1), ("fsmt-b", 2, 1), ("fsmt-c", 1, 0)]
     );
     // Their directories are made before the list that names them goes out.
     assert_eq!(
@@ -94,6 +96,17 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     o.state = saved(&p).unwrap().clone();
     o.parameter = Some(Parameter::new(p.list.clone(), at(NOW - 10)));
     o.deployments[0].created_at = at(NOW - 5);
+    // Its client still reports the list before: homes wait.
+    let p = plan(&o, &policy());
+    assert!(
+        matches!(p.homes, Homes::Waiting(MovesWait::Clients(_))),
+        "{:?}",
+        p.homes
+    );
+    assert!(p.steps.is_empty(), "{:?}", p.steps);
+    assert_eq!(p.waits.clients.len(), 1);
+    o.reports.files.clear();
+    reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
@@ -101,8 +114,21 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
             fewer_would_do: false
         }
     );
-    assert!(p.steps.is_empty(), "{:?}", p.steps);
+    // The fleet runs the announcement: homes switch.
+    assert_eq!(p.homes, Homes::Switched);
+    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(
+        shard_counts(&p.list),
+        [("fsmt-a", 2, 0), ("fsmt-b", 2, 0), ("fsmt-c", 1, 0)]
+    );
     assert_eq!(p.current_shards, 5);
+    o.parameter = Some(Parameter::new(p.list.clone(), at(NOW - 4)));
+    o.deployments[0].created_at = at(NOW - 2);
+    o.reports.files.clear();
+    reads_v2(&mut o);
+    let p = plan(&o, &policy());
+    assert!(p.steps.is_empty(), "{:?}", p.steps);
+    assert_eq!(p.homes, Homes::Kept);
 }
 
 #[test]
@@ -116,13 +142,22 @@ fn a_new_target_and_new_shards_in_one_run() {
     let p = plan(&o, &policy());
     assert_eq!((p.needed, p.desired), (15, 3));
     assert!(matches!(&p.decision, Decision::Create(n) if n.az_id == "use1-az3"));
-    assert_eq!(shard_counts(&p.list), [("fsmt-a", 5, 0), ("fsmt-b", 5, 0)]);
+    assert_eq!(shard_counts(&p.list), [("fsmt-a", 5, 4), ("fsmt-b", 5, 4)]);
     // The next run: c serves, not listed yet; it joins with its first shard and takes
     // the rest of its share.
     add_shard(&mut o, "fsmt-c", 'c', 0);
     o.parameter.as_mut().unwrap().list = p.list.clone();
     let p = plan(&o, &policy());
     assert_eq!(p.decision, Decision::AddShards { added: 4 });
+    // Announced: c, new to the list, drains whole until homes switch.
+    assert_eq!(
+        shard_counts(&p.list),
+        [("fsmt-a", 5, 4), ("fsmt-b", 5, 4), ("fsmt-c", 5, 0)]
+    );
+    assert!(p.list.mount_targets[2].draining);
+    o.parameter.as_mut().unwrap().list = p.list.clone();
+    let p = plan(&o, &policy());
+    assert_eq!(p.homes, Homes::Switched);
     assert_eq!(
         shard_counts(&p.list),
         [("fsmt-a", 5, 0), ("fsmt-b", 5, 0), ("fsmt-c", 5, 0)]
@@ -212,7 +247,7 @@ fn max_mount_targets_bounds_desired() {
     assert!(created(&p).is_none());
     // The two targets take the shards a third would have served.
     assert_eq!(p.decision, Decision::AddShards { added: 9 });
-    assert_eq!(shard_counts(&p.list), [("fsmt-a", 6, 0), ("fsmt-b", 5, 0)]);
+    assert_eq!(shard_counts(&p.list), [("fsmt-a", 6, 5), ("fsmt-b", 5, 4)]);
 }
 
 #[test]
