@@ -7,6 +7,7 @@ import http.server
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -334,6 +335,41 @@ class Deployment(unittest.TestCase):
         efs = volume["efsVolumeConfiguration"]
         self.assertEqual((efs["rootDirectory"], efs["transitEncryption"]), ("/", "ENABLED"))
         self.assertIn("taskRoleArn", td)
+
+    def test_the_service(self) -> None:
+        import botocore.session
+        from botocore.validate import ParamValidator
+
+        service = self.load("service.json")
+        shape = botocore.session.get_session().get_service_model("ecs").operation_model("CreateService")
+        assert shape.input_shape is not None
+        report = ParamValidator().validate(service, shape.input_shape)
+        self.assertFalse(report.has_errors(), report.generate_report())
+        self.assertEqual(service["taskDefinition"], self.load("task-definition.json")["family"])
+        # The function forces new deployments only through the rolling-update controller.
+        self.assertEqual(service["deploymentController"], {"type": "ECS"})
+        self.assertEqual(service["launchType"], "FARGATE")  # platform 1.4.0 and later: EFS, the metadata endpoint
+        self.assertEqual(service["deploymentConfiguration"]["deploymentCircuitBreaker"],
+                         {"enable": True, "rollback": True})
+
+    def test_images_are_pinned_by_digest(self) -> None:
+        """A mutable tag is what a forced deployment pulls anew: the base image and the task's image by digest."""
+        dockerfile = (WRITER.parent / "Dockerfile").read_text()
+        froms = [line.split()[1] for line in dockerfile.splitlines() if line.upper().startswith("FROM ")]
+        self.assertTrue(froms)
+        for image in froms:
+            self.assertRegex(image, r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+        (container,) = self.load("task-definition.json")["containerDefinitions"]
+        self.assertRegex(container["image"], r"@sha256:")
+        self.assertNotRegex(container["image"].split("@")[0].rsplit("/", 1)[-1], r":")  # no tag beside it
+        # The image holds this package's version, and the program the task definition runs.
+        version = re.search(r'^version = "([^"]+)"', (WRITER.parents[2] / "clients/python/pyproject.toml")
+                            .read_text(), re.M)
+        assert version is not None
+        self.assertIn('"efs-router[ssm]==%s"' % version.group(1), dockerfile)
+        self.assertIn("COPY writer.py /app/writer.py", dockerfile)
+        self.assertEqual(container["command"][:2], ["python", "writer.py"])
+        self.assertIn("WORKDIR /app", dockerfile)
 
     def test_the_task_role_policy(self) -> None:
         statements = self.load("task-role-policy.json")["Statement"]
