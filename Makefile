@@ -158,6 +158,13 @@ build:
 	rustup target add aarch64-unknown-linux-gnu
 	cargo lambda build --release --arm64 --bin efs-mount-autoscaler
 
+## The release operators keep and deploy with no Rust toolchain: the bootstrap zip and a template that takes it,
+## in target/package/<version>/, and that directory as target/package/efs-mount-autoscaler-<version>.tar.gz
+## (scripts/package.sh; how to deploy it: docs/operations.md). tests/package.rs checks it.
+.PHONY: package
+package: build
+	scripts/package.sh
+
 ## Figures for the README: counting against `ls -f`, routing balance and movement.
 bench: bench-count bench-routing
 

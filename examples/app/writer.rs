@@ -2,8 +2,8 @@
 //! applications (README.md beside it).
 //!
 //! Every device reading is one small JSON file, `data/analysis/device-{id}-{timestamp}.json`
-//! (about 1 KB), on EFS. The app checks whether the path exists and writes it if not, through
-//! `efs_router`, which spreads the files over the shard directories the function publishes in SSM.
+//! (about 1 KB), on EFS. The app writes it unless it is already there, in one call (`create`)
+//! through `efs_router`, which spreads the files over the shard directories the function publishes in SSM.
 //!
 //! ```sh
 //! cargo run --example app_writer -- 1000    # writes 1,000 readings and exits
@@ -49,29 +49,22 @@ pub enum Files<'a> {
     /// Why this is safe: `<mount>/<path>` is the file in the first shard, rooted at `/`. Every
     /// list the function publishes has that shard (it never removes `/`), and only that one
     /// while the files fit in one shard, so a file written here is where a router puts it while
-    /// the list has one shard; with more shards, `Router::exists` and `read_with_fallback` look
-    /// there too, and the function moves it home later. Nothing is moved under this code
+    /// the list has one shard; with more shards, `Router::create`, `exists` and
+    /// `read_with_fallback` look there too, and the function moves it home later. Nothing is moved under this code
     /// meanwhile: it writes no report, so the function moves no file while this task runs.
     Plain(&'a Path),
 }
 
 impl Files<'_> {
-    pub fn exists(&self, path: &str) -> Result<bool, Error> {
+    /// Writes the file at `path` unless it is already there, anywhere a read looks: `true` when
+    /// this call wrote it. One call, not a check and then a write: between the two another task
+    /// could write the same reading.
+    pub fn create(&self, path: &str, data: &[u8]) -> Result<bool, Error> {
         match self {
-            Files::Routed(router) => router.exists(path),
-            Files::Plain(mount) => {
-                let real = mount.join(path);
-                real.try_exists().map_err(io_error("stat", &real))
-            }
-        }
-    }
-
-    /// Writes the file at `path`; `false` when one is already there.
-    pub fn write_new(&self, path: &str, data: &[u8]) -> Result<bool, Error> {
-        match self {
-            // The router writes atomically (a temporary name, fsync, rename) into the path's
-            // home shard.
-            Files::Routed(router) => router.write(path, data).map(|_| true),
+            // The router's create: a synced temporary name linked to the final name in the
+            // path's home shard, so that of two writers exactly one creates it, and a copy in
+            // any shard a miss looks in counts as there.
+            Files::Routed(router) => router.create(path, data).map(|c| c.created()),
             Files::Plain(mount) => write_plain(&mount.join(path), data),
         }
     }
@@ -81,9 +74,8 @@ fn write_plain(real: &Path, data: &[u8]) -> Result<bool, Error> {
     if let Some(dir) = real.parent() {
         fs::create_dir_all(dir).map_err(io_error("mkdir", dir))?;
     }
-    // create_new: create, never replace. The NFS server answers it, so a reading another task
-    // wrote since our exists() (which this host's name cache may still answer "missing") is
-    // kept, not lost.
+    // create_new: create, never replace. The NFS server answers it (this host's name cache
+    // does not), so a reading another task wrote meanwhile is kept, not lost.
     match OpenOptions::new().write(true).create_new(true).open(real) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(io_error("create", real)(e)),
@@ -247,21 +239,16 @@ impl Routing {
     }
 }
 
-/// Check, then write: a reading is written once, and one already there is never replaced (a
-/// device may send the same reading again). True when written. `exists` looks in every shard
-/// the list names, so a reading written under an earlier list, or on plain paths, is found
-/// wherever it is.
+/// A reading is written once, and one already there is never replaced (a device may send the
+/// same reading again): one create, which looks in every shard the list names, so a reading
+/// written under an earlier list, or on plain paths, is found wherever it is. True when written.
 pub fn write_reading(
     files: &Files,
     device_id: u64,
     timestamp: u64,
     payload: &[u8],
 ) -> Result<bool, Error> {
-    let path = reading_path(device_id, timestamp);
-    if files.exists(&path)? {
-        return Ok(false);
-    }
-    files.write_new(&path, payload)
+    files.create(&reading_path(device_id, timestamp), payload)
 }
 
 /// A simulated reading: about 1 KB of JSON.

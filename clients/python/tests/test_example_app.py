@@ -7,6 +7,7 @@ import http.server
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any, ClassVar, Dict, List, Tuple
 from unittest import mock
 
 from efs_router import Layout, ListError, MountTargetList, Router, Target
+from efs_router import ssm as efs_router_ssm
 from efs_router.report import parse_report
 from helpers import MotoServerCase, files_under, read
 from test_ssm import Clock  # as the SSM tests: a router's clock
@@ -198,6 +200,83 @@ class ExampleApp(MotoServerCase):
         with self.assertRaises(ListError):
             self.routing().current()
 
+    def throttled(self, times: int) -> Tuple[Any, List[float]]:
+        """``get_parameter`` throttled ``times`` times, then moto's answer; and the list the app's pauses go to.
+        efs_router's own pauses are recorded, not slept; every pause is drawn at its bound."""
+        from botocore.exceptions import ClientError
+
+        real = self.ssm.get_parameter
+        left = [times]
+
+        def get_parameter(**kwargs: Any) -> Any:
+            if left[0] > 0:
+                left[0] -= 1
+                raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                                  "GetParameter")
+            return real(**kwargs)
+
+        patcher = mock.patch.object(self.ssm, "get_parameter", side_effect=get_parameter)
+        patched = patcher.start()
+        self.addCleanup(patcher.stop)
+        package_pauses: List[float] = []
+        for name, value in (("_sleep", package_pauses.append), ("_draw", lambda low, high: high)):
+            p = mock.patch.object(efs_router_ssm, name, value)
+            p.start()
+            self.addCleanup(p.stop)
+        return patched, package_pauses
+
+    def routing_with_pauses(self) -> Tuple[Any, List[float]]:
+        pauses: List[float] = []
+        routing = self.writer.Routing(self.name, self.base, self.ssm, refresh_seconds=60, label="device-writer",
+                                      clock=self.clock, sleep=pauses.append, draw=lambda low, high: high)
+        self.addCleanup(routing.close)
+        return routing, pauses
+
+    def test_a_throttled_start_waits_and_routes(self) -> None:
+        self.publish(TWO)
+        reads = efs_router_ssm.FIRST_READ.attempts
+        get_parameter, _ = self.throttled(reads + 2)  # efs_router gives up once, then the app's second look works
+        routing, pauses = self.routing_with_pauses()
+        with self.assertLogs(level="WARNING") as logs:  # efs_router's and the app's
+            files = routing.current()
+        self.assertEqual(sum(r.name == "writer" for r in logs.records), 1)
+        self.assertIsInstance(files, Router)
+        self.assertEqual(len(files.shards), 2)
+        self.assertEqual(get_parameter.call_count, reads + 3)
+        self.assertEqual(pauses, [self.writer.START_BACKOFF.base])
+        self.assertTrue(self.writer.write_reading(files, 7, 100, self.writer.reading(7, 100)))
+
+    def test_a_start_throttled_past_the_last_look_stops_the_app_and_writes_nothing(self) -> None:
+        from botocore.exceptions import ClientError
+
+        self.publish(TWO)
+        backoff = self.writer.START_BACKOFF
+        get_parameter, _ = self.throttled(10 ** 6)
+        routing, pauses = self.routing_with_pauses()
+        with self.assertLogs(level="WARNING"), self.assertRaises(ClientError) as cm:
+            routing.current()
+        self.assertEqual(cm.exception.response["Error"]["Code"], "ThrottlingException")
+        self.assertEqual(get_parameter.call_count, backoff.attempts * efs_router_ssm.FIRST_READ.attempts)
+        self.assertEqual(pauses, [min(backoff.cap, backoff.base * 2 ** k) for k in range(backoff.attempts - 1)])
+        self.assertLessEqual(sum(pauses), 60)
+        self.assertEqual(files_under(self.base), [])  # never plain paths on a throttled read
+
+    def test_a_throttled_refresh_keeps_the_list_then_takes_the_new_one(self) -> None:
+        self.publish(ONE)
+        routing, _ = self.routing_with_pauses()
+        files = routing.current()
+        self.publish(TWO)
+        get_parameter, package_pauses = self.throttled(efs_router_ssm.RE_READ.attempts)
+        self.clock.now += 60
+        with self.assertLogs("efs_router", "WARNING"):
+            self.assertTrue(self.writer.write_reading(files, 1, 100, self.writer.reading(1, 100)))
+        self.assertEqual(len(files.shards), 1)  # the refresh gave up: still the list it had
+        self.assertEqual(len(package_pauses), efs_router_ssm.RE_READ.attempts - 1)
+        self.clock.now += 60
+        self.assertTrue(self.writer.write_reading(files, 2, 100, self.writer.reading(2, 100)))
+        self.assertEqual(len(files.shards), 2)
+        self.assertEqual(get_parameter.call_count, efs_router_ssm.RE_READ.attempts + 1)
+
     def run_writer(self, count: int) -> "subprocess.CompletedProcess[str]":
         env = dict(os.environ, SSM_PARAMETER_NAME=self.name, EFS_MOUNT_PATH=self.base)
         return subprocess.run([sys.executable, str(WRITER), str(count)], env=env, cwd=self.base, text=True,
@@ -256,6 +335,41 @@ class Deployment(unittest.TestCase):
         efs = volume["efsVolumeConfiguration"]
         self.assertEqual((efs["rootDirectory"], efs["transitEncryption"]), ("/", "ENABLED"))
         self.assertIn("taskRoleArn", td)
+
+    def test_the_service(self) -> None:
+        import botocore.session
+        from botocore.validate import ParamValidator
+
+        service = self.load("service.json")
+        shape = botocore.session.get_session().get_service_model("ecs").operation_model("CreateService")
+        assert shape.input_shape is not None
+        report = ParamValidator().validate(service, shape.input_shape)
+        self.assertFalse(report.has_errors(), report.generate_report())
+        self.assertEqual(service["taskDefinition"], self.load("task-definition.json")["family"])
+        # The function forces new deployments only through the rolling-update controller.
+        self.assertEqual(service["deploymentController"], {"type": "ECS"})
+        self.assertEqual(service["launchType"], "FARGATE")  # platform 1.4.0 and later: EFS, the metadata endpoint
+        self.assertEqual(service["deploymentConfiguration"]["deploymentCircuitBreaker"],
+                         {"enable": True, "rollback": True})
+
+    def test_images_are_pinned_by_digest(self) -> None:
+        """A mutable tag is what a forced deployment pulls anew: the base image and the task's image by digest."""
+        dockerfile = (WRITER.parent / "Dockerfile").read_text()
+        froms = [line.split()[1] for line in dockerfile.splitlines() if line.upper().startswith("FROM ")]
+        self.assertTrue(froms)
+        for image in froms:
+            self.assertRegex(image, r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+        (container,) = self.load("task-definition.json")["containerDefinitions"]
+        self.assertRegex(container["image"], r"@sha256:")
+        self.assertNotRegex(container["image"].split("@")[0].rsplit("/", 1)[-1], r":")  # no tag beside it
+        # The image holds this package's version, and the program the task definition runs.
+        version = re.search(r'^version = "([^"]+)"', (WRITER.parents[2] / "clients/python/pyproject.toml")
+                            .read_text(), re.M)
+        assert version is not None
+        self.assertIn('"efs-router[ssm]==%s"' % version.group(1), dockerfile)
+        self.assertIn("COPY writer.py /app/writer.py", dockerfile)
+        self.assertEqual(container["command"][:2], ["python", "writer.py"])
+        self.assertIn("WORKDIR /app", dockerfile)
 
     def test_the_task_role_policy(self) -> None:
         statements = self.load("task-role-policy.json")["Statement"]

@@ -8,10 +8,11 @@ import tempfile
 import threading
 import time
 import unittest
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from unittest import mock
 
 from efs_router import Layout, LayoutError, ListError, MountTargetList, Router, Target
+from efs_router import ssm as ssm_module
 from helpers import MotoServerCase
 
 NAME = "/efs-mount-autoscaling/mount-targets"
@@ -225,6 +226,112 @@ class Refresh(unittest.TestCase):
         r = Router(ONE, self.layout)
         r.list = THREE
         self.assertEqual(set(homes(r)), {0, 1, 2})
+
+
+class AwsError(Exception):
+    """What boto3 raises for an AWS error, as far as the package reads it: ``response["Error"]["Code"]``."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__("An error occurred (%s) when calling the GetParameter operation" % code)
+        self.response = {"Error": {"Code": code, "Message": "Rate exceeded"}}
+
+
+class ThrottledSsm(FakeSsm):
+    """get_parameter that raises each of ``errors`` once, in order, before it answers."""
+
+    def __init__(self, value: str, errors: List[str]) -> None:
+        super().__init__(value)
+        self.errors = list(errors)
+
+    def get_parameter(self, *, Name: str) -> Dict[str, Any]:  # Name: boto3's spelling
+        if self.errors:
+            self.names.append(Name)
+            raise AwsError(self.errors.pop(0))
+        return super().get_parameter(Name=Name)
+
+
+class ThrottledReads(unittest.TestCase):
+    """Parameter Store throttles GetParameter (40 per second per account and Region by default): a read is tried
+    again with exponential, jittered pauses, a bounded number of times; the pauses here are recorded, not slept,
+    and each is drawn at its bound."""
+
+    def setUp(self) -> None:
+        self.pauses: List[float] = []
+        for name, value in (("_sleep", self.pauses.append), ("_draw", lambda low, high: high)):
+            patcher = mock.patch.object(ssm_module, name, value)
+            patcher.start()
+            self.addCleanup(patcher.stop)
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+        self.layout = Layout.single_mount(self._tmp.name)
+        self.clock = Clock()
+
+    def test_a_throttled_first_read_is_tried_again_with_growing_pauses(self) -> None:
+        ssm = ThrottledSsm(THREE.to_json(), ["ThrottlingException", "TooManyUpdates", "InternalServerError"])
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            r = Router.from_ssm(NAME, self.layout, client=ssm, report=False)
+        self.assertEqual(r.list, THREE)
+        self.assertEqual(len(ssm.names), 4)
+        self.assertEqual(self.pauses, [0.5, 1.0, 2.0])
+        self.assertEqual(len(logs.records), 3)
+
+    def test_the_pauses_are_capped_and_the_reads_bounded(self) -> None:
+        backoff = ssm_module.FIRST_READ
+        ssm = ThrottledSsm(ONE.to_json(), ["ThrottlingException"] * 10)
+        with self.assertLogs("efs_router", "WARNING"), self.assertRaises(AwsError) as cm:
+            MountTargetList.from_ssm(NAME, ssm)
+        self.assertEqual(ssm_module.error_code(cm.exception), "ThrottlingException")
+        self.assertEqual(len(ssm.names), backoff.attempts)
+        self.assertEqual(self.pauses, [min(backoff.cap, backoff.base * 2 ** k) for k in range(backoff.attempts - 1)])
+        self.assertEqual(max(self.pauses), backoff.cap)
+
+    def test_the_pause_is_drawn_between_zero_and_its_bound(self) -> None:
+        draws: List[Tuple[float, float]] = []
+
+        def draw(low: float, high: float) -> float:
+            draws.append((low, high))
+            return low
+
+        backoff = ssm_module.Backoff(attempts=4, base=0.5, cap=1.5)
+        self.assertEqual([backoff.pause(k, draw) for k in range(3)], [0.0, 0.0, 0.0])
+        self.assertEqual(draws, [(0.0, 0.5), (0.0, 1.0), (0.0, 1.5)])
+
+    def test_other_errors_are_raised_at_once(self) -> None:
+        for code in ("ParameterNotFound", "AccessDeniedException", "ValidationException"):
+            with self.subTest(code=code):
+                ssm = ThrottledSsm(ONE.to_json(), [code])
+                with self.assertRaises(AwsError):
+                    MountTargetList.from_ssm(NAME, ssm)
+                self.assertEqual(len(ssm.names), 1)
+        unreachable = FakeSsm(ONE.to_json())
+        unreachable.fail = ConnectionError("no code: not an AWS answer")
+        with self.assertRaises(ConnectionError):
+            MountTargetList.from_ssm(NAME, unreachable)
+        self.assertEqual((len(unreachable.names), self.pauses), (1, []))
+
+    def test_a_throttled_re_read_is_tried_again_briefly(self) -> None:
+        ssm = ThrottledSsm(ONE.to_json(), [])
+        r = Router.from_ssm(NAME, self.layout, refresh_seconds=60, client=ssm, clock=self.clock, report=False)
+        ssm.value = THREE.to_json()
+        ssm.errors = ["ThrottlingException", "ThrottlingException"]
+        self.clock.now += 60
+        with self.assertLogs("efs_router", "WARNING"):
+            self.assertEqual(set(homes(r)), {0, 1, 2})  # taken on the third read of the same refresh
+        self.assertEqual(self.pauses, [0.1, 0.2])
+        self.assertEqual(r.list, THREE)
+
+    def test_a_re_read_throttled_past_its_attempts_keeps_the_list(self) -> None:
+        ssm = ThrottledSsm(ONE.to_json(), [])
+        r = Router.from_ssm(NAME, self.layout, refresh_seconds=60, client=ssm, clock=self.clock, report=False)
+        ssm.value = THREE.to_json()
+        ssm.errors = ["ThrottlingException"] * ssm_module.RE_READ.attempts
+        self.clock.now += 60
+        with self.assertLogs("efs_router", "WARNING") as logs:
+            self.assertEqual(set(homes(r)), {0})
+        self.assertEqual(len(ssm.names), 1 + ssm_module.RE_READ.attempts)
+        self.assertEqual(self.pauses, [0.1, 0.2])  # at most 0.3 s holds the router's operations meanwhile
+        self.assertIn("re-reading", logs.output[-1])
+        self.assertEqual(r.list, ONE)
 
 
 # In CI a test that cannot run fails (boto3 missing is then an ImportError), never skips.

@@ -24,7 +24,7 @@ from .errors import ReportError as ReportError
 from .errors import ReportFault as ReportFault
 from .list import MountTargetList
 from .names import REPORTS_DIR
-from .ssm import _read_parameter_version, _ssm_client
+from .ssm import FIRST_READ, RE_READ, _read_parameter_version, _ssm_client
 
 DIR = REPORTS_DIR
 FORMAT = 1
@@ -107,7 +107,8 @@ class SsmSource:
         self.read: Optional[Tuple[MountTargetList, Source]] = None
 
     def __call__(self) -> MountTargetList:
-        text, version = _read_parameter_version(self.name, self.client)
+        # The first read retries longer than a re-read, which holds the router's operations (ssm.py).
+        text, version = _read_parameter_version(self.name, self.client, FIRST_READ if self.read is None else RE_READ)
         mount_list = MountTargetList.from_json(text)
         self.read = (mount_list, Source(text, version))
         return mount_list
