@@ -169,6 +169,8 @@ impl EffectInputs<'_> {
             Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
             | Decision::AtCapacity(_) => {}
+            // Held while tasks mount through it: the drain stays recorded, the target stays.
+            Decision::HoldTargetInUse { .. } => {}
             // What the undo leaves of the shards is their directories: the empty ones go.
             Decision::Undone { roots, .. } => out.steps.push(Step::RemoveShardDirs {
                 roots: roots.clone(),

@@ -204,6 +204,11 @@ fn words(decision: &Decision, need: &str, size: &Size, band: &Band) -> String {
             unlisted_and_run(id)
         ),
         Decision::Undone { targets, roots } => undone(targets, roots),
+        Decision::HoldTargetInUse { id, az, in_use } => format!(
+            "{need}; {}: it stays while anything mounts through it, a task mounting through \
+             its own AZ's target ({az}): {in_use}",
+            unlisted_and_run(id)
+        ),
     }
 }
 

@@ -3,6 +3,7 @@
 use super::counts::Counts;
 use super::decision::DrainView;
 use super::list::serving;
+use super::tasks::in_use;
 use crate::observed::Observed;
 use crate::shard::FirstRoot;
 use crate::state::State;
@@ -50,9 +51,16 @@ pub(super) fn drain_under_way(
             .and_then(|l| l.mount_targets.iter().find(|t| &t.id == id))
             .filter(|t| t.root == d.root)
             .map_or_else(|| vec![d.root.clone()], |t| t.shard_roots());
+        // The AZ AWS describes it in, else the one its shard was given.
+        let az = obs
+            .mount_targets
+            .iter()
+            .find(|t| &t.id == id)
+            .map_or_else(|| az_of(id), |t| t.az.clone());
         return Some(DrainView {
             id: id.clone(),
-            az: az_of(id),
+            in_use: in_use(obs, &az),
+            az,
             root: d.root.clone(),
             unlisted: d.unlisted,
             gone: d.gone,
@@ -69,6 +77,8 @@ pub(super) fn drain_under_way(
         unlisted: d.unlisted,
         gone: false,
         keep: true,
+        // The target keeps serving its other shards: it does not go.
+        in_use: None,
         shard: true,
         with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
     })

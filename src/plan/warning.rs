@@ -4,6 +4,7 @@
 //! apart use [`Warning::kind`].
 
 use super::fleet::MovesWait;
+use super::tasks::InUse;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +110,13 @@ pub enum Warning {
     /// ListTasks or DescribeTasks failed (throttled, refused, out of time): no file moves and
     /// no target goes this run; growth goes on.
     TasksUnknown { why: String },
+    /// A drained target is not deleted: tasks run in its AZ, and each mounts the file system
+    /// through its own AZ's target (or ECS's tasks could not be listed).
+    TargetInUse {
+        id: String,
+        az: String,
+        in_use: InUse,
+    },
 }
 
 impl Warning {
@@ -147,6 +155,7 @@ impl Warning {
             Warning::ClientsNotConverged { .. } => "clients_not_converged",
             Warning::ServiceUnreported { .. } => "service_unreported",
             Warning::TasksUnknown { .. } => "tasks_unknown",
+            Warning::TargetInUse { .. } => "target_in_use",
         }
     }
 }
@@ -211,6 +220,7 @@ impl fmt::Display for Warning {
             }
             Warning::ServiceUnreported { group, tasks } => service_unreported(f, group, *tasks),
             Warning::TasksUnknown { why } => tasks_unknown(f, why),
+            Warning::TargetInUse { id, az, in_use } => target_in_use(f, id, az, in_use),
         }
     }
 }
@@ -413,6 +423,14 @@ fn tasks_unknown(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
         f,
         "ECS's tasks could not be listed ({why}): no file moves and no mount target goes \
          this run"
+    )
+}
+
+fn target_in_use(f: &mut fmt::Formatter<'_>, id: &str, az: &str, in_use: &InUse) -> fmt::Result {
+    write!(
+        f,
+        "drained mount target {id} in {az} is not deleted: {in_use} mount(s) the file system \
+         through it (a task mounts through its own AZ's target); it goes once none runs there"
     )
 }
 
