@@ -250,7 +250,9 @@ fn warnings_of(r: &Value, kind: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_drained_target_stays_while_a_task_runs_in_its_az_and_goes_once_it_stops() {
     let tb = testbed(&['a', 'b', 'c']).await;
-    // The service's tasks, and those its forced deployments start, run in c's AZ.
+    // The service's task runs in a (the testbed described the service already); the tasks its
+    // forced deployments start from now on run in c's AZ: chosen while no task ran there, c
+    // has one by the time it is drained.
     tb.proxy.place_tasks_in("us-east-1c");
     let old = published_list(&tb).await;
     let c = entry_in(&old, &tb.world, 'c');

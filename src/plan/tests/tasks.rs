@@ -284,3 +284,22 @@ fn tasks_unknown_or_an_unknown_az_count_as_in_use() {
         Some(InUse::TasksUnknown("ListTasks throttled".into()))
     );
 }
+
+#[test]
+fn scale_in_drains_a_target_no_task_mounts_through_first() {
+    let mut o = three_shards(100, 10, 5);
+    o.state.below_since = Some(NOW - 1800);
+    // c has the fewest files, and would go first.
+    assert_eq!(plan(&o, &trusting_ecs()).decision.name(), "start_drain");
+    let drained = |o: &Observed| match plan(o, &trusting_ecs()).decision {
+        Decision::StartDrain { id, .. } => id,
+        d => panic!("{d:?}"),
+    };
+    assert_eq!(drained(&o), "fsmt-c");
+    // A task runs in c's AZ: b goes first, its AZ free.
+    o.tasks = vec![new_task_in("t-c", Some("us-east-1c"))];
+    assert_eq!(drained(&o), "fsmt-b");
+    // Tasks in both: the fewest files again.
+    o.tasks.push(new_task_in("t-b", Some("us-east-1b")));
+    assert_eq!(drained(&o), "fsmt-c");
+}
