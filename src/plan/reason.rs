@@ -205,8 +205,8 @@ fn words(decision: &Decision, need: &str, size: &Size, band: &Band) -> String {
         ),
         Decision::Undone { targets, roots } => undone(targets, roots),
         Decision::HoldTargetInUse { id, az, in_use } => format!(
-            "{need}; {}: it stays while anything mounts through it, a task mounting through \
-             its own AZ's target ({az}): {in_use}",
+            "{need}; {}: it is not deleted while a task runs in {az}, a task mounting through its \
+             own AZ's target ({in_use})",
             unlisted_and_run(id)
         ),
     }

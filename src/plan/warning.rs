@@ -427,11 +427,12 @@ fn tasks_unknown(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
 }
 
 fn target_in_use(f: &mut fmt::Formatter<'_>, id: &str, az: &str, in_use: &InUse) -> fmt::Result {
-    write!(
-        f,
-        "drained mount target {id} in {az} is not deleted: {in_use} mount(s) the file system \
-         through it (a task mounts through its own AZ's target); it goes once none runs there"
-    )
+    write!(f, "drained mount target {id} in {az} is not deleted: ")?;
+    match in_use {
+        InUse::Tasks(_) => write!(f, "{in_use} mount(s) the file system through it")?,
+        InUse::TasksUnknown(_) => write!(f, "{in_use}, and any may run there")?,
+    }
+    f.write_str(" (a task mounts through its own AZ's target); it goes once none runs there")
 }
 
 fn list_version_held(
