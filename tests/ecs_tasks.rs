@@ -249,7 +249,8 @@ fn warnings_of(r: &Value, kind: &str) -> Vec<String> {
 /// the AZ, and it goes once the task stops.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_drained_target_stays_while_a_task_runs_in_its_az_and_goes_once_it_stops() {
-    let tb = testbed(&['a', 'b', 'c']).await;
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("ECS_CLIENT_FAMILIES", "batch");
     // The service's task runs in a (the testbed described the service already); the tasks its
     // forced deployments start from now on run in c's AZ: chosen while no task ran there, c
     // has one by the time it is drained.
@@ -314,9 +315,26 @@ async fn a_drained_target_stays_while_a_task_runs_in_its_az_and_goes_once_it_sto
         .collect();
     check!(inv, ids.contains(&c.id));
 
-    // The task stops (ECS placed its replacement elsewhere): c goes.
+    // The service's task stops (ECS placed its replacement elsewhere), but a task of a client
+    // family started with RunTask runs in c's AZ now: it holds c as well.
     tb.proxy.place_tasks_in("us-east-1a");
     tb.proxy.stop_task(&running[0]);
+    let batch = tb
+        .proxy
+        .start_task_in("family:batch", "batch", "us-east-1c");
+    let batch = batch.rsplit('/').next().unwrap_or_default().to_string();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, decision(&inv), "hold_target_in_use");
+    let warned = warnings_of(inv.response(), "target_in_use");
+    check!(
+        inv,
+        warned.len() == 1 && warned[0].contains(&batch),
+        "{warned:?}"
+    );
+    check!(inv, !warned[0].contains(&running[0]), "{warned:?}");
+
+    // It ends: c goes.
+    tb.proxy.stop_task(&batch);
     let inv = tb.invoke(&event("reconcile")).await;
     check_eq!(inv, decision(&inv), "delete_drained");
     check_eq!(inv, strings(inv.response(), "deleted"), vec![c.id.clone()]);
