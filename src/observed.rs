@@ -176,6 +176,10 @@ pub struct EcsTask {
     /// When ECS created it: before its containers start and read the list.
     pub created_at: Option<When>,
     pub started_at: Option<When>,
+    /// Where it runs (`availabilityZone`, the AZ name): a task mounts the file system through
+    /// the mount target of its own AZ, whatever the list says. None when ECS does not say (a
+    /// task it could not describe, one on an external instance).
+    pub az: Option<String>,
 }
 
 impl EcsTask {

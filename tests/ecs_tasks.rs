@@ -23,6 +23,8 @@ use support::{event, has_action, has_warning, strings, Aws, Invocation, Mount, T
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 const THRESHOLD: u64 = 500;
 const SERVICE: &str = "service:ingest";
+/// Runs a drain may take (mark, move, unlist, delete), with room to spare.
+const MAX_RUNS: usize = 10;
 
 // ----------------------------------------------------------------------------- files
 
@@ -230,6 +232,113 @@ async fn a_stopping_task_on_the_old_list_holds_the_drain_and_all_it_wrote_goes_h
         .await;
     check!(inv, has_action(inv.response(), "move_files"));
     assert_all_at_home(&tb, &list, &written);
+}
+
+// ----------------------------------------------------------------------------- a task in the AZ
+
+/// The warnings of kind `kind`, in words (`warnings` and `warning_kinds` go in the same order).
+fn warnings_of(r: &Value, kind: &str) -> Vec<String> {
+    let kinds = strings(r, "warning_kinds");
+    let words = strings(r, "warnings");
+    let pairs = kinds.into_iter().zip(words);
+    pairs.filter(|(k, _)| k == kind).map(|(_, w)| w).collect()
+}
+
+/// A Fargate task mounts through its own AZ's target, whatever the list says: a drained target
+/// is not deleted while a task of the service runs in its AZ, the warning names the task and
+/// the AZ, and it goes once the task stops.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_drained_target_stays_while_a_task_runs_in_its_az_and_goes_once_it_stops() {
+    let mut tb = testbed(&['a', 'b', 'c']).await;
+    tb.env("ECS_CLIENT_FAMILIES", "batch");
+    // The service's task runs in a (the testbed described the service already); the tasks its
+    // forced deployments start from now on run in c's AZ: chosen while no task ran there, c
+    // has one by the time it is drained.
+    tb.proxy.place_tasks_in("us-east-1c");
+    let old = published_list(&tb).await;
+    let c = entry_in(&old, &tb.world, 'c');
+    // Within the band of three targets, above that of two: c drains, b stays.
+    put_files(&tb.mount.watch_dir(), 0..320);
+    put_files(
+        &tb.mount.dir_of_root(&entry_in(&old, &tb.world, 'b').root),
+        400..407,
+    );
+    put_files(&tb.mount.dir_of_root(&c.root), 500..504);
+
+    // Marked, moved, unlisted, and the fleet on that list: the deletion is held.
+    let mut held = None;
+    for _ in 0..MAX_RUNS {
+        let inv = tb.invoke(&event("reconcile")).await;
+        check!(inv, !has_action(inv.response(), "delete_mount_target"));
+        if decision(&inv) == "hold_target_in_use" {
+            held = Some(inv);
+            break;
+        }
+    }
+    let inv = held.expect("the deletion was never held");
+    let running: Vec<String> = tb
+        .proxy
+        .tasks(SERVICE)
+        .into_iter()
+        .filter(|(_, status)| status != "STOPPED")
+        .map(|(id, _)| id)
+        .collect();
+    check_eq!(inv, running.len(), 1, "the service's one task");
+    let warned = warnings_of(inv.response(), "target_in_use");
+    check_eq!(inv, warned.len(), 1);
+    check!(
+        inv,
+        warned[0].contains(&running[0])
+            && warned[0].contains("us-east-1c")
+            && warned[0].contains(&c.id),
+        "{warned:?}"
+    );
+    check!(
+        inv,
+        published_list(&tb)
+            .await
+            .mount_targets
+            .iter()
+            .all(|t| t.id != c.id)
+    );
+
+    // Held again, and again: the target is still there for the task.
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, decision(&inv), "hold_target_in_use");
+    check_eq!(inv, tb.proxy.count("DeleteMountTarget"), 0);
+    let ids: Vec<String> = tb
+        .world
+        .mount_targets()
+        .await
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    check!(inv, ids.contains(&c.id));
+
+    // The service's task stops (ECS placed its replacement elsewhere), but a task of a client
+    // family started with RunTask runs in c's AZ now: it holds c as well.
+    tb.proxy.place_tasks_in("us-east-1a");
+    tb.proxy.stop_task(&running[0]);
+    let batch = tb
+        .proxy
+        .start_task_in("family:batch", "batch", "us-east-1c");
+    let batch = batch.rsplit('/').next().unwrap_or_default().to_string();
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, decision(&inv), "hold_target_in_use");
+    let warned = warnings_of(inv.response(), "target_in_use");
+    check!(
+        inv,
+        warned.len() == 1 && warned[0].contains(&batch),
+        "{warned:?}"
+    );
+    check!(inv, !warned[0].contains(&running[0]), "{warned:?}");
+
+    // It ends: c goes.
+    tb.proxy.stop_task(&batch);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, decision(&inv), "delete_drained");
+    check_eq!(inv, strings(inv.response(), "deleted"), vec![c.id.clone()]);
+    check!(inv, !has_warning(inv.response(), "target_in_use"));
 }
 
 // ----------------------------------------------------------------------------- a rebalance

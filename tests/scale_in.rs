@@ -2049,3 +2049,56 @@ async fn a_cut_short_moves_only_copy_is_given_back_after_the_hour_and_the_drain_
     );
     assert!(!private.exists(), "the private directory is still there");
 }
+
+// ----------------------------------------------------------------------------- a stale state
+
+/// The run before created the state parameter (recording b as its own), and SSM's reads of it
+/// lag that write: they answer `ParameterNotFound`. A run that took that for "no state yet"
+/// would start from an empty one, set the scale-in timer and save it over the state, and b
+/// would never be removed again (the soak, seed 5). The function asks for version 1 as well,
+/// reads again while it exists, and while SSM keeps lagging the run fails with
+/// `StaleParameter` and changes nothing; once SSM answers, the state is read whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_state_read_as_not_found_after_its_creation_is_never_taken_for_none() {
+    let tb = testbed_before_the_function(&['a', 'b']).await;
+    put_files(&tb.mount.watch_dir(), 0..10);
+    let b = tb.world.mount_targets().await[1].id.clone();
+    // Five reads answer "not found": four in the first run, one in the next.
+    tb.proxy
+        .lag_parameter_reads(1000, 5, Duration::from_secs(120), 5);
+    let ssm = aws_sdk_ssm::Client::from_conf(
+        tb.aws
+            .ssm
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    );
+    let state = json!({ "created": { &b: { "az_id": tb.world.az_id('b'), "at": 1 } } });
+    ssm.put_parameter()
+        .name(support::world::STATE_PARAMETER_NAME)
+        .value(state.to_string())
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .expect("the state, created as the last run did");
+    tb.proxy.reset_counts();
+
+    let inv = tb.invoke(&event("reconcile")).await;
+    let error = inv.result.as_ref().err().cloned().unwrap_or_default();
+    check_eq!(inv, error["errorType"], json!("StaleParameter"));
+    check_eq!(inv, tb.proxy.state_writes(), 0);
+    check!(inv, tb.proxy.mutating_calls().is_empty());
+    check_eq!(inv, tb.world.state().await, state);
+    // No write from now on opens a window of its own (the one open keeps its last read).
+    tb.proxy.lag_parameter_reads(0, 0, Duration::ZERO, 0);
+
+    // SSM answers at last: the state is read whole, and b stays the function's own.
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("hold_settling"));
+    let now = tb.world.state().await;
+    check!(inv, now["created"].get(&b).is_some(), "state: {now}");
+    check!(inv, now["below_since"].is_u64(), "state: {now}");
+    let served: usize = tb.proxy.stale_reads().values().sum();
+    assert_eq!(served, 5, "{:?}", tb.proxy.stale_reads());
+}

@@ -245,6 +245,7 @@ impl Ecs {
             desired_status: t.desired_status().unwrap_or_default().to_owned(),
             created_at: time(t.created_at()),
             started_at: time(t.started_at()),
+            az: t.availability_zone().map(str::to_owned),
         });
         let undescribed = out
             .failures()
@@ -257,6 +258,7 @@ impl Ecs {
                 desired_status: String::new(),
                 created_at: None,
                 started_at: None,
+                az: None,
             });
         Ok(described
             .chain(undescribed)

@@ -60,14 +60,19 @@ impl Ssm {
     /// (a list without the shards it added, a state without a target it created). So each read
     /// asks whether the next version exists, and reads again while it does;
     /// [`Error::StaleParameter`] when it still lags after [`FRESH_READS`] reads.
+    ///
+    /// A read that lags the write that created the parameter answers `ParameterNotFound`:
+    /// a run that took that for "none yet" would start from an empty state, forget the targets
+    /// it created, and save that over the state. That write made version 1, so a parameter
+    /// not found is asked for as version 1 too, and read again while that exists (version 0
+    /// in the error: read as not found).
     async fn get(&self, name: &str) -> Result<Option<(String, Option<When>)>, Error> {
         for attempt in 1..=FRESH_READS {
-            let Some((text, when, version)) = self.get_once(name).await? else {
-                return Ok(None);
-            };
+            let read = self.get_once(name).await?;
+            let version = read.as_ref().map_or(0, |(_, _, v)| *v);
             let newer = version + 1;
             if !self.has_version(name, newer).await? {
-                return Ok(Some((text, when)));
+                return Ok(read.map(|(text, when, _)| (text, when)));
             }
             tracing::warn!(parameter = %name, read = version, newer, attempt, "SSM answered an older version: reading it again");
             if attempt == FRESH_READS {
@@ -281,13 +286,43 @@ mod tests {
         assert!(matches!(err, Error::ParameterTooLarge { .. }), "{err:?}");
     }
 
+    fn not_found() -> aws_smithy_mocks::Rule {
+        mock!(Client::get_parameter)
+            .match_requests(|r| !r.name().unwrap_or_default().contains(':'))
+            .then_error(|| {
+                GetParameterError::ParameterNotFound(ParameterNotFound::builder().build())
+            })
+    }
+
     #[tokio::test]
     async fn a_missing_parameter_is_none() {
-        let rule = mock!(Client::get_parameter).then_error(|| {
-            GetParameterError::ParameterNotFound(ParameterNotFound::builder().build())
-        });
-        let ssm = Ssm::new(mock_client!(aws_sdk_ssm, [&rule]));
+        let (rule, first) = (not_found(), next_version(false));
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &first]
+        ));
         assert_eq!(ssm.read("/p").await.unwrap(), None);
+        assert_eq!(ssm.read_state("/p").await.unwrap(), None);
+        assert_eq!(first.num_calls(), 2);
+    }
+
+    /// Not found, while its first version exists: the read lagged the write that created it.
+    /// Taken for "none yet", it would start the state afresh and save that over it.
+    #[tokio::test]
+    async fn not_found_while_its_first_version_exists_is_read_again_then_refused() {
+        let (rule, first) = (not_found(), next_version(true));
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &first]
+        ));
+        let err = ssm.read_state("/state").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::StaleParameter { name, read: 0, newer: 1 } if name == "/state"),
+            "{err:?}"
+        );
+        assert_eq!(rule.num_calls(), FRESH_READS as usize);
     }
 
     #[tokio::test]

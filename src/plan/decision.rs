@@ -7,7 +7,8 @@ use super::scale_in::{scale_in_candidate, Candidate};
 use super::sizing::Size;
 use super::sizing::Sizing;
 use super::step::NewTarget;
-use super::tasks::OldTask;
+use super::tasks::{InUse, OldTask};
+use super::warning::Warning;
 use super::Seen;
 use crate::observed::{LifeCycle, Observed};
 use crate::shard::FirstRoot;
@@ -86,6 +87,14 @@ pub enum Decision {
     AtCapacity(Bound),
     /// Nothing to add or remove (`fewer_would_do`: above the scale-in band, so all stay).
     Keep { fewer_would_do: bool },
+    /// A drained target would go, but tasks run in its AZ (or may: ECS's tasks are unknown),
+    /// and a task mounts through its own AZ's target whatever the list says: it stays until
+    /// they stop.
+    HoldTargetInUse {
+        id: String,
+        az: String,
+        in_use: InUse,
+    },
 }
 
 /// The event that lifts the limits of a `modulo-sha256` list.
@@ -106,7 +115,7 @@ impl Decision {
     /// Every decision's name, in [`Decision::name`]'s order: the contract's table of decisions
     /// (docs/contract.md) is tested against it.
     #[cfg_attr(not(test), allow(dead_code))] // read by the tests only
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 27] = [
         "migrate",
         "create",
         "add_shards",
@@ -133,6 +142,7 @@ impl Decision {
         "hold_modulo_list",
         "at_capacity",
         "keep",
+        "hold_target_in_use",
     ];
 
     /// The decision's name: in the response (`decision`), in the run summary, and what tests
@@ -165,6 +175,20 @@ impl Decision {
             Decision::Hold(Hold::ModuloList) => "hold_modulo_list",
             Decision::AtCapacity(_) => "at_capacity",
             Decision::Keep { .. } => "keep",
+            Decision::HoldTargetInUse { .. } => "hold_target_in_use",
+        }
+    }
+
+    /// The warning the decision itself gives, if any: a deletion held by the tasks that
+    /// mount through the target.
+    pub(super) fn warning(&self) -> Option<Warning> {
+        match self {
+            Decision::HoldTargetInUse { id, az, in_use } => Some(Warning::TargetInUse {
+                id: id.clone(),
+                az: az.clone(),
+                in_use: in_use.clone(),
+            }),
+            _ => None,
         }
     }
 }
@@ -289,6 +313,8 @@ pub(super) struct DrainView {
     /// The target stays once drained (the undo event's drain of one this function did not
     /// create, or in a protected AZ).
     pub(super) keep: bool,
+    /// What mounts through the target now (tasks in its AZ): it is not deleted while any does.
+    pub(super) in_use: Option<InUse>,
 }
 
 /// The one decision of a run, in order of precedence: the migrate event; a drain under way
@@ -397,6 +423,12 @@ fn drain_step(d: &DrainView, growing: bool, moves_wait: Option<&MovesWait>) -> D
         Decision::Unlist { id }
     } else if d.keep {
         Decision::Release { id }
+    } else if let Some(in_use) = &d.in_use {
+        Decision::HoldTargetInUse {
+            id,
+            az: d.az.clone(),
+            in_use: in_use.clone(),
+        }
     } else {
         Decision::DeleteDrained { id }
     }
@@ -515,6 +547,11 @@ mod tests {
             Decision::Keep {
                 fewer_would_do: false,
             },
+            Decision::HoldTargetInUse {
+                id: id(),
+                az: "a".into(),
+                in_use: InUse::TasksUnknown("throttled".into()),
+            },
         ];
         all.iter().for_each(listed_here);
         all
@@ -550,7 +587,8 @@ mod tests {
                 | Hold::ModuloList,
             )
             | Decision::AtCapacity(_)
-            | Decision::Keep { .. } => {}
+            | Decision::Keep { .. }
+            | Decision::HoldTargetInUse { .. } => {}
         }
     }
 

@@ -168,8 +168,7 @@ impl EffectInputs<'_> {
             Decision::DeleteDrained { id } => out.steps.push(Step::DeleteMountTarget {
                 mount_target_id: id.clone(),
             }),
-            // Unlisted, and the fleet runs the list without it: the drain is over, the target
-            // stays.
+            // Unlisted, the fleet on the list without it: the drain is over, the target stays.
             Decision::Release { id } => {
                 out.state.draining.remove(id);
             }
@@ -180,9 +179,10 @@ impl EffectInputs<'_> {
             Decision::WaitForFleet { services, .. } => out.waits.services = services.clone(),
             Decision::WaitForTasks { tasks, .. } => out.waits.tasks = tasks.clone(),
             Decision::WaitForClients { clients, .. } => out.waits.clients = clients.clone(),
-            // Waiting for a publish or for refreshing clients, or bounded: nothing changes.
+            // Waiting (a publish, clients' refresh, a target's tasks) or bounded: nothing changes.
             Decision::PublishFirst { .. }
             | Decision::WaitForRefresh { .. }
+            | Decision::HoldTargetInUse { .. }
             | Decision::AtCapacity(_) => {}
             // What the undo leaves of the shards is their directories: the empty ones go.
             Decision::Undone { roots, .. } => out.steps.push(Step::RemoveShardDirs {

@@ -145,6 +145,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     } = sizing;
     let reason = reason(&decision, &size, &band, policy);
     let mut warnings = seen.warnings.clone();
+    warnings.extend(decision.warning());
     let list_version_held = matches!(limits.shards.bound, Bound::ListVersion { .. })
         && size.needed > limits.shards.most;
     if list_version_held {

@@ -204,6 +204,11 @@ fn words(decision: &Decision, need: &str, size: &Size, band: &Band) -> String {
             unlisted_and_run(id)
         ),
         Decision::Undone { targets, roots } => undone(targets, roots),
+        Decision::HoldTargetInUse { id, az, in_use } => format!(
+            "{need}; {}: it is not deleted while a task runs in {az}, a task mounting through its \
+             own AZ's target ({in_use})",
+            unlisted_and_run(id)
+        ),
     }
 }
 

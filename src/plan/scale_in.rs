@@ -3,6 +3,7 @@
 use super::counts::Counts;
 use super::decision::DrainView;
 use super::list::serving;
+use super::tasks::in_use;
 use crate::observed::Observed;
 use crate::shard::FirstRoot;
 use crate::state::State;
@@ -50,9 +51,16 @@ pub(super) fn drain_under_way(
             .and_then(|l| l.mount_targets.iter().find(|t| &t.id == id))
             .filter(|t| t.root == d.root)
             .map_or_else(|| vec![d.root.clone()], |t| t.shard_roots());
+        // The AZ AWS describes it in, else the one its shard was given.
+        let az = obs
+            .mount_targets
+            .iter()
+            .find(|t| &t.id == id)
+            .map_or_else(|| az_of(id), |t| t.az.clone());
         return Some(DrainView {
             id: id.clone(),
-            az: az_of(id),
+            in_use: in_use(obs, &az),
+            az,
             root: d.root.clone(),
             unlisted: d.unlisted,
             gone: d.gone,
@@ -69,6 +77,8 @@ pub(super) fn drain_under_way(
         unlisted: d.unlisted,
         gone: false,
         keep: true,
+        // The target keeps serving its other shards: it does not go.
+        in_use: None,
         shard: true,
         with_files: has_files(root).then(|| root.clone()).into_iter().collect(),
     })
@@ -86,8 +96,9 @@ pub(super) enum Candidate {
 /// What a scale-in would drain. First a shard: the last of the serving target with the most
 /// shards (the later in the list on a tie), since a target's shards go before the target.
 /// Then a target: only one this function created (never the first shard, never one that was
-/// there before), never one in a protected AZ; the one with the fewest files, the newest on
-/// a tie. The undo event drains any target's shard but `/`: one this function did not create,
+/// there before), never one in a protected AZ; one in an AZ where no task runs first (a
+/// task mounts through its AZ's target, which then stays: `hold_target_in_use`), then the one
+/// with the fewest files, the newest on a tie. The undo event drains any target's shard but `/`: one this function did not create,
 /// or in a protected AZ, is kept once drained.
 pub(super) fn scale_in_candidate(
     obs: &Observed,
@@ -123,6 +134,9 @@ pub(super) fn scale_in_candidate(
                 && t.shards == 1
                 && (undo || (state.created.contains_key(&t.id) && !protected(&t.az_id)))
         })
-        .min_by_key(|(i, t)| (counts.files_of(&t.root), std::cmp::Reverse(*i)))
+        .min_by_key(|(i, t)| {
+            let mounted = in_use(obs, t.az.as_deref().unwrap_or_default()).is_some();
+            (mounted, counts.files_of(&t.root), std::cmp::Reverse(*i))
+        })
         .map(|(_, t)| Candidate::Target(t.id.clone()))
 }

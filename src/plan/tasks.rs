@@ -43,3 +43,67 @@ pub(super) fn old_tasks(obs: &Observed) -> Vec<OldTask> {
         })
         .collect()
 }
+
+/// A task that runs in a drained target's AZ (or may: ECS does not say where it runs), and so
+/// mounts the file system through that target: deleting the target cuts it off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInAz {
+    /// The task's id (the last part of its ARN).
+    pub id: String,
+    /// `service:<name>`, or RunTask's group.
+    pub group: String,
+    /// Its `availabilityZone`; none when ECS does not say.
+    pub az: Option<String>,
+}
+
+impl std::fmt::Display for TaskInAz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let az = self.az.as_deref().unwrap_or("an AZ ECS does not name");
+        write!(f, "task {} ({}) in {az}", self.id, self.group)
+    }
+}
+
+/// Why a drained target may not be deleted now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InUse {
+    /// These tasks, not `STOPPED`, run in its AZ (or in an AZ ECS does not name).
+    Tasks(Vec<TaskInAz>),
+    /// ECS's tasks could not be listed: any may run there.
+    TasksUnknown(String),
+}
+
+impl std::fmt::Display for InUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InUse::Tasks(tasks) => {
+                let names: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+                f.write_str(&names.join(", "))
+            }
+            InUse::TasksUnknown(why) => write!(f, "ECS's tasks could not be listed ({why})"),
+        }
+    }
+}
+
+/// What mounts through the target in `az` (an AZ name; empty when unknown, then any task
+/// counts): the tasks of the named services and `ECS_CLIENT_FAMILIES` ECS has not stopped
+/// that run there, or ECS's tasks unknown. None when nothing does. A task whose AZ ECS does
+/// not name counts: what ECS does not say never cuts a mount.
+pub(super) fn in_use(obs: &Observed, az: &str) -> Option<InUse> {
+    if let Some(why) = &obs.tasks_unknown {
+        return Some(InUse::TasksUnknown(why.clone()));
+    }
+    let there = |t: &&EcsTask| {
+        t.last_status != "STOPPED" && (az.is_empty() || t.az.as_deref().is_none_or(|a| a == az))
+    };
+    let tasks: Vec<TaskInAz> = obs
+        .tasks
+        .iter()
+        .filter(there)
+        .map(|t| TaskInAz {
+            id: t.id().to_owned(),
+            group: t.group.clone(),
+            az: t.az.clone(),
+        })
+        .collect();
+    (!tasks.is_empty()).then_some(InUse::Tasks(tasks))
+}

@@ -4,6 +4,7 @@
 //! apart use [`Warning::kind`].
 
 use super::fleet::MovesWait;
+use super::tasks::InUse;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +113,13 @@ pub enum Warning {
     /// Homes switched after the fleet's patience though it did not run the list that
     /// announced them: what is named here misses what the new homes receive until replaced.
     HomesSwitchedEarly(MovesWait),
+    /// A drained target is not deleted: tasks run in its AZ, and each mounts the file system
+    /// through its own AZ's target (or ECS's tasks could not be listed).
+    TargetInUse {
+        id: String,
+        az: String,
+        in_use: InUse,
+    },
 }
 
 impl Warning {
@@ -151,6 +159,7 @@ impl Warning {
             Warning::ServiceUnreported { .. } => "service_unreported",
             Warning::TasksUnknown { .. } => "tasks_unknown",
             Warning::HomesSwitchedEarly(_) => "homes_switched_early",
+            Warning::TargetInUse { .. } => "target_in_use",
         }
     }
 }
@@ -216,6 +225,7 @@ impl fmt::Display for Warning {
             Warning::ServiceUnreported { group, tasks } => service_unreported(f, group, *tasks),
             Warning::TasksUnknown { why } => tasks_unknown(f, why),
             Warning::HomesSwitchedEarly(wait) => homes_switched_early(f, wait),
+            Warning::TargetInUse { id, az, in_use } => target_in_use(f, id, az, in_use),
         }
     }
 }
@@ -429,6 +439,13 @@ fn homes_switched_early(f: &mut fmt::Formatter<'_>, wait: &MovesWait) -> fmt::Re
          written at the new homes",
         super::fleet::FLEET_PATIENCE_SECS
     )
+fn target_in_use(f: &mut fmt::Formatter<'_>, id: &str, az: &str, in_use: &InUse) -> fmt::Result {
+    write!(f, "drained mount target {id} in {az} is not deleted: ")?;
+    match in_use {
+        InUse::Tasks(_) => write!(f, "{in_use} mount(s) the file system through it")?,
+        InUse::TasksUnknown(_) => write!(f, "{in_use}, and any may run there")?,
+    }
+    f.write_str(" (a task mounts through its own AZ's target); it goes once none runs there")
 }
 
 fn list_version_held(

@@ -463,6 +463,17 @@ impl Proxy {
         tasks::start(&self.state, group, family)
     }
 
+    /// One more task in `group`, RUNNING, created now, in `az` (`us-east-1b`, say), as
+    /// [`Proxy::start_task`] starts one in the AZ tasks are placed in. Answers its ARN.
+    pub fn start_task_in(&self, group: &str, family: &str, az: &str) -> String {
+        tasks::start_in(&self.state, group, family, az)
+    }
+
+    /// Tasks started from now on run in `az` (by default, us-east-1a).
+    pub fn place_tasks_in(&self, az: &str) {
+        tasks::place_in(&self.state, az);
+    }
+
     /// ListTasks answers in pages of at most `size` (1 to 100).
     pub fn task_page_size(&self, size: usize) {
         tasks::page_size(&self.state, size);

@@ -51,6 +51,7 @@ pub(super) fn task(id: &str, group: &str, last: &str, desired: &str, created: u6
         desired_status: desired.into(),
         created_at: at(created),
         started_at: at(created + 5),
+        az: Some("us-east-1a".into()),
     }
 }
 

@@ -175,3 +175,131 @@ fn tasks_that_could_not_be_listed_hold_moves_and_deletions_never_growth() {
     assert!(p.list_version_held);
     assert!(!p.list.needs_version_2());
 }
+
+// ----------------------------------------------------------------------------- tasks in the AZ
+
+use super::super::tasks::{InUse, TaskInAz};
+
+/// A task of the service created after the publish (it runs the list without c), in `az`.
+fn new_task_in(id: &str, az: Option<&str>) -> EcsTask {
+    let mut t = task(id, "service:app", "RUNNING", "RUNNING", 150);
+    t.az = az.map(str::to_owned);
+    t
+}
+
+/// ECS trusted alone: a running task without a report holds no move (the report rule is
+/// `clients.rs`'s).
+fn trusting_ecs() -> Policy {
+    Policy {
+        client_reports: ClientReports::EcsMayHideFiles,
+        ..policy()
+    }
+}
+
+fn in_use(p: &Plan) -> Option<&InUse> {
+    match &p.decision {
+        Decision::HoldTargetInUse { in_use, .. } => Some(in_use),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_task_in_a_drained_targets_az_holds_its_deletion_with_a_warning() {
+    for az in [Some("us-east-1c"), None] {
+        let o = with_tasks(unlisted_c(100, 10), vec![new_task_in("t-c", az)]);
+        for policy in [
+            trusting_ecs(),
+            Policy {
+                undo: true,
+                ..trusting_ecs()
+            },
+        ] {
+            let p = plan(&o, &policy);
+            assert_eq!(p.decision.name(), "hold_target_in_use", "{az:?}");
+            let held = InUse::Tasks(vec![TaskInAz {
+                id: "t-c".into(),
+                group: "service:app".into(),
+                az: az.map(str::to_owned),
+            }]);
+            assert_eq!(in_use(&p), Some(&held));
+            assert!(!moves_or_deletes(&p), "{:?}", p.steps);
+            // The drain stays recorded: the next run asks again.
+            assert!(saved(&p).is_none_or(|s| s.draining.contains_key("fsmt-c")));
+            let warned = p.warnings.iter().find_map(|w| match w {
+                Warning::TargetInUse { id, az, in_use } => Some((id, az, in_use)),
+                _ => None,
+            });
+            assert_eq!(
+                warned,
+                Some((&"fsmt-c".to_owned(), &"us-east-1c".to_owned(), &held))
+            );
+        }
+    }
+}
+
+#[test]
+fn a_task_in_another_az_or_stopped_holds_no_deletion() {
+    let mut stopped = new_task_in("done", Some("us-east-1c"));
+    stopped.last_status = "STOPPED".into();
+    for t in [new_task_in("t-b", Some("us-east-1b")), stopped] {
+        let p = plan(
+            &with_tasks(unlisted_c(100, 10), vec![t.clone()]),
+            &trusting_ecs(),
+        );
+        assert_eq!(p.decision.name(), "delete_drained", "{t:?}");
+        assert!(!kinds(&p).contains(&"target_in_use"));
+    }
+}
+
+#[test]
+fn a_task_in_the_az_holds_nothing_before_the_deletion() {
+    // The moves and the unlisting go on: only the deletion cuts a mount.
+    let t = new_task_in("t-c", Some("us-east-1c"));
+    let p = plan(
+        &with_tasks(draining_c(100, 10, 5), vec![t.clone()]),
+        &trusting_ecs(),
+    );
+    assert_eq!(p.decision.name(), "move_drained");
+    let p = plan(
+        &with_tasks(draining_c(100, 10, 0), vec![t]),
+        &trusting_ecs(),
+    );
+    assert_eq!(p.decision.name(), "unlist");
+    assert!(!kinds(&p).contains(&"target_in_use"));
+}
+
+#[test]
+fn tasks_unknown_or_an_unknown_az_count_as_in_use() {
+    use super::super::tasks::in_use as target_in_use;
+    let mut o = with_tasks(
+        unlisted_c(100, 10),
+        vec![new_task_in("t-b", Some("us-east-1b"))],
+    );
+    assert_eq!(target_in_use(&o, "us-east-1c"), None);
+    // A target whose AZ is not known: any task may mount through it.
+    assert!(target_in_use(&o, "").is_some());
+    o.tasks_unknown = Some("ListTasks throttled".into());
+    assert_eq!(
+        target_in_use(&o, "us-east-1c"),
+        Some(InUse::TasksUnknown("ListTasks throttled".into()))
+    );
+}
+
+#[test]
+fn scale_in_drains_a_target_no_task_mounts_through_first() {
+    let mut o = three_shards(100, 10, 5);
+    o.state.below_since = Some(NOW - 1800);
+    // c has the fewest files, and would go first.
+    assert_eq!(plan(&o, &trusting_ecs()).decision.name(), "start_drain");
+    let drained = |o: &Observed| match plan(o, &trusting_ecs()).decision {
+        Decision::StartDrain { id, .. } => id,
+        d => panic!("{d:?}"),
+    };
+    assert_eq!(drained(&o), "fsmt-c");
+    // A task runs in c's AZ: b goes first, its AZ free.
+    o.tasks = vec![new_task_in("t-c", Some("us-east-1c"))];
+    assert_eq!(drained(&o), "fsmt-b");
+    // Tasks in both: the fewest files again.
+    o.tasks.push(new_task_in("t-b", Some("us-east-1b")));
+    assert_eq!(drained(&o), "fsmt-c");
+}

@@ -18,6 +18,10 @@
 //!   function's 5-minute runs, as a test counts them (`next_run`; one that never counts
 //!   them keeps every task listed);
 //! - DescribeTasks takes at most 100 tasks and names an unknown one in `failures` (`MISSING`).
+//! - each task has an `availabilityZone`, as ECS gives it: the AZ of the subnet it runs in.
+//!   moto's services have no network configuration here, so a task runs where the test puts
+//!   it (`start_task_in`), else in the AZ new tasks are placed in (us-east-1a, where every
+//!   world has its first mount target, unless the test says otherwise: `place_tasks_in`).
 
 use super::{aws_error, paging, Protocol, Reply, State};
 use bytes::Bytes;
@@ -44,6 +48,9 @@ const MOST: usize = 100;
 /// course ever stopped would stay listed, and each run would page through all of them.
 const RUNS_AN_HOUR: usize = 12;
 
+/// Where tasks run unless the test says otherwise.
+const FIRST_AZ: &str = "us-east-1a";
+
 #[derive(Clone, Debug)]
 pub(super) struct Task {
     pub(super) arn: String,
@@ -53,6 +60,8 @@ pub(super) struct Task {
     /// Index in [`STOPPING`].
     stage: usize,
     created_ms: u64,
+    /// Its `availabilityZone`.
+    az: String,
     /// The run ([`Tasks::runs`]) in which it reached STOPPED.
     stopped_in: Option<usize>,
 }
@@ -78,6 +87,7 @@ impl Task {
             "startedAt": secs(self.created_ms + 1),
             "taskDefinitionArn": format!("arn:aws:ecs:us-east-1:123456789012:task-definition/{}:1", self.family),
             "launchType": "FARGATE",
+            "availabilityZone": self.az,
         })
     }
 }
@@ -97,10 +107,20 @@ pub(super) struct Tasks {
     runs: usize,
     /// Tasks ECS no longer shows: STOPPED for an hour.
     pub(super) forgotten: usize,
+    /// The AZ new tasks run in (none: [`FIRST_AZ`]).
+    place_in: Option<String>,
 }
 
 impl Tasks {
     fn add(&mut self, group: String, family: &str, created_ms: u64) -> String {
+        let az = self
+            .place_in
+            .clone()
+            .unwrap_or_else(|| FIRST_AZ.to_string());
+        self.add_in(group, family, created_ms, az)
+    }
+
+    fn add_in(&mut self, group: String, family: &str, created_ms: u64, az: String) -> String {
         self.made += 1;
         let arn = format!(
             "arn:aws:ecs:us-east-1:123456789012:task/cluster/{:032x}",
@@ -113,6 +133,7 @@ impl Tasks {
             desired: "RUNNING",
             stage: 0,
             created_ms,
+            az,
             stopped_in: None,
         });
         arn
@@ -174,6 +195,18 @@ pub(super) fn next_run(state: &Mutex<State>) {
 pub(super) fn start(state: &Mutex<State>, group: &str, family: &str) -> String {
     let mut s = state.lock().unwrap();
     s.tasks.add(group.to_string(), family, now_ms())
+}
+
+/// A task started in `group` now, RUNNING, in `az` (say `us-east-1b`): its ARN.
+pub(super) fn start_in(state: &Mutex<State>, group: &str, family: &str, az: &str) -> String {
+    let mut s = state.lock().unwrap();
+    s.tasks
+        .add_in(group.to_string(), family, now_ms(), az.to_string())
+}
+
+/// Tasks started from now on (a service's, a forced deployment's, RunTask's) run in `az`.
+pub(super) fn place_in(state: &Mutex<State>, az: &str) {
+    state.lock().unwrap().tasks.place_in = Some(az.to_string());
 }
 
 /// ECS wants this task (by id) stopped, as a StopTask or the end of its work would.
