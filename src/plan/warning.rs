@@ -439,6 +439,8 @@ fn homes_switched_early(f: &mut fmt::Formatter<'_>, wait: &MovesWait) -> fmt::Re
          written at the new homes",
         super::fleet::FLEET_PATIENCE_SECS
     )
+}
+
 fn target_in_use(f: &mut fmt::Formatter<'_>, id: &str, az: &str, in_use: &InUse) -> fmt::Result {
     write!(f, "drained mount target {id} in {az} is not deleted: ")?;
     match in_use {
