@@ -518,6 +518,10 @@ const REQUIRED: &[Required] = &[
     Required::of("faults on ECS's task operations", On::Both),
     Required::of("faults on ListTasks", On::Both).long(),
     Required::of("faults on DescribeTasks", On::Both).long(),
+    // Every change of homes goes out twice (docs/data-plane.md, "When homes change"): the
+    // growths and drains of the course announce, and switch once the fleet runs the list.
+    Required::of("runs that announced new homes", On::Both),
+    Required::of("runs that switched homes", On::Both),
 ];
 /// Decisions that grow: what a run must decide when it wants more shards than serve.
 const GROWTH: &[&str] = &[
@@ -1397,6 +1401,11 @@ fn wait_stopped(pid: libc::pid_t) {
     }
 }
 
+/// The count of `key` in `counts`.
+fn count(counts: &BTreeMap<String, usize>, key: &str) -> usize {
+    counts.get(key).copied().unwrap_or_default()
+}
+
 fn root_dir(mount: &Path, root: &str) -> PathBuf {
     mount.join(root.trim_start_matches('/'))
 }
@@ -1697,6 +1706,9 @@ struct Stats {
     /// `ABANDONED_AFTER` of the kill), and the client files found in private names at all.
     drains_held_by_moves: usize,
     private_copies: BTreeSet<String>,
+    /// Runs by where the homes of the list they published stood (`homes`: `announced`,
+    /// `switched`, `switched_early`; docs/data-plane.md, "When homes change").
+    homes: BTreeMap<String, usize>,
     /// Runs begun while a task of the service whose router writes no report ran, and those
     /// whose answer named it `unreported`.
     runs_beside_unreported: usize,
@@ -2053,6 +2065,11 @@ impl Soak {
     }
 
     /// Whether a router that reads version 1 only is live.
+    /// A run answered that homes switched after the fleet's patience.
+    fn switched_early(&self) -> bool {
+        self.stats.homes.contains_key("switched_early")
+    }
+
     fn old_router_live(&self) -> bool {
         self.actors
             .iter()
@@ -3655,6 +3672,11 @@ impl Soak {
             ),
             ("resumes in the last pass", s.final_pass_resumes),
             (
+                "runs that announced new homes",
+                count(&s.homes, "announced"),
+            ),
+            ("runs that switched homes", count(&s.homes, "switched")),
+            (
                 "drains held by a cut-short move",
                 s.drains_held_by_moves.min(s.private_copies.len()),
             ),
@@ -3905,46 +3927,39 @@ impl Soak {
                         self.published.label()
                     ));
                 }
-                // An old client: only if no shard of its list holds a copy, but for a write by a
-                // client on a newer list where the old list's miss does not look (home and its
-                // open placements): a version 3 list cannot know where later lists home a path,
-                // the one hiding docs/routing.md leaves open during a rollout.
-                let looks: BTreeSet<String> = match client.router.resolve(path) {
-                    Ok(home) => std::iter::once(home.index)
-                        .chain(client.router.miss_shards(&home))
-                        .map(|j| client.router.shards()[j].root.clone())
-                        .collect(),
-                    Err(e) => return Err(format!("{head}: {e}")),
-                };
-                let mut newer = 0;
-                for root in client.list.roots() {
+                // An old client finds what any client wrote: the function announces every
+                // change of homes and switches them once the fleet runs the announcement
+                // (docs/data-plane.md, "When homes change"). Only homes switched after the
+                // fleet's patience (`homes_switched_early`) may hide a file from a client left
+                // behind.
+                let roots: BTreeSet<String> = client
+                    .list
+                    .roots()
+                    .union(&self.published.roots())
+                    .cloned()
+                    .collect();
+                for root in roots {
                     let copy = root_dir(&self.views.truth, &root).join(path);
                     let Ok(bytes) = fs::read(&copy) else {
                         continue;
                     };
-                    let written_on = serde_json::from_slice::<Value>(&bytes)
-                        .ok()
-                        .and_then(|v| v["list"].as_i64());
-                    let by_newer = written_on.is_some_and(|v| v > client.list.version);
-                    if looks.contains(&root) || !by_newer || client.list.list.open.is_none() {
+                    if !self.switched_early() {
                         return Err(format!(
-                            "{head}: not found, but its list {} has a copy at {} ({})",
+                            "{head}: not found by a client on {}, but {} holds it ({})",
                             client.list.label(),
                             copy.display(),
                             self.model.describe(path, &bytes)
                         ));
                     }
-                    newer += 1;
-                }
-                if newer > 0 {
                     *self
                         .stats
                         .reads
-                        .entry("missed a newer list's write")
+                        .entry("missed after homes switched early")
                         .or_default() += 1;
+                    break;
                 }
                 Ok(format!(
-                    "{head}: not found (an old client; no shard of {} holds it where it looks)",
+                    "{head}: not found (no shard holds it; an old client on {})",
                     client.list.label()
                 ))
             }
@@ -4560,6 +4575,10 @@ impl Soak {
         {
             self.stats.drains_held_by_moves += 1;
         }
+        if let Some(homes) = r["homes"].as_str() {
+            let _ = write!(line, " homes {homes}");
+            *self.stats.homes.entry(homes.to_owned()).or_default() += 1;
+        }
         let m = &r["moves"];
         let walked_all = action == "rebalance"
             && actions.iter().any(|a| a == "move_files")
@@ -4720,9 +4739,13 @@ impl Soak {
             // A run that finishes the growth of one killed after saving its state decides
             // `keep`, having planned from the saved shards, and publishes them.
             let grew = r["shards"].as_u64().unwrap_or(0) > before.serving as u64;
+            // Growth announced (now or before) takes files once the fleet runs the list that
+            // announces it (docs/data-plane.md, "When homes change").
+            let announced = matches!(r["homes"].as_str(), Some("announced" | "waiting"));
             if wanted > before.serving as u64
                 && !GROWTH.contains(&decision)
                 && !held_by_v1
+                && !announced
                 && !stale
                 && !grew
             {
@@ -4939,9 +4962,15 @@ impl Soak {
                             "{line}: c{c}@v{version}, on the published list, read {path} beside the run: not found, and no client deleted it"
                         ));
                     }
-                    // An older list may not name the shard that holds it.
+                    // An older list finds what newer ones write (docs/data-plane.md, "When
+                    // homes change"), unless homes switched after the fleet's patience.
+                    if live && !self.switched_early() {
+                        return Err(format!(
+                            "{line}: c{c}@v{version}, on an older list, read {path} beside the run: not found, and no client deleted it"
+                        ));
+                    }
                     let what = if live {
-                        "not found on an older list"
+                        "missed after homes switched early"
                     } else {
                         "not found"
                     };
@@ -5436,7 +5465,7 @@ impl Soak {
             s.missed_by_old_list.len()
         );
         println!(
-            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}, lists published beside one {}; version 2 lists published {}; version 3 lists with placements open {}, with none {}, saying everywhere {}",
+            "  not in ECS: actors {:?}, old-list writes {:?}; runs held by reports alone {}, answers naming clients {}; runs beside a version 1 router {}, lists published beside one {}; version 2 lists published {}; version 3 lists with placements open {}, with none {}, saying everywhere {}; runs by homes {:?}",
             s.actors,
             s.hidden_writes,
             s.held_by_reports,
@@ -5446,7 +5475,8 @@ impl Soak {
             s.v2_published,
             s.v3_open,
             s.v3_closed,
-            s.v3_everywhere
+            s.v3_everywhere,
+            s.homes
         );
         println!(
             "  AWS's ways {:?}: played {:?}; stale reads {:?}; longest parameter value {} characters; faults the function met by operation {:?}; throttle bursts by service {:?}; the harness's RunTask: faults met {:?}, calls again {}",
