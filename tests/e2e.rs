@@ -809,6 +809,67 @@ async fn a_missing_file_system_id_is_an_error_naming_it_before_any_aws_call() {
     );
 }
 
+/// A router on the list published now, over the test's mount.
+async fn router_now(tb: &Testbed) -> efs_router::Router {
+    let text = tb.world.published().await.value;
+    let list = efs_router::list::MountTargetList::from_json(&text).expect("the published list");
+    efs_router::Router::new(list, efs_router::Layout::single_mount(tb.mount.path()))
+        .expect("a router")
+}
+
+/// The rollout replay on the function's own lists (issue 39): a task on the list the growth
+/// announced finds, and does not write again, every path a task on the switched list creates,
+/// and the other way round; on a version 1 list and on a version 3 list alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_on_the_list_before_the_switch_finds_what_the_next_list_writes() {
+    for reads in [&[1, 2][..], &[1, 2, 3][..]] {
+        let tb = testbed(World::builder(), BELOW, THRESHOLD).await;
+        tb.fleet_reports(reads).await;
+        if reads.contains(&3) {
+            // A settled version 3 list first: it goes out saying `everywhere` (it knows no
+            // past), and a clean pass closes that, so a miss looks at home alone.
+            tb.invoke(&event("scheduled")).await;
+            tb.converge(reads).await;
+            let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+            check!(inv, has_action(inv.response(), "move_files"));
+            tb.invoke(&event("scheduled")).await;
+            tb.converge(reads).await;
+            let open = tb.world.published().await.json()["open"].clone();
+            assert_eq!(open, json!([]), "reads {reads:?}");
+        }
+        tb.mount.generate(CROSSING);
+        let inv = tb.invoke(&event("scheduled")).await;
+        check_eq!(inv, inv.response()["homes"], json!("announced"));
+        let older = router_now(&tb).await;
+        tb.converge(reads).await;
+        let inv = tb.invoke(&event("scheduled")).await;
+        check_eq!(inv, inv.response()["homes"], json!("switched"));
+        let newer = router_now(&tb).await;
+        let (mut away, mut missed) = (0, Vec::new());
+        for i in 0..200 {
+            let path = format!("data/analysis/new/{i}.json");
+            assert!(newer.create(&path, b"new").unwrap().created());
+            away +=
+                (older.resolve(&path).unwrap().real != newer.resolve(&path).unwrap().real) as usize;
+            let found = older.exists(&path).unwrap()
+                && older.read_with_fallback(&path).map(|r| r.data).ok() == Some(b"new".to_vec())
+                && !older.create(&path, b"again").unwrap().created();
+            let path = format!("data/analysis/old/{i}.json");
+            assert!(older.create(&path, b"old").unwrap().created());
+            let back =
+                newer.exists(&path).unwrap() && !newer.create(&path, b"again").unwrap().created();
+            if !found || !back {
+                missed.push(i);
+            }
+        }
+        assert!(
+            away > 50,
+            "reads {reads:?}: only {away} of 200 homed elsewhere"
+        );
+        assert_eq!(missed, Vec::<usize>::new(), "reads {reads:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_mount_targets_caps_the_targets_and_the_shards_go_on_those_there() {
     let mut tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
