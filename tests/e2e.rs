@@ -870,6 +870,30 @@ async fn a_task_on_the_list_before_the_switch_finds_what_the_next_list_writes() 
     }
 }
 
+/// After a clean pass, a growth announced and then switched leaves the balance known: the
+/// next rebalance compares files against the added shard alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_an_announced_growth_the_rebalance_compares_against_the_added_shards() {
+    let tb = testbed(World::builder(), BELOW, THRESHOLD).await;
+    tb.fleet_reports(&[1, 2]).await;
+    let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+    check_eq!(inv, inv.response()["moves"]["comparison"], json!("full"));
+    tb.mount.generate(CROSSING);
+    let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("announced"));
+    // While the announcement waits, nothing moves.
+    let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+    check!(inv, !has_action(inv.response(), "move_files"));
+    tb.converge(&[1, 2]).await;
+    let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("switched"));
+    tb.converge(&[1, 2]).await;
+    let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+    let m = &inv.response()["moves"];
+    check_eq!(inv, m["comparison"], json!("added_shards"));
+    check!(inv, m["moved"].as_u64().unwrap_or(0) > 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_mount_targets_caps_the_targets_and_the_shards_go_on_those_there() {
     let mut tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
