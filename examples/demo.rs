@@ -70,6 +70,7 @@ async fn main() {
             &[
                 "decision",
                 "reason",
+                "homes",
                 "actions",
                 "shards",
                 "total",

@@ -151,6 +151,30 @@ impl Fleet {
     }
 }
 
+impl Fleet {
+    /// Why the homes an announcement names may not switch yet: what holds moves, but a task
+    /// that reports nothing. ECS's task rule already holds every task started before the
+    /// announcement's publish, so one ECS shows that reports nothing started after it read
+    /// that list, or runs on plain paths, to which homes never mattered (day one).
+    pub(super) fn homes_wait(&self) -> Option<MovesWait> {
+        match self.moves_wait(false) {
+            Some(MovesWait::Clients(clients)) => {
+                let behind: Vec<Behind> = clients
+                    .into_iter()
+                    .filter(|c| c.why != super::clients::Why::Unreported)
+                    .collect();
+                match behind.is_empty() {
+                    true => Some(self.refresh_left)
+                        .filter(|l| *l > 0)
+                        .map(MovesWait::Refresh),
+                    false => Some(MovesWait::Clients(behind)),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 /// Seconds left before clients that re-read the list every `CLIENT_REFRESH_SECONDS` have all
 /// read the one published last (0 when they have, or when no client refreshes by itself).
 fn refresh_left(obs: &Observed, policy: &Policy) -> u64 {

@@ -175,7 +175,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     // The effect may have changed the shards: what is open follows them.
     let next = seen.settle(list, &state);
     let age = obs.published_at().map(|t| obs.now.since(t).as_secs());
-    let fleet = seen.fleet.moves_wait(false);
+    let fleet = seen.fleet.homes_wait();
     let (list, homes) = announcement::stage(next.clone(), seen.published, fleet, age, &obs.files);
     upkeep(
         obs,

@@ -87,6 +87,38 @@ fn growth_goes_on_while_no_task_reports() {
     assert_eq!(p.unreported.len(), 3);
 }
 
+#[test]
+fn tasks_that_report_nothing_do_not_hold_homes_but_an_old_list_does() {
+    // Five shards' files on three targets, published as an announcement: the new shards
+    // listed draining. The app's tasks report nothing (plain paths, or started after the
+    // publish: ECS's task rule holds the others), and the services run the list.
+    let mut o = world(200_000);
+    add_shard(&mut o, "fsmt-b", 'b', 0);
+    add_shard(&mut o, "fsmt-c", 'c', 0);
+    reads_v2(&mut o);
+    let announced = plan(&o, &policy());
+    assert_eq!(announced.homes, Homes::Announced);
+    o.parameter = Some(Parameter::new(announced.list.clone(), at(NOW - 10)));
+    o.deployments[0].created_at = at(NOW - 5);
+    o.reports.files.clear();
+    reads_v2(&mut o);
+    let mut plain = plain_app(o.clone());
+    for t in &mut plain.tasks {
+        t.created_at = at(NOW - 2);
+    }
+    let p = plan(&plain, &policy());
+    assert_eq!(p.unreported.len(), 3, "they still hold moves");
+    assert_eq!(p.homes, Homes::Switched);
+    // A client that reports the list before the announcement holds the switch.
+    reporting(&mut o, "eeeeeeeeeeeeeeee", false, &[1, 2], 0);
+    let p = plan(&o, &policy());
+    assert!(
+        matches!(p.homes, Homes::Waiting(MovesWait::Clients(_))),
+        "{:?}",
+        p.homes
+    );
+}
+
 /// EFS's usual setup before the function: a target in each of a, b and c, files in `/`, and
 /// no list published yet.
 fn target_in_every_az(files: u64) -> Observed {
