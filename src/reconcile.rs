@@ -47,6 +47,7 @@ pub fn policy(config: &Config) -> Policy {
         client_reports: config.client_reports,
         close_placements: config.close_placements,
         undo: false,
+        scope: Some(config.watch_dir.clone()).filter(|w| !w.is_empty()),
     }
 }
 

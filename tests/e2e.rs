@@ -870,6 +870,82 @@ async fn a_task_on_the_list_before_the_switch_finds_what_the_next_list_writes() 
     }
 }
 
+/// The settle replay (issue 39): files written through a router inside `WATCH_DIR` and
+/// outside it, nested ones too, are all found through a router on the list after growth once
+/// the placements have closed. The rebalance walks `WATCH_DIR` alone, so the list says so
+/// (`scope`), and a miss outside it looks in every shard.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_file_a_router_wrote_is_found_after_the_placements_close() {
+    let reads = &[1, 2, 3];
+    let tb = testbed(World::builder(), BELOW, THRESHOLD).await;
+    tb.fleet_reports(reads).await;
+    // Settle: publish, converge, a clean pass, publish the closed placements, converge.
+    let settle = || async {
+        tb.invoke(&event("scheduled")).await;
+        tb.converge(reads).await;
+        let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+        check!(inv, has_action(inv.response(), "move_files"));
+        tb.invoke(&event("scheduled")).await;
+        tb.converge(reads).await;
+    };
+    settle().await;
+    let before = tb.world.published().await.json();
+    assert_eq!(before["open"], json!([]), "{before}");
+    assert_eq!(before["scope"], json!("data/analysis"), "{before}");
+    let writer = router_now(&tb).await;
+    let paths: Vec<String> = (0..100)
+        .map(|i| match i % 4 {
+            0 => format!("data/other/{i}.json"),
+            1 => format!("data/other/deep/{}/{i}.json", i % 3),
+            2 => format!("data/analysis/nested/{}/{i}.json", i % 3),
+            _ => format!("elsewhere-{i}.json"),
+        })
+        .collect();
+    for p in &paths {
+        writer.write(p, p.as_bytes()).unwrap();
+    }
+    // Growth, announced and switched; then the placements close again.
+    tb.mount.generate(CROSSING);
+    let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("announced"));
+    tb.converge(reads).await;
+    let inv = tb.invoke(&event("scheduled")).await;
+    check_eq!(inv, inv.response()["homes"], json!("switched"));
+    tb.converge(reads).await;
+    let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+    check!(
+        inv,
+        inv.response()["moves"]["moved"].as_u64().unwrap_or(0) > 0
+    );
+    // After growth the placements stay open one pass longer (docs/data-plane.md).
+    let mut after = tb.world.published().await.json();
+    for _ in 0..4 {
+        tb.invoke(&event("scheduled")).await;
+        tb.converge(reads).await;
+        after = tb.world.published().await.json();
+        if after["open"] == json!([]) {
+            break;
+        }
+        tb.invoke(&json!({"action": "rebalance"})).await;
+    }
+    assert_eq!(after["open"], json!([]), "{after}");
+    assert!(
+        after["mount_targets"].as_array().unwrap().len() > 1,
+        "{after}"
+    );
+    let reader = router_now(&tb).await;
+    let mut away = 0;
+    for p in &paths {
+        away += (writer.resolve(p).unwrap().real != reader.resolve(p).unwrap().real) as usize;
+        assert!(reader.exists(p).unwrap(), "{p} is hidden on {after}");
+        assert_eq!(reader.read_with_fallback(p).unwrap().data, p.as_bytes());
+    }
+    assert!(
+        away > 20,
+        "only {away} of 100 paths homed elsewhere after the growth"
+    );
+}
+
 /// After a clean pass, a growth announced and then switched leaves the balance known: the
 /// next rebalance compares files against the added shard alone.
 #[tokio::test(flavor = "multi_thread")]

@@ -192,6 +192,7 @@ fn drain(rtt: Duration) {
     let roots = ["/", "/shards/a", "/shards/b", "/shards/c"];
     let list = MountTargetList {
         open: None,
+        scope: None,
         mount_targets: roots
             .iter()
             .enumerate()
@@ -265,6 +266,7 @@ fn client(rtt: Duration) {
             .collect();
         let list = MountTargetList {
             open: None,
+            scope: None,
             mount_targets: roots
                 .iter()
                 .enumerate()

@@ -10,6 +10,7 @@
 //!   A list is written as version 2 only when some target serves more than one shard; clients
 //!   older than version 2 refuse the `version` key, so no two clients route one list differently.
 
+use crate::path::LogicalPath;
 use crate::placement::{Open, Placement};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -197,6 +198,10 @@ pub struct MountTargetList {
     /// Version 3: the earlier placements whose files may still be away from home
     /// ([`crate::placement`]). `None` in the earlier forms, whose misses look everywhere.
     pub open: Option<Open>,
+    /// Version 3: the tree (relative to each shard's root) whose files the function walks and
+    /// moves home, and so the only one `open` speaks for. A path outside it may be away from
+    /// home anywhere the list names: its miss looks in every shard. `None`: the whole tree.
+    pub scope: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -209,6 +214,8 @@ struct RawList {
     version: Option<u32>,
     #[serde(default)]
     open: Option<Open>,
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 /// The document as written: `version` only when it is 2 or 3.
@@ -217,6 +224,8 @@ struct OutList<'a> {
     mount_targets: &'a [Target],
     #[serde(skip_serializing_if = "Option::is_none")]
     open: Option<&'a Open>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<&'a str>,
     strategy: Strategy,
     #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<u32>,
@@ -236,6 +245,8 @@ pub enum ListError {
     OpenNeedsVersion,
     #[error("\"open\" names shard root {root:?}, which is not one of the list's shards")]
     BadOpen { root: String },
+    #[error("\"scope\" is {scope:?}: a version 3 list's scope is a clean relative path (no leading '/', '.', '..' or empty parts)")]
+    BadScope { scope: String },
     #[error("mount target {id} has \"shards\" or \"draining_shards\", which only a version 2 list may have (clients before version 2 would route by its root alone)")]
     ShardsNeedVersion { id: String },
     #[error("mount target {id}: {why}")]
@@ -265,7 +276,7 @@ pub enum ListError {
 
 impl ListError {
     /// The short name of the rule that refused the list, as `tests/vectors/lists.json` spells
-    /// it: `not-a-list`, `duplicate-key`, `bad-version`, `open-needs-version`, `bad-open`,
+    /// it: `not-a-list`, `duplicate-key`, `bad-version`, `open-needs-version`, `bad-open`, `bad-scope`,
     /// `shards-need-version`, `bad-shards`,
     /// `empty-id`, `duplicate-id`, `bad-root`, `reserved-root`, `duplicate-root` or `nested-root`.
     pub fn kind(&self) -> &'static str {
@@ -275,6 +286,7 @@ impl ListError {
             ListError::BadVersion { .. } => "bad-version",
             ListError::OpenNeedsVersion => "open-needs-version",
             ListError::BadOpen { .. } => "bad-open",
+            ListError::BadScope { .. } => "bad-scope",
             ListError::ShardsNeedVersion { .. } => "shards-need-version",
             ListError::BadShards { .. } => "bad-shards",
             ListError::EmptyId { .. } => "empty-id",
@@ -293,6 +305,7 @@ impl MountTargetList {
             mount_targets: Vec::new(),
             strategy,
             open: None,
+            scope: None,
         }
     }
 
@@ -330,10 +343,20 @@ impl MountTargetList {
         if (raw.version == Some(3)) != raw.open.is_some() {
             return Err(ListError::OpenNeedsVersion);
         }
+        if let Some(scope) = &raw.scope {
+            let parsed = LogicalPath::parse(scope);
+            let clean = raw.open.is_some() && parsed.is_ok_and(|p| p.as_str() == scope);
+            if !clean {
+                return Err(ListError::BadScope {
+                    scope: scope.clone(),
+                });
+            }
+        }
         let list = MountTargetList {
             mount_targets: raw.mount_targets,
             strategy: raw.strategy.unwrap_or(Strategy::ModuloSha256),
             open: raw.open,
+            scope: raw.scope,
         };
         list.validate()?;
         Ok(list)
@@ -351,6 +374,7 @@ impl MountTargetList {
         serde_json::to_string(&OutList {
             mount_targets: &self.mount_targets,
             open: self.open.as_ref(),
+            scope: self.scope.as_deref().filter(|_| self.open.is_some()),
             strategy: self.strategy,
             version,
         })
@@ -363,6 +387,18 @@ impl MountTargetList {
             (Some(_), _) => 3,
             (None, true) => 2,
             (None, false) => 1,
+        }
+    }
+
+    /// What `open` says for `logical`: itself within the list's `scope`, and outside it
+    /// [`Open::Everywhere`] (the function never walks there, so never closed a placement over it).
+    pub fn open_for(&self, logical: &LogicalPath) -> Option<&Open> {
+        static EVERYWHERE: Open = Open::Everywhere(crate::placement::Everywhere::Everywhere);
+        match &self.scope {
+            Some(scope) if self.open.is_some() && !logical.is_at_or_under(scope) => {
+                Some(&EVERYWHERE)
+            }
+            _ => self.open.as_ref(),
         }
     }
 

@@ -312,13 +312,18 @@ impl Router {
         let held = match self.list().open {
             Some(crate::placement::Open::Placements(_)) => {
                 let resolved = self.resolve(logical)?;
+                // Outside the list's scope a miss looks everywhere, and so does the listing.
+                let within = matches!(
+                    self.list().open_for(&resolved.logical),
+                    Some(crate::placement::Open::Placements(_))
+                );
                 let shards: Vec<usize> = (self.miss_shards(&resolved).into_iter())
                     .chain([resolved.index])
                     .map(|j| self.standing_for(j))
                     .collect();
                 looked = held
                     .iter()
-                    .filter(|(j, _)| shards.contains(j))
+                    .filter(|(j, _)| !within || shards.contains(j))
                     .cloned()
                     .collect();
                 &looked[..]

@@ -239,8 +239,7 @@ impl Router {
         let home_root = &t[home.index].root;
         let roots = self
             .list
-            .open
-            .as_ref()
+            .open_for(&home.logical)
             .and_then(|o| o.miss_roots(&home.raw, &home.logical, home_root));
         match roots {
             None => self.others(home.index).collect(),
@@ -268,7 +267,8 @@ impl Router {
             .into_iter()
             .map(|j| (j, self.real_in(j, &home.logical)))
             .collect();
-        let home_last = matches!(self.list.open, Some(Open::Placements(_))) && !places.is_empty();
+        let open = self.list.open_for(&home.logical);
+        let home_last = matches!(open, Some(Open::Placements(_))) && !places.is_empty();
         (places, home_last)
     }
 

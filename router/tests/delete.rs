@@ -22,6 +22,7 @@ use tree::{files_under, put};
 fn list(roots: &[&str]) -> MountTargetList {
     MountTargetList {
         open: None,
+        scope: None,
         mount_targets: roots
             .iter()
             .enumerate()

@@ -20,6 +20,7 @@ fn target(i: usize, root: &str) -> Target {
 fn list(roots: &[&str], strategy: Strategy) -> MountTargetList {
     MountTargetList {
         open: None,
+        scope: None,
         mount_targets: roots
             .iter()
             .enumerate()

@@ -24,6 +24,7 @@ fn vectors() -> Value {
 fn list(roots: &[&str], strategy: Strategy) -> MountTargetList {
     MountTargetList {
         open: None,
+        scope: None,
         mount_targets: roots
             .iter()
             .enumerate()

@@ -307,6 +307,7 @@ const THREE: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
 fn router(bed: &TestBed) -> Router {
     let list = MountTargetList {
         open: None,
+        scope: None,
         mount_targets: THREE
             .iter()
             .enumerate()

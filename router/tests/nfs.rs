@@ -50,6 +50,7 @@ const ROOTS: &[&str] = &["/", "/shards/use1-az4", "/shards/use1-az1"];
 fn router(mount: &Path, test: &str) -> Router {
     let list = MountTargetList {
         open: None,
+        scope: None,
         mount_targets: ROOTS
             .iter()
             .enumerate()

@@ -34,6 +34,7 @@ fn lists(v: &Value) -> HashMap<String, Vec<Shard>> {
         .map(|(k, l)| {
             let list = MountTargetList {
                 open: None,
+                scope: None,
                 mount_targets: serde_json::from_value(l.clone()).unwrap(),
                 strategy: Strategy::Rendezvous,
             };

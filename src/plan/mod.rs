@@ -357,6 +357,8 @@ struct Seen<'a> {
     fleet: Fleet,
     /// A clean pass may close the placements ([`ClosePlacements`]).
     may_close: bool,
+    /// What the placements speak for ([`Policy::scope`]).
+    scope: Option<String>,
     warnings: Vec<Warning>,
 }
 
@@ -408,6 +410,7 @@ impl<'a> Seen<'a> {
             state,
             fleet,
             may_close,
+            scope: policy.scope.clone(),
             warnings,
         }
     }
@@ -417,7 +420,13 @@ impl<'a> Seen<'a> {
     fn settle(&self, list: MountTargetList, state: &State) -> MountTargetList {
         let balanced = state.rebalancing.balanced.as_ref();
         let balanced = balanced.filter(|_| self.may_close);
-        placements::settle(list, self.published, balanced, self.fleet.clients.read_v3)
+        let mut list =
+            placements::settle(list, self.published, balanced, self.fleet.clients.read_v3);
+        // The placements speak for what the rebalance walks: elsewhere a miss looks everywhere.
+        if list.open.is_some() {
+            list.scope = self.scope.clone();
+        }
+        list
     }
 
     /// The list the plan starts from: the migrated one, else the published one.

@@ -27,6 +27,9 @@ pub struct Policy {
     /// The undo event: one shard, `/`, whatever the files need; every other shard drains
     /// home, a target this function created then goes, any other target is kept, idle.
     pub undo: bool,
+    /// The tree, relative to each shard's root, that the rebalance walks (`WATCH_DIR`): what a
+    /// version 3 list's placements speak for (its `scope`). `None`: the whole tree.
+    pub scope: Option<String>,
 }
 
 /// What the fleet rule asks of the clients' reports (`CLIENT_REPORTS`). Every live report

@@ -289,6 +289,7 @@ pub(crate) mod tests {
     pub(crate) fn list(shards: &[(&str, &str, u32)]) -> MountTargetList {
         MountTargetList {
             open: None,
+            scope: None,
             mount_targets: shards
                 .iter()
                 .enumerate()

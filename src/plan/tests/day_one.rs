@@ -161,6 +161,7 @@ fn more_shards_go_first_to_the_targets_that_serve_none() {
     o.parameter = Some(Parameter::new(
         MountTargetList {
             open: None,
+            scope: None,
             mount_targets: vec![listed(&o.mount_targets[0], "/")],
             strategy: Strategy::Rendezvous,
         },

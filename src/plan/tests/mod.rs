@@ -101,6 +101,7 @@ pub(super) fn world(files: u64) -> Observed {
     o.parameter = Some(Parameter::new(
         MountTargetList {
             open: None,
+            scope: None,
             mount_targets: vec![listed(&o.mount_targets[0], "/")],
             strategy: Strategy::Rendezvous,
         },
@@ -135,6 +136,7 @@ pub(super) fn policy() -> Policy {
         client_reports: ClientReports::default(),
         close_placements: ClosePlacements::default(),
         undo: false,
+        scope: None,
     }
 }
 

@@ -13,8 +13,8 @@ class RouterError(Exception):
 
 class ListError(RouterError, ValueError):
     """The published list was refused. ``kind`` names the rule, as ``tests/vectors/lists.json`` spells it:
-    not-a-list, duplicate-key, bad-version, open-needs-version, bad-open, shards-need-version, bad-shards, empty-id,
-    duplicate-id, bad-root, reserved-root, duplicate-root or nested-root."""
+    not-a-list, duplicate-key, bad-version, open-needs-version, bad-open, bad-scope, shards-need-version, bad-shards,
+    empty-id, duplicate-id, bad-root, reserved-root, duplicate-root or nested-root."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)

@@ -151,11 +151,13 @@ class MountTargetList:
     """The published document. The original two-field form reads as roots ``/``, ``modulo-sha256``.
 
     ``open`` (version 3): the earlier placements whose files may still be away from home, or ``EVERYWHERE``
-    (``Open``); None in the earlier forms, whose misses look everywhere."""
+    (``Open``); None in the earlier forms, whose misses look everywhere. ``scope`` (version 3): the tree, relative
+    to each shard's root, that ``open`` speaks for (what the function walks); a miss outside it looks everywhere."""
 
     mount_targets: List[Target] = field(default_factory=list)
     strategy: str = RENDEZVOUS
     open: Optional[Open] = None
+    scope: Optional[str] = None
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "MountTargetList":
@@ -172,7 +174,8 @@ class MountTargetList:
         except UnicodeEncodeError:
             raise ListError("not-a-list", "not a mount target list: a lone surrogate in a string") from None
         return cls([Target.from_dict(e) for e in canonical["mount_targets"]], canonical.get("strategy", MODULO_SHA256),
-                   None if canonical.get("open") is None else _open_from_json(canonical["open"]))
+                   None if canonical.get("open") is None else _open_from_json(canonical["open"]),
+                   canonical.get("scope"))
 
     def version(self) -> int:
         """Its version as written: 3 when it says which placements are open, else 2 when ``needs_version_2``,
@@ -224,13 +227,15 @@ class MountTargetList:
             raise ListError("not-a-list", "not a mount target list: a lone surrogate in a string") from None
 
     def to_json(self) -> str:
-        """The document, as the Rust library writes it (keys ``mount_targets``, ``open``, ``strategy``,
+        """The document, as the Rust library writes it (keys ``mount_targets``, ``open``, ``scope``, ``strategy``,
         ``version``): version 3 when it says which placements are open, else ``"version": 2`` only when some target
         serves more than one shard or drains some (``needs_version_2``), so that a list older clients can route is
         always written in the form they read."""
         doc: Dict[str, Any] = {"mount_targets": [t.to_dict() for t in self.mount_targets]}
         if self.open is not None:
             doc["open"] = _open_to_json(self.open)
+            if self.scope is not None:
+                doc["scope"] = self.scope
         doc["strategy"] = self.strategy
         version = self.version()
         if version != 1:
