@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -87,8 +86,10 @@ def failure_reason(output: str) -> str:
     """The soak's own words for a failure: its panic message's first line."""
     lines = output.splitlines()
     for i, line in enumerate(lines):
-        if "panicked at" in line and i + 1 < len(lines):
-            return lines[i + 1].strip()[:300]
+        if "panicked at" in line:
+            said = [x.strip() for x in lines[i + 1:i + 4] if x.strip()]
+            if said:
+                return said[0][:300]
     for line in reversed(lines):
         if line.startswith("nfs-tier: "):
             return line[:300]
@@ -101,7 +102,7 @@ def run_one(where: str, seed: int, steps: int, cmd: list[str], env: dict[str, st
     print(f"soak-long: {where} seed {seed}, {with_commas(steps)} steps (log {log})", flush=True)
     started = time.monotonic()
     with log.open("w") as f:
-        status = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
     wall = time.monotonic() - started
     output = log.read_text(errors="replace")
     stats = None
@@ -138,9 +139,9 @@ def section(runs: list[dict], settings: str, commit: str) -> str:
             if name not in names:
                 names.append(name)
     if names:
-        out += ["", "Every statistic the soaks counted (the first ones, to `drains held by a "
-                "cut-short move`... `faults on DescribeTasks`, are the table of docs/testing.md; "
-                "a dash: the run printed none):", ""]
+        out += ["", "Every statistic of each run: those of docs/testing.md's table in its order, "
+                "then, from `wind-down steps`, the summary's other counts (a dash: the run "
+                "printed none):", ""]
         out.append("| statistic | " + " | ".join(f"{r['where']} {r['seed']}" for r in runs) + " |")
         out.append("|---" * (len(runs) + 1) + "|")
         for name in names:
