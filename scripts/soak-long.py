@@ -139,15 +139,17 @@ def section(runs: list[dict], settings: str, commit: str) -> str:
             if name not in names:
                 names.append(name)
     if names:
-        out += ["", "Every statistic of each run: those of docs/testing.md's table in its order, "
-                "then, from `wind-down steps`, the summary's other counts (a dash: the run "
-                "printed none):", ""]
+        caption = (
+            "Every statistic of each run: those of docs/testing.md's table in its order, then, "
+            "from `wind-down steps`, the summary's other counts (a dash: the run printed none):"
+        )
+        out += ["", caption, ""]
         out.append("| statistic | " + " | ".join(f"{r['where']} {r['seed']}" for r in runs) + " |")
         out.append("|---" * (len(runs) + 1) + "|")
         for name in names:
             values = []
             for r in runs:
-                got = dict((n, v) for n, v in r["statistics"])
+                got = {n: v for n, v in r["statistics"]}
                 values.append(str(got[name]) if name in got else "—")
             out.append(f"| {name} | " + " | ".join(values) + " |")
     out += ["", END]
