@@ -5506,6 +5506,33 @@ impl Soak {
             s.compared_with_added,
             s.final_pass_resumes
         );
+        // The same figures on one line for a script (`make soak-long` tables it): each
+        // statistic of REQUIRED in its order, then the summary's other counts.
+        let mut values: BTreeMap<&str, usize> = self.course_statistics().into_iter().collect();
+        values.extend(self.aws_statistics());
+        let mut statistics: Vec<(&str, usize)> =
+            REQUIRED.iter().map(|r| (r.name, values[r.name])).collect();
+        statistics.extend([
+            ("wind-down steps", s.wind_down_steps as usize),
+            ("targets deleted in the wind-down", s.deleted_winding_down),
+            (
+                "targets forgotten after a stale state read",
+                s.forgotten_targets,
+            ),
+            ("client files seen in private names", s.private_copies.len()),
+            ("latest versions hidden in private names", s.hidden_latest),
+            ("deleted paths seen on disk again", s.resurrected.len()),
+            ("writes", self.model.writes as usize),
+            ("live paths", self.model.live.len()),
+        ]);
+        let line = json!({
+            "seed": self.seed,
+            "steps": self.steps,
+            "on": if self.views.tier { "tier" } else { "host" },
+            "secs": self.started.elapsed().as_secs_f64(),
+            "statistics": statistics,
+        });
+        println!("soak-statistics: {line}");
     }
 }
 
