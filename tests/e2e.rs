@@ -281,7 +281,11 @@ async fn crossing_the_threshold_adds_one_mount_target_in_a_free_az_and_publishes
 async fn an_immediate_second_run_does_nothing() {
     let tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
     let first = tb.invoke(&event("scheduled")).await;
-    first.response();
+    check_eq!(first, first.response()["homes"], json!("announced"));
+    // The proxy's ECS shows no task started before that publish, and the app's tasks report
+    // nothing: the fleet runs the announcement, and the next run switches homes.
+    let switch = tb.invoke(&event("scheduled")).await;
+    check_eq!(switch, switch.response()["homes"], json!("switched"));
     let parameter = tb.world.published().await;
     let deployments = tb.world.deployment_ids().await;
     tb.proxy.reset_counts();
