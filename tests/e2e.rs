@@ -821,6 +821,17 @@ async fn router_now(tb: &Testbed) -> efs_router::Router {
         .expect("a router")
 }
 
+/// Publish, converge, a clean pass, publish what it closed, converge: the fleet on a settled
+/// list (version 3 when every client `reads` it).
+async fn settle(tb: &Testbed, reads: &[u32]) {
+    tb.invoke(&event("scheduled")).await;
+    tb.converge(reads).await;
+    let inv = tb.invoke(&json!({"action": "rebalance"})).await;
+    check!(inv, has_action(inv.response(), "move_files"));
+    tb.invoke(&event("scheduled")).await;
+    tb.converge(reads).await;
+}
+
 /// The rollout replay on the function's own lists (issue 39): a task on the list the growth
 /// announced finds, and does not write again, every path a task on the switched list creates,
 /// and the other way round; on a version 1 list and on a version 3 list alike.
@@ -832,12 +843,7 @@ async fn a_task_on_the_list_before_the_switch_finds_what_the_next_list_writes() 
         if reads.contains(&3) {
             // A settled version 3 list first: it goes out saying `everywhere` (it knows no
             // past), and a clean pass closes that, so a miss looks at home alone.
-            tb.invoke(&event("scheduled")).await;
-            tb.converge(reads).await;
-            let inv = tb.invoke(&json!({"action": "rebalance"})).await;
-            check!(inv, has_action(inv.response(), "move_files"));
-            tb.invoke(&event("scheduled")).await;
-            tb.converge(reads).await;
+            settle(&tb, reads).await;
             let open = tb.world.published().await.json()["open"].clone();
             assert_eq!(open, json!([]), "reads {reads:?}");
         }
@@ -883,16 +889,7 @@ async fn every_file_a_router_wrote_is_found_after_the_placements_close() {
     let reads = &[1, 2, 3];
     let tb = testbed(World::builder(), BELOW, THRESHOLD).await;
     tb.fleet_reports(reads).await;
-    // Settle: publish, converge, a clean pass, publish the closed placements, converge.
-    let settle = || async {
-        tb.invoke(&event("scheduled")).await;
-        tb.converge(reads).await;
-        let inv = tb.invoke(&json!({"action": "rebalance"})).await;
-        check!(inv, has_action(inv.response(), "move_files"));
-        tb.invoke(&event("scheduled")).await;
-        tb.converge(reads).await;
-    };
-    settle().await;
+    settle(&tb, reads).await;
     let before = tb.world.published().await.json();
     assert_eq!(before["open"], json!([]), "{before}");
     assert_eq!(before["scope"], json!("data/analysis"), "{before}");
