@@ -176,10 +176,9 @@ pub(super) fn announces(t: &Target, files: &BTreeMap<String, u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::placements::tests::router;
     use crate::rebalance::record::tests::list;
     use efs_router::list::Strategy;
-    use efs_router::{Layout, Router};
-    use std::path::Path;
 
     fn v3(l: MountTargetList, open: Vec<Placement>) -> MountTargetList {
         MountTargetList {
@@ -290,12 +289,6 @@ mod tests {
             announced.open,
             Some(Open::Placements(vec![drain3.placement()]))
         );
-    }
-
-    /// A router on `list` as published (its text parsed back) over `mount`.
-    fn router(list: &MountTargetList, mount: &Path) -> Router {
-        let parsed = MountTargetList::from_json(&list.to_json()).unwrap();
-        Router::new(parsed, Layout::single_mount(mount)).unwrap()
     }
 
     /// The rollout hole, closed: a task on the announcement finds, and does not write again,

@@ -77,7 +77,7 @@ fn first_placement() -> Placement {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::rebalance::record::tests::list;
     use efs_router::{Layout, Router};
@@ -191,7 +191,7 @@ mod tests {
     }
 
     /// A router on `list` as published (its text parsed back) over `mount`.
-    fn router(list: &MountTargetList, mount: &Path) -> Router {
+    pub(in crate::plan) fn router(list: &MountTargetList, mount: &Path) -> Router {
         let parsed = MountTargetList::from_json(&list.to_json()).unwrap();
         Router::new(parsed, Layout::single_mount(mount)).unwrap()
     }
