@@ -97,7 +97,7 @@ pub(crate) fn settle_taken(
         give_back(p, src);
         return Err(e);
     }
-    let placed = match place(p, &taken, dst) {
+    let placed = match place(p, &taken, expected, dst) {
         // Another owner's file at home: this version goes back where it was taken from.
         Err(e) if OtherOwners::of(&e).is_some() => {
             give_back(p, src);
@@ -131,9 +131,10 @@ fn give_back(p: &Path, src: &Path) {
     }
 }
 
-/// The private file `p` holds the version `taken`: it ends at `dst` if `dst` has no file or
-/// an older one; otherwise it is removed. True when it was placed.
-fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
+/// The private file `p` holds the version `taken`: it ends at `dst` if `dst` has no file, an
+/// older one, or still the file `expected` that the move took from the source before `taken`
+/// was put under the source's name; otherwise it is removed. True when it was placed.
+fn place(p: &Path, taken: &Stamp, expected: &Stamp, dst: &Path) -> io::Result<bool> {
     for _ in 0..ROUNDS {
         match fresh_look(dst)? {
             None => match fs::hard_link(p, dst) {
@@ -155,7 +156,10 @@ fn place(p: &Path, taken: &Stamp, dst: &Path) -> io::Result<bool> {
             Some(d) => {
                 d.regular(dst)?;
                 same_owner(p, taken, dst, &d)?;
-                if taken.newer_than(&d) {
+                // `dst` still holding `expected`, `taken` replaced it under the source's name:
+                // the later write whatever the clocks say (two writes in one clock tick share a
+                // modification time, and a tie would drop the newest version).
+                if d.same_file(expected) || taken.newer_than(&d) {
                     fs::rename(p, dst)?;
                     remove_private(p)?; // left by rename if `dst` became this file meanwhile
                     return Ok(true);
@@ -190,6 +194,21 @@ mod tests {
             Relocation::Moved
         );
         assert_eq!(fs::read(&dst).unwrap(), b"written after");
+        assert_eq!(names(d.path()), ["b"]);
+
+        // Written within the clock tick of the linked version (the same modification time):
+        // it came later under the source's name, so it is the one kept.
+        fs::remove_file(&dst).unwrap();
+        put(&src, b"linked", 10);
+        let linked = look(&src).unwrap().unwrap();
+        fs::hard_link(&src, &dst).unwrap();
+        put(&tmp, b"same tick, later", 10);
+        fs::rename(&tmp, &src).unwrap();
+        assert_eq!(
+            retire(&src, &dst, &linked, Relocation::Moved).unwrap(),
+            Relocation::Moved
+        );
+        assert_eq!(fs::read(&dst).unwrap(), b"same tick, later");
         assert_eq!(names(d.path()), ["b"]);
 
         // The new version is older than what home holds by then (a write at home): dropped.
