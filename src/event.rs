@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use serde_json::Value;
+use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -24,6 +25,33 @@ pub const MOST_MOVES: u64 = 100_000;
 
 /// Moves a rebalance makes when the event does not say (the original plan: about 10,000 a day).
 pub const DEFAULT_MAX_MOVES: u64 = 10_000;
+
+/// The least `budget_seconds` an event may give its run: the time a run keeps back after its
+/// waits (20 s: observe again, publish, redeploy, answer) and 10 s to do something.
+pub const LEAST_BUDGET_SECS: u64 = 30;
+
+/// The most: Lambda's longest run.
+pub const MOST_BUDGET_SECS: u64 = 900;
+
+/// The run's deadline: Lambda's, or sooner when the event gives `budget_seconds`, so that a
+/// manual invocation answers within a client's read timeout (60 s for the AWS CLI and SDKs,
+/// which retry a timed-out call while the first goes on unseen). Its waits and moves stop as
+/// at Lambda's deadline, and what is left is the next invocation's (scripts/efs-drive).
+pub fn deadline(event: &Value, lambda: SystemTime) -> Result<SystemTime, Error> {
+    let Some(v) = event.get("budget_seconds").filter(|v| !v.is_null()) else {
+        return Ok(lambda);
+    };
+    let secs = v
+        .as_u64()
+        .filter(|n| (LEAST_BUDGET_SECS..=MOST_BUDGET_SECS).contains(n))
+        .ok_or_else(|| Error::UnsupportedEvent {
+            received: format!(
+                "budget_seconds {v}: a whole number of seconds from {LEAST_BUDGET_SECS} to \
+                 {MOST_BUDGET_SECS} is expected"
+            ),
+        })?;
+    Ok(lambda.min(SystemTime::now() + Duration::from_secs(secs)))
+}
 
 impl Action {
     /// An EventBridge scheduled event or `{"action":"reconcile"}` reconciles;
@@ -128,6 +156,29 @@ mod tests {
             Action::from_event(&event_file("undo.json")).unwrap(),
             Action::Undo
         );
+    }
+
+    #[test]
+    fn a_budget_brings_the_deadline_forward_never_back() {
+        let lambda = SystemTime::now() + Duration::from_secs(900);
+        let none = serde_json::json!({"action": "undo"});
+        assert_eq!(deadline(&none, lambda).unwrap(), lambda);
+        let short = serde_json::json!({"action": "undo", "budget_seconds": 45});
+        let d = deadline(&short, lambda).unwrap();
+        assert!(d < lambda && d <= SystemTime::now() + Duration::from_secs(45));
+        let soon = SystemTime::now() + Duration::from_secs(10);
+        assert_eq!(deadline(&short, soon).unwrap(), soon);
+        for bad in [
+            serde_json::json!(29),
+            serde_json::json!(901),
+            serde_json::json!(45.5),
+            serde_json::json!("45"),
+            serde_json::json!(-45),
+        ] {
+            let event = serde_json::json!({"action": "undo", "budget_seconds": bad});
+            let e = deadline(&event, lambda).unwrap_err();
+            assert_eq!(e.kind(), "UnsupportedEvent");
+        }
     }
 
     #[test]

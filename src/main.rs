@@ -1,5 +1,6 @@
 use efs_mount_autoscaler::error::{chain, Error};
-use efs_mount_autoscaler::{aws::Aws, config::Config, event::Action, reconcile};
+use efs_mount_autoscaler::event::{deadline, Action};
+use efs_mount_autoscaler::{aws::Aws, config::Config, reconcile};
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 
@@ -30,7 +31,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         let run = async {
             let config = config.as_ref().map_err(|e| Error::from(e.clone()))?;
             let action = Action::from_event(&event.payload)?;
-            reconcile::run(aws, config, action, event.context.deadline()).await
+            let deadline = deadline(&event.payload, event.context.deadline())?;
+            reconcile::run(aws, config, action, deadline).await
         };
         run.await.map_err(|e| {
             tracing::error!(error = %chain(&e), kind = e.kind(), "run failed; nothing after the failing step was done");

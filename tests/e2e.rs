@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use support::function::pretty;
 use support::runtime_api::{Pending, Report, RuntimeApi};
 use support::world::{MountTarget, PARAMETER_NAME};
-use support::{event, has_action, Aws, Invocation, Moto, Proxy, Seed, Testbed, World};
+use support::{event, has_action, strings, Aws, Invocation, Moto, Proxy, Seed, Testbed, World};
 
 const BIN: &str = env!("CARGO_BIN_EXE_efs-mount-autoscaler");
 
@@ -497,6 +497,28 @@ async fn a_mount_target_creating_for_a_few_describes_is_waited_for_then_publishe
         pretty(&published)
     );
     check_eq!(inv, r["new_mount_target"]["id"], json!(created[0]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_events_budget_ends_the_wait_for_a_creating_target_long_before_lambdas_deadline() {
+    let tb = testbed(World::builder(), CROSSING, THRESHOLD).await;
+    tb.proxy.hold_creating(usize::MAX);
+    // Lambda's deadline is 900 s away; the event gives the run 30 s (20 kept back after a wait),
+    // so it waits 10 s and answers. Killed at 120 s: a run that waited on would fail here.
+    let ev = json!({"action": "reconcile", "budget_seconds": 30});
+    let inv = tb
+        .function
+        .invoke_killed_at(&ev, Duration::from_secs(900), Duration::from_secs(120))
+        .await;
+    let created = tb.proxy.created_mount_targets();
+    check_eq!(inv, created.len(), 1);
+    check_eq!(inv, inv.response()["decision"], json!("create"));
+    check!(
+        inv,
+        strings(inv.response(), "waiting_for").contains(&created[0]),
+        "not waiting for {}",
+        created[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -102,6 +102,19 @@ impl Function {
         invocation
     }
 
+    /// A cold start told the deadline `now + told` and killed at `now + kill`, even before it.
+    pub async fn invoke_killed_at(
+        &self,
+        event: &Value,
+        told: Duration,
+        kill: Duration,
+    ) -> Invocation {
+        let mut instance = self.start().await;
+        let mut invocation = instance.invoke_killed_at(event, told, kill).await;
+        invocation.logs = instance.stop().await;
+        invocation
+    }
+
     /// Starts a process that can serve several invocations (a warm function).
     pub async fn start(&self) -> Instance {
         let (api, reports) = RuntimeApi::start().await;
@@ -165,7 +178,18 @@ impl Instance {
         told: Duration,
         bound: Duration,
     ) -> Invocation {
-        let (timeout, bound) = (told, bound.max(told));
+        self.invoke_killed_at(event, told, bound.max(told)).await
+    }
+
+    /// [`Instance::invoke`] told the deadline `now + told`, killed at `now + kill` even when that
+    /// comes first: for a run that must answer before Lambda's deadline (an event's budget).
+    pub async fn invoke_killed_at(
+        &mut self,
+        event: &Value,
+        told: Duration,
+        kill: Duration,
+    ) -> Invocation {
+        let (timeout, bound) = (told, kill);
         self.next_id += 1;
         let request_id = format!(
             "00000000-0000-4000-8000-{:06}{:06}",
