@@ -2102,3 +2102,104 @@ async fn a_state_read_as_not_found_after_its_creation_is_never_taken_for_none() 
     let served: usize = tb.proxy.stale_reads().values().sum();
     assert_eq!(served, 5, "{:?}", tb.proxy.stale_reads());
 }
+
+// ----------------------------------------------------------------------------- the drive
+
+/// Runs scripts/efs-drive.py with `args` against `api`, answering each invocation it makes
+/// through `run_checked` (the fleet reporting the list published now before each, as it
+/// would in the time between two invocations); `interrupt_after` sends it SIGINT once that
+/// many invocations were answered. Returns its exit status, its printed lines, and the events
+/// it sent with their decisions.
+async fn drive(
+    tb: &Testbed,
+    files: &BTreeMap<String, Vec<u8>>,
+    api: &mut support::lambda_api::LambdaApi,
+    args: &[&str],
+    interrupt_after: Option<usize>,
+) -> (Option<i32>, Vec<String>, Vec<(Value, String)>) {
+    let out = tempfile::NamedTempFile::new().expect("a file for the drive's output");
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/efs-drive.py");
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .args([
+            "--function",
+            "efs-mount-autoscaler",
+            "--region",
+            "us-east-1",
+        ])
+        .args(["--interval", "0.1", "--patience", "120"])
+        .env("AWS_ENDPOINT_URL_LAMBDA", api.endpoint())
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env_remove("AWS_PROFILE")
+        .stdout(out.reopen().expect("reopen the output file"))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start scripts/efs-drive.py");
+    let mut seen = Vec::new();
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.expect("the drive's exit status").code(),
+            Some(req) = api.next() => {
+                assert_eq!(req.function, "efs-mount-autoscaler");
+                tb.fleet_reports(&[1, 2]).await;
+                let (inv, _) = run_checked(tb, files, &req.event).await;
+                let decision = inv.response()["decision"].as_str().unwrap_or_default().to_owned();
+                seen.push((req.event.clone(), decision));
+                req.answer(inv.result.clone());
+                if interrupt_after == Some(seen.len()) {
+                    let pid = child.id().expect("the drive's pid").to_string();
+                    std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+                }
+            }
+        }
+    };
+    let lines = fs::read_to_string(out.path()).expect("the drive's output");
+    (status, lines.lines().map(str::to_owned).collect(), seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_drive_takes_undo_to_its_end_in_short_invocations_and_resumes_after_an_interrupt() {
+    // Targets in a, b and c, the last two the function's own, each shard holding files.
+    let tb = testbed(&['a', 'b', 'c']).await;
+    let list = published_list(&tb).await;
+    put_files(&tb.mount.watch_dir(), 0..30);
+    for (k, t) in list.mount_targets.iter().enumerate().skip(1) {
+        put_files(&tb.mount.dir_of_root(&t.root), k * 100..k * 100 + 30);
+    }
+    let files = files_by_name(&tb.mount);
+    let first_target = list.mount_targets[0].id.clone();
+    let mut api = support::lambda_api::LambdaApi::start().await;
+
+    // Interrupted after two invocations: it stops, saying so (a third it had sent already
+    // goes on, as on Lambda, where a call's run does not stop with its caller).
+    let (status, lines, first) = drive(&tb, &files, &mut api, &["undo"], Some(2)).await;
+    assert_eq!(status, Some(130), "{lines:#?}");
+    assert!((2..=3).contains(&first.len()), "{first:?}");
+    // Run again, it goes on from where the file system and the list are, to the end.
+    let (status, lines, rest) = drive(&tb, &files, &mut api, &["undo"], None).await;
+    assert_eq!(status, Some(0), "{lines:#?}");
+    let all: Vec<_> = first.iter().chain(&rest).collect();
+    // Every invocation was an undo with a budget inside the CLI's 60 s read timeout, which the
+    // drive keeps, never retrying: it answered each within it, or the drive would have failed.
+    for (event, _) in &all {
+        assert_eq!(event["action"], json!("undo"), "{event}");
+        assert_eq!(event["budget_seconds"], json!(40), "{event}");
+    }
+    // One printed line an invocation, then the outcome.
+    assert_eq!(lines.len(), rest.len() + 1, "{lines:#?}");
+    assert_eq!(lines.last().map(String::as_str), Some("done"));
+    let decisions: BTreeSet<&str> = all.iter().map(|(_, d)| d.as_str()).collect();
+    for step in ["start_drain", "delete_drained", "undone"] {
+        assert!(decisions.contains(step), "no {step}: {decisions:?}");
+    }
+    assert_eq!(rest.last().map(|(_, d)| d.as_str()), Some("undone"));
+    assert_eq!(list_files(&tb.mount.watch_dir()).len(), 90);
+    assert_eq!(
+        tb.world.mount_target_ids().await,
+        BTreeSet::from([first_target]),
+        "{all:?}"
+    );
+}

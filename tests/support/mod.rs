@@ -41,6 +41,7 @@ pub mod aws;
 pub mod files;
 pub mod function;
 pub mod hostile;
+pub mod lambda_api;
 pub mod metadata;
 pub mod moto;
 pub mod proxy;
