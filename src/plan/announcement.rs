@@ -63,7 +63,6 @@ pub(super) fn stage(
     published: Option<&MountTargetList>,
     fleet: Option<MovesWait>,
     age: Option<u64>,
-    files: &BTreeMap<String, u64>,
 ) -> (MountTargetList, Homes) {
     let Some(published) = published else {
         // No list yet: no client routes, none can miss.
@@ -77,11 +76,10 @@ pub(super) fn stage(
         return (announcement, Homes::Announced);
     }
     // Every shard of the next list is listed already, and (unless placements are open) a miss
-    // looks in every listed shard: only a shard the published list keeps from routing and that
-    // holds no file (an announced one) may be unknown to an older list, so only then is the
-    // fleet waited for.
+    // looks in every listed shard: only a shard the published list keeps from routing (an
+    // announced one) may be unknown to an older list, so only then is the fleet waited for.
     let placements = matches!(published.open, Some(Open::Placements(_)));
-    if !placements && !takes_up(published, &next, files) {
+    if !placements && !takes_up(published, &next) {
         return (next, Homes::Switched);
     }
     match fleet {
@@ -105,12 +103,8 @@ fn routes_alike(a: &Placement, b: &Placement) -> bool {
     a == b || one_root(a).is_some_and(|r| one_root(b) == Some(r))
 }
 
-/// Whether `next` routes to a shard `published` lists draining (by root) that holds no file.
-fn takes_up(
-    published: &MountTargetList,
-    next: &MountTargetList,
-    files: &BTreeMap<String, u64>,
-) -> bool {
+/// Whether `next` routes to a shard other than `/` that `published` lists draining (by root).
+fn takes_up(published: &MountTargetList, next: &MountTargetList) -> bool {
     let draining = |l: &MountTargetList| -> Vec<String> {
         l.shards()
             .into_iter()
@@ -119,8 +113,10 @@ fn takes_up(
             .collect()
     };
     let (before, after) = (draining(published), draining(next));
-    let empty = |r: &String| files.get(r).is_none_or(|n| *n == 0);
-    before.iter().any(|r| !after.contains(r) && empty(r))
+    // `/` is in every list ever published, so no client can miss what the next list homes
+    // there (a draining mark on it is someone else's edit). Any other shard may be new to a
+    // list older than the announcement, whatever its directory already holds.
+    before.iter().any(|r| r != "/" && !after.contains(r))
 }
 
 /// `next` with homes as `published` has them: each shard `published` does not serve marked
@@ -187,10 +183,6 @@ mod tests {
         }
     }
 
-    fn none() -> BTreeMap<String, u64> {
-        BTreeMap::new()
-    }
-
     fn patience() -> Option<u64> {
         Some(FLEET_PATIENCE_SECS + 1)
     }
@@ -207,7 +199,7 @@ mod tests {
             ("/shards/use1-az3", "use1-az3", 1),
         ]);
         three.open = Some(Open::Placements(vec![two.placement()]));
-        let (announced, homes) = stage(three.clone(), Some(&two), None, Some(0), &none());
+        let (announced, homes) = stage(three.clone(), Some(&two), None, Some(0));
         assert_eq!(homes, Homes::Announced);
         // Homes as before; every new shard listed, draining; the next placement open.
         assert_eq!(announced.placement(), two.placement());
@@ -227,20 +219,18 @@ mod tests {
             Some(&announced),
             Some(wait.clone()),
             Some(60),
-            &none(),
         );
         assert_eq!(
             (kept, homes),
             (announced.clone(), Homes::Waiting(wait.clone()))
         );
-        let (switched, homes) = stage(again.clone(), Some(&announced), None, Some(60), &none());
+        let (switched, homes) = stage(again.clone(), Some(&announced), None, Some(60));
         assert_eq!((switched, homes), (again.clone(), Homes::Switched));
         let (early, homes) = stage(
             again.clone(),
             Some(&announced),
             Some(wait.clone()),
             patience(),
-            &none(),
         );
         assert_eq!((early, homes), (again, Homes::SwitchedEarly(wait)));
     }
@@ -248,13 +238,10 @@ mod tests {
     #[test]
     fn what_keeps_homes_goes_out_as_it_is() {
         let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
-        assert_eq!(stage(two.clone(), None, None, None, &none()).1, Homes::Kept);
+        assert_eq!(stage(two.clone(), None, None, None).1, Homes::Kept);
         let mut refreshed = two.clone();
         refreshed.mount_targets[1].ip = "10.0.9.9".into();
-        assert_eq!(
-            stage(refreshed, Some(&two), None, None, &none()).1,
-            Homes::Kept
-        );
+        assert_eq!(stage(refreshed, Some(&two), None, None).1, Homes::Kept);
         // A modulo list whose targets all serve `/` homes every path in `/`, as `/` alone does.
         let mut modulo = MountTargetList::new(Strategy::ModuloSha256);
         for i in 0..3 {
@@ -276,18 +263,39 @@ mod tests {
         // fleet is not waited for.
         let wait = Some(MovesWait::Fleet(vec!["app".into()]));
         assert_eq!(
-            stage(draining.clone(), Some(&two), wait, None, &none()).1,
+            stage(draining.clone(), Some(&two), wait, None).1,
             Homes::Switched
         );
         let two3 = v3(two.clone(), vec![]);
         let mut drain3 = draining.clone();
         drain3.open = Some(Open::Placements(vec![two.placement()]));
-        let (announced, homes) = stage(drain3.clone(), Some(&two3), None, None, &none());
+        let (announced, homes) = stage(drain3.clone(), Some(&two3), None, None);
         assert_eq!(homes, Homes::Announced);
         assert!(!announced.mount_targets[1].draining);
         assert_eq!(
             announced.open,
             Some(Open::Placements(vec![drain3.placement()]))
+        );
+    }
+
+    #[test]
+    fn on_version_1_a_shard_taken_up_waits_for_the_fleet_unless_it_is_slash() {
+        let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
+        let mut announced = two.clone();
+        announced.mount_targets[1].draining = true;
+        let wait = || Some(MovesWait::Fleet(vec!["app".into()]));
+        // The second shard may be new to a list older than the announcement, whether or not
+        // its directory already holds files (a directory left from before): wait.
+        assert!(matches!(
+            stage(two.clone(), Some(&announced), wait(), None).1,
+            Homes::Waiting(_)
+        ));
+        // `/` is in every list: a draining mark on it, someone's edit, is dropped at once.
+        let mut marked = two.clone();
+        marked.mount_targets[0].draining = true;
+        assert_eq!(
+            stage(two.clone(), Some(&marked), wait(), None).1,
+            Homes::Switched
         );
     }
 
@@ -303,9 +311,9 @@ mod tests {
             grown.open = open
                 .as_ref()
                 .map(|_| Open::Placements(vec![one.placement()]));
-            let (announced, homes) = stage(grown.clone(), Some(&one), None, None, &none());
+            let (announced, homes) = stage(grown.clone(), Some(&one), None, None);
             assert_eq!(homes, Homes::Announced);
-            let (switched, _) = stage(grown.clone(), Some(&announced), None, None, &none());
+            let (switched, _) = stage(grown.clone(), Some(&announced), None, None);
             std::fs::create_dir_all(mount.path().join("shards/use1-az2")).unwrap();
             let (older, newer) = (
                 router(&announced, mount.path()),

@@ -176,7 +176,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     let next = seen.settle(list, &state);
     let age = obs.published_at().map(|t| obs.now.since(t).as_secs());
     let fleet = seen.fleet.homes_wait();
-    let (list, homes) = announcement::stage(next.clone(), seen.published, fleet, age, &obs.files);
+    let (list, homes) = announcement::stage(next.clone(), seen.published, fleet, age);
     upkeep(
         obs,
         policy,
