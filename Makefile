@@ -109,8 +109,9 @@ nfs-test: python-install
 	$(MAKE) --no-print-directory soak
 	$(CARGO) test -p efs-router --test nfs --no-run
 	bin=$$($(NFS_TEST_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	limit=$$(scripts/ci-limit.sh $(NFS_TEST_TIMEOUT) 300 240) && \
 	scripts/nfs-tier/run.sh $$shares --delay-ms $(or $(NFS_DELAY_MS),0) $(if $(RACE_SEED),--env NFS_RACE_SEED=$(RACE_SEED)) \
-	  --timeout $(NFS_TEST_TIMEOUT) -- \
+	  --timeout $$limit -- \
 	  sh -c "$(PYTHON_TEST_VENV)/bin/python -m unittest discover -v \
 	      -s $(CURDIR)/clients/python/tests_nfs -p 'test_*.py' && \
 	    cd $(CURDIR)/router && $$bin --ignored --skip crash_child --test-threads 1 --color never"
@@ -145,13 +146,18 @@ demo:
 .PHONY: soak soak-local
 SOAK_TIER_TIMEOUT ?= $(or $(NFS_TIER_TIMEOUT),1800)
 SOAK_DEADLINE_SECS ?= $(shell echo $$(( $(SOAK_TIER_TIMEOUT) - 200 )))
+# Under .ci/run (CI_DEADLINE), the soak's VM gets at most what is left of CI's 70 minutes once the tier
+# tests' VM (NFS_TEST_TIMEOUT) and the arm64 build of efs-route after them (5 minutes) are kept back
+# (scripts/ci-limit.sh); the soak's own budget stays 200 s under its VM's limit.
+SOAK_KEEP_BACK = $(shell echo $$(( $(NFS_TEST_TIMEOUT) + 300 )))
 soak:
 	scripts/ensure-tools.sh moto
 	$(CARGO) test --test soak --no-run
 	bin=$$($(SOAK_BIN)) && test -x "$$bin" && shares=$$($(NFS_SHARES)) && \
+	limit=$$(scripts/ci-limit.sh $(SOAK_TIER_TIMEOUT) $(SOAK_KEEP_BACK) 600) && \
 	MOTO_HOST=10.0.2.2 scripts/with-moto.sh scripts/nfs-tier/run.sh --host-net $$shares \
 	  --delay-ms $(or $(NFS_DELAY_MS),0) --env SOAK_SEED=$(SEED) --env SOAK_STEPS=$(or $(STEPS),$(TIER_SOAK_STEPS)) \
-	  --timeout $(SOAK_TIER_TIMEOUT) --env SOAK_DEADLINE_SECS=$(SOAK_DEADLINE_SECS) \
+	  --timeout $$limit --env SOAK_DEADLINE_SECS=$$(( limit - $(SOAK_TIER_TIMEOUT) + $(SOAK_DEADLINE_SECS) )) \
 	  --env CARGO_MANIFEST_DIR=$(CURDIR) -- $$bin --test-threads 1 --nocapture --color never
 
 ## The same soak on one local directory (one cache: every client agrees), as `cargo test` runs it.

@@ -250,3 +250,29 @@ fn the_release_names_the_version_and_each_files_digest() {
         assert!(sums.contains(&format!("{file}: OK")), "{sums}");
     }
 }
+
+/// `.ci/run`'s own bound (scripts/ci-limit.sh): a step of the NFS tier gets the smaller of its
+/// limit and what is left of `CI_DEADLINE` once the steps after it are kept back, and is not
+/// started when less than it needs would be left.
+#[test]
+fn a_tier_step_gets_at_most_what_is_left_of_cis_deadline() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let limit = |left: Option<u64>| {
+        let mut cmd = Command::new(repo().join("scripts/ci-limit.sh"));
+        cmd.args(["1800", "900", "600"]).env_remove("CI_DEADLINE");
+        if let Some(left) = left {
+            cmd.env("CI_DEADLINE", (now + left).to_string());
+        }
+        let out = cmd.output().expect("run scripts/ci-limit.sh");
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        out.status.success().then(|| text.parse::<u64>().unwrap())
+    };
+    assert_eq!(limit(None), Some(1800));
+    assert_eq!(limit(Some(3600)), Some(1800));
+    // 2,000 s left, 900 kept back: about 1,100 (the clock may have ticked meanwhile).
+    assert!(limit(Some(2000)).is_some_and(|l| (1090..=1100).contains(&l)));
+    assert_eq!(limit(Some(1400)), None);
+}
