@@ -21,11 +21,13 @@ The function is level-triggered, so an interrupted drive goes on where it was wh
 - migrate: `{"action":"migrate","strategy":"rendezvous"}` once, then as drain, then as rebalance.
 - rebalance: rebalances until a pass ends with no file left to move.
 
-Each invocation prints one line: the decision, files moved (this run, in all), files left that the
+A call refused because a run is going (reserved concurrency 1: `TooManyRequestsException`) was
+never run, so it is made again after `--interval`. Each invocation prints one line: the decision, files moved (this run, in all), files left that the
 run saw, mount targets listed, and an estimate from the pace so far. Exit status: 0 done; 1 failed
 (an invocation failed: the function's error is printed); 3 held (the operator must act: a decision
 that needs a migration, a `shard_dir_left` warning, or no change for `--patience` seconds: a
-target in use, a fleet that does not converge); 2 a usage error; 130 interrupted.
+target in use, a fleet that does not converge); 2 a usage error; 130 interrupted (Ctrl-C stops
+it once the run in flight has answered; a second Ctrl-C at once).
 Needs boto3 and the permissions `lambda:InvokeFunction` (and, with --stack-name,
 `cloudformation:DescribeStackResource`).
 """
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -59,6 +62,28 @@ PLAN_READ_TIMEOUT = 900
 
 class Failed(Exception):
     """An invocation that did not answer with a response."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT), taken between two invocations."""
+
+
+def stop_between_runs() -> Callable[[], bool]:
+    """Makes the first SIGINT wait for the run in flight to answer (it goes on anyway, on
+    Lambda, and an SDK interrupted mid-call may report another error); a second stops now."""
+    asked = [False]
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if asked[0]:
+            raise KeyboardInterrupt
+        asked[0] = True
+        print(
+            "stopping after the run in flight answers (Ctrl-C again: now)",
+            file=sys.stderr,
+        )
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    return lambda: asked[0]
 
 
 @dataclass
@@ -149,8 +174,11 @@ class Driver:
     ):
         self.invoke, self.args = invoke, args
         self.progress = Progress()
+        self.interrupted = stop_between_runs()
 
     def step(self, what: str, event: dict[str, Any]) -> dict[str, Any]:
+        if self.interrupted():
+            raise Interrupted
         started = time.monotonic()
         r = self.invoke({**event, "budget_seconds": self.args.budget})
         left = self.progress.record(r)
@@ -182,7 +210,13 @@ class Driver:
                 )
                 return HELD
             if not r.get("actions") and not (r.get("moves") or {}).get("moved"):
-                time.sleep(self.args.interval)
+                self.pause()
+
+    def pause(self) -> None:
+        """Waits `--interval`, cut short by Ctrl-C."""
+        until = time.monotonic() + self.args.interval
+        while not self.interrupted() and time.monotonic() < until:
+            time.sleep(min(0.5, max(0.0, until - time.monotonic())))
 
     def run(self, operation: str) -> int:
         if operation in ("plan", "reconcile"):
@@ -234,7 +268,19 @@ def lambda_invoker(
     function = args.function or function_of_stack(session, args.stack_name)
 
     def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        out = client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+        while True:
+            try:
+                out = client.invoke(
+                    FunctionName=function, Payload=json.dumps(event).encode()
+                )
+                break
+            except client.exceptions.TooManyRequestsException:
+                # Refused, never run: the one concurrent run is taken (a scheduled one).
+                print(
+                    f"throttled: a run is going; again in {args.interval:.0f} s",
+                    flush=True,
+                )
+                time.sleep(args.interval)
         body = out["Payload"].read()
         if out.get("FunctionError"):
             raise Failed(f"{out['FunctionError']}: {body.decode(errors='replace')}")
@@ -305,7 +351,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     try:
         status = Driver(lambda_invoker(args), args).run(args.operation)
-    except KeyboardInterrupt:
+    except (Interrupted, KeyboardInterrupt):
         print(
             "interrupted: run the same command again to go on where it was",
             file=sys.stderr,

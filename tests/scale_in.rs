@@ -2108,14 +2108,15 @@ async fn a_state_read_as_not_found_after_its_creation_is_never_taken_for_none() 
 /// Runs scripts/efs-drive.py with `args` against `api`, answering each invocation it makes
 /// through `run_checked` (the fleet reporting the list published now before each, as it
 /// would in the time between two invocations); `interrupt_after` sends it SIGINT once that
-/// many invocations were answered. Returns its exit status, its printed lines, and the events
-/// it sent with their decisions.
+/// many invocations were answered; `throttle_first` refuses its first call as Lambda does while
+/// a scheduled run is going. Returns its exit status, its printed lines, and the events it sent
+/// that ran, with their decisions.
 async fn drive(
     tb: &Testbed,
     files: &BTreeMap<String, Vec<u8>>,
     api: &mut support::lambda_api::LambdaApi,
     args: &[&str],
-    interrupt_after: Option<usize>,
+    (interrupt_after, mut throttle_first): (Option<usize>, bool),
 ) -> (Option<i32>, Vec<String>, Vec<(Value, String)>) {
     let out = tempfile::NamedTempFile::new().expect("a file for the drive's output");
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
@@ -2144,6 +2145,10 @@ async fn drive(
             status = child.wait() => break status.expect("the drive's exit status").code(),
             Some(req) = api.next() => {
                 assert_eq!(req.function, "efs-mount-autoscaler");
+                if std::mem::take(&mut throttle_first) {
+                    req.throttle();
+                    continue;
+                }
                 tb.fleet_reports(&[1, 2]).await;
                 let (inv, _) = run_checked(tb, files, &req.event).await;
                 let decision = inv.response()["decision"].as_str().unwrap_or_default().to_owned();
@@ -2175,11 +2180,12 @@ async fn the_drive_takes_undo_to_its_end_in_short_invocations_and_resumes_after_
 
     // Interrupted after two invocations: it stops, saying so (a third it had sent already
     // goes on, as on Lambda, where a call's run does not stop with its caller).
-    let (status, lines, first) = drive(&tb, &files, &mut api, &["undo"], Some(2)).await;
+    let (status, lines, first) = drive(&tb, &files, &mut api, &["undo"], (Some(2), false)).await;
     assert_eq!(status, Some(130), "{lines:#?}");
     assert!((2..=3).contains(&first.len()), "{first:?}");
-    // Run again, it goes on from where the file system and the list are, to the end.
-    let (status, lines, rest) = drive(&tb, &files, &mut api, &["undo"], None).await;
+    // Run again, it goes on from where the file system and the list are, to the end; its first
+    // call, refused while "a scheduled run" is going, is made again.
+    let (status, lines, rest) = drive(&tb, &files, &mut api, &["undo"], (None, true)).await;
     assert_eq!(status, Some(0), "{lines:#?}");
     let all: Vec<_> = first.iter().chain(&rest).collect();
     // Every invocation was an undo with a budget inside the CLI's 60 s read timeout, which the
@@ -2188,8 +2194,8 @@ async fn the_drive_takes_undo_to_its_end_in_short_invocations_and_resumes_after_
         assert_eq!(event["action"], json!("undo"), "{event}");
         assert_eq!(event["budget_seconds"], json!(40), "{event}");
     }
-    // One printed line an invocation, then the outcome.
-    assert_eq!(lines.len(), rest.len() + 1, "{lines:#?}");
+    // One printed line a call (the refused one too), then the outcome.
+    assert_eq!(lines.len(), 1 + rest.len() + 1, "{lines:#?}");
     assert_eq!(lines.last().map(String::as_str), Some("done"));
     let decisions: BTreeSet<&str> = all.iter().map(|(_, d)| d.as_str()).collect();
     for step in ["start_drain", "delete_drained", "undone"] {

@@ -24,13 +24,19 @@ use tokio::task::JoinHandle;
 pub struct Invoke {
     pub function: String,
     pub event: Value,
-    reply: oneshot::Sender<Result<Value, Value>>,
+    reply: oneshot::Sender<Option<Result<Value, Value>>>,
 }
 
 impl Invoke {
     /// Answers the caller: `Ok` the function's response, `Err` its error body.
     pub fn answer(self, result: Result<Value, Value>) {
-        let _ = self.reply.send(result);
+        let _ = self.reply.send(Some(result));
+    }
+
+    /// Refuses it, as Lambda does while the function's one concurrent run is taken (HTTP 429,
+    /// `TooManyRequestsException`): the function never ran it.
+    pub fn throttle(self) {
+        let _ = self.reply.send(None);
     }
 }
 
@@ -123,8 +129,20 @@ async fn handle(
         reply: reply_tx,
     });
     Ok(match reply_rx.await {
-        Ok(Ok(response)) => reply(StatusCode::OK, None, response),
-        Ok(Err(error)) => reply(StatusCode::OK, Some("Unhandled"), error),
+        Ok(Some(Ok(response))) => reply(StatusCode::OK, None, response),
+        Ok(Some(Err(error))) => reply(StatusCode::OK, Some("Unhandled"), error),
+        Ok(None) => {
+            let mut r = reply(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                json!({"Type": "User", "message": "Rate Exceeded.", "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}),
+            );
+            r.headers_mut().insert(
+                "x-amzn-errortype",
+                "TooManyRequestsException".parse().unwrap(),
+            );
+            r
+        }
         Err(_) => reply(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
