@@ -385,6 +385,11 @@ impl<'a> Mover<'a> {
                 if self.cut_short.len() >= CUT_SHORT_AT_MOST {
                     // As at the shard's end: the batch first, whose moves may free their
                     // names.
+                    info!(
+                        held = CUT_SHORT_AT_MOST,
+                        at = %dir.join(entry.path).display(),
+                        "cut-short moves given back before the shard's end: as many held open as a run may"
+                    );
                     self.flush()?;
                     self.give_back();
                 }
