@@ -401,14 +401,13 @@ mod tests {
         assert_eq!(fs::read(pd.join("dir")).unwrap(), b"home is a directory");
     }
 
-    /// A private directory planted with this many names (`tests/races.rs` and the function's
-    /// tests plant as many): enough that gathering every name would show, few enough to make
-    /// in a few seconds.
-    pub(crate) const PLANTED: usize = 200_000;
+    /// A private directory planted with this many names (the function's tests plant as many):
+    /// enough that gathering every name would show, few enough to make in a few seconds.
+    const PLANTED: usize = 200_000;
 
     /// A directory for a planted one: in memory where the host has it (`/dev/shm`), where
     /// 200,000 names take seconds, not the minutes a loaded disk can take.
-    pub(crate) fn roomy_tempdir() -> tempfile::TempDir {
+    fn roomy_tempdir() -> tempfile::TempDir {
         tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap())
     }
 
@@ -424,28 +423,40 @@ mod tests {
         let pin = Pinned::own(open(&pd), &pd).unwrap();
         let holder = Pinned::own(open(d.path()), d.path()).unwrap();
         let name = pd.file_name().unwrap().to_os_string();
-        // The deadline comes while the thousandth name is asked about.
-        let (until, mut asked) = (Instant::now() + std::time::Duration::from_secs(2), 0);
-        let found = |_: &OsStr| {
-            asked += 1;
-            while asked == 1000 && Instant::now() < until {
-                std::thread::sleep(until - Instant::now());
-            }
-            Ok(true)
+        // Each recovery's deadline comes while the thousandth name is asked about.
+        let recover_some = || {
+            let (until, mut asked) = (Instant::now() + std::time::Duration::from_secs(2), 0);
+            let found = |_: &OsStr| {
+                asked += 1;
+                while asked == 1000 && Instant::now() < until {
+                    std::thread::sleep(until - Instant::now());
+                }
+                Ok(true)
+            };
+            recover_pinned(pin.path(), holder.path(), &name, Some(until), found).unwrap()
         };
-        let r = recover_pinned(pin.path(), holder.path(), &name, Some(until), found).unwrap();
-        assert!(r.unfinished, "{r:?}");
-        assert_eq!(r.settled, 1000, "{r:?}");
-        assert_eq!((r.deleted, r.left_count()), (0, 0), "{r:?}");
         // Nothing lost: each name is given back or still in the private directory.
-        let back = fs::read_dir(d.path()).unwrap().count() as u64 - 1;
-        let kept = fs::read_dir(&pd).unwrap().count() as u64;
-        assert_eq!((back, back + kept), (r.settled, PLANTED as u64));
-        // A later recovery goes on, and ends: the directory is gone.
-        let r = recover_pinned(pin.path(), holder.path(), &name, None, |_| Ok(true)).unwrap();
-        assert!(!r.unfinished, "{r:?}");
-        assert_eq!(r.settled + back, PLANTED as u64);
-        assert!(!pd.exists());
+        let given_back_or_kept = || {
+            let back = fs::read_dir(d.path()).unwrap().count() as u64 - 1;
+            (back, back + fs::read_dir(&pd).unwrap().count() as u64)
+        };
+        let r = recover_some();
+        assert!(r.unfinished, "{r:?}");
+        assert_eq!(
+            (r.settled, r.deleted, r.left_count()),
+            (1000, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(given_back_or_kept(), (1000, PLANTED as u64));
+        // A later recovery goes on where the first stopped.
+        let r = recover_some();
+        assert!(r.unfinished, "{r:?}");
+        assert_eq!(
+            (r.settled, r.deleted, r.left_count()),
+            (1000, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(given_back_or_kept(), (2000, PLANTED as u64));
     }
 
     #[test]
