@@ -1617,12 +1617,38 @@ mod tests {
                 "{:?}",
                 warnings.last()
             );
-            // Not all named: the next pass names some again, and counts the rest.
-            warnings.clear();
-            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
-            assert_eq!(moves.kept_hidden, 200_000);
-            assert_eq!(warnings.len(), WARNINGS_PER_KIND + 1);
         });
+    }
+
+    #[test]
+    fn entries_left_past_the_warnings_cap_are_named_by_a_later_pass() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let watch = config.watch_path("/");
+        fs::create_dir_all(&watch).unwrap();
+        let pd = watch.join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        for i in 0..WARNINGS_PER_KIND + 5 {
+            std::os::unix::fs::symlink("/etc/passwd", pd.join(format!("l{i}"))).unwrap();
+        }
+        // Not all named: the private directory is not marked, so each pass names again.
+        for _ in 0..2 {
+            let mut warnings = Vec::new();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!(moves.kept_hidden, (WARNINGS_PER_KIND + 5) as u64);
+            let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+            let mut wanted = vec!["cut_short_move"; WARNINGS_PER_KIND];
+            wanted.push("warnings_capped");
+            assert_eq!(kinds, wanted);
+            assert_eq!(
+                warnings.last(),
+                Some(&Warning::WarningsCapped {
+                    kind: "cut_short_move",
+                    left_out: 5
+                })
+            );
+        }
     }
 
     #[test]
