@@ -17,7 +17,7 @@
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::plan::Warning;
+use crate::plan::{Warning, WARNINGS_PER_KIND};
 use crate::rebalance::record::{path_digest, Cursor};
 use crate::rebalance::Comparison;
 use crate::shard;
@@ -44,6 +44,10 @@ const BATCH: usize = 256;
 /// Directories a batch pins at most before it is moved: with the destinations', well within
 /// Lambda's 1,024 descriptors.
 const PINS_AT_MOST: usize = 128;
+/// Cut-short moves' private directories the walk holds at most before it gives them back
+/// (each pins two descriptors: it and its holder). With a batch's (at most [`PINS_AT_MOST`]
+/// sources and [`BATCH`] destinations) and the walk's (one a level), within Lambda's 1,024.
+const CUT_SHORT_AT_MOST: usize = 64;
 /// Entries that hold a drain named in one run at most: enough to act on, a small response.
 const NAMED_AT_MOST: usize = 10;
 
@@ -138,7 +142,7 @@ pub fn drain_shards(
         }
         mover.shard(root, Path::new(""), true)?;
     }
-    warnings.append(&mut mover.warnings);
+    warnings.append(&mut mover.take_warnings());
     let moves = mover.moves;
     log_moves(&moves);
     Ok(moves)
@@ -196,7 +200,7 @@ pub fn rebalance(
             break;
         }
     }
-    warnings.append(&mut mover.warnings);
+    warnings.append(&mut mover.take_warnings());
     let mut moves = mover.moves;
     moves.resume_at = mover.stopped;
     log_moves(&moves);
@@ -249,8 +253,12 @@ struct Mover<'a> {
     /// A rebalance's: the router's names unchanged this long are abandoned, cleaned up as the
     /// walk meets them. `None` for a drain.
     abandoned_after: Option<Duration>,
-    /// Cut-short moves the walk met in the current shard, given back once it has passed.
+    /// Cut-short moves the walk met in the current shard, given back once it has passed, or
+    /// once [`CUT_SHORT_AT_MOST`] are held.
     cut_short: Vec<CutShort>,
+    /// Entries left by cut-short moves that no warning of this run names (past
+    /// [`WARNINGS_PER_KIND`]): counted by warning `warnings_capped`.
+    cut_short_unnamed: u64,
     /// A drain's walk: a cut-short move not abandoned yet holds it, and is named.
     draining: bool,
     warnings: Vec<Warning>,
@@ -279,6 +287,7 @@ impl<'a> Mover<'a> {
             seeking: None,
             abandoned_after: None,
             cut_short: Vec::new(),
+            cut_short_unnamed: 0,
             draining: false,
             warnings: Vec::new(),
         }
@@ -372,6 +381,17 @@ impl<'a> Mover<'a> {
             Kind::Private(_) => {
                 if let Some(after) = self.abandoned_after {
                     self.abandoned(&entry, dir, after);
+                }
+                if self.cut_short.len() >= CUT_SHORT_AT_MOST {
+                    // As at the shard's end: the batch first, whose moves may free their
+                    // names.
+                    info!(
+                        held = CUT_SHORT_AT_MOST,
+                        at = %dir.join(entry.path).display(),
+                        "cut-short moves given back before the shard's end: as many held open as a run may"
+                    );
+                    self.flush()?;
+                    self.give_back();
                 }
                 return Ok(Flow::Continue);
             }
@@ -474,6 +494,7 @@ impl<'a> Mover<'a> {
             return;
         };
         if a.kind == Private::Moving && a.directory {
+            // Two descriptors each: given back once the walk has met as many as it may hold.
             match CutShort::pin(entry, &path) {
                 Ok(c) => self.cut_short.push(c),
                 Err(e) => {
@@ -482,10 +503,7 @@ impl<'a> Mover<'a> {
             }
         } else if !a.safe_to_remove() {
             self.moves.kept_hidden += 1;
-            if !a.named {
-                self.warnings.push(Warning::CutShortMove {
-                    path: path.display().to_string(),
-                });
+            if !a.named && self.name_cut_short(&path) {
                 let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
                 if let Ok(fd) = rustix::fs::openat(entry.dir, entry.name(), flags, Mode::empty()) {
                     mark_named(&fd);
@@ -504,41 +522,107 @@ impl<'a> Mover<'a> {
     /// Gives back what the cut-short moves the walk met left in their private directories
     /// ([`relocation::recover`]: the newer copy stays, an older one is dropped, and one whose
     /// path is now in no listed shard was deleted by a client meanwhile and is dropped). After
-    /// the shard's walk: each is a move of its own, by path, not a step of the walk.
+    /// the shard's walk, or once [`CUT_SHORT_AT_MOST`] are pinned: each is a move of its own,
+    /// by path, not a step of the walk. Within the run's time: one the deadline stops, or does
+    /// not reach, keeps what it holds in its private directory for a later run, and counts
+    /// as `remaining` (so the pass is not clean).
     fn give_back(&mut self) {
         for c in std::mem::take(&mut self.cut_short) {
-            let within = c.within.clone();
-            let found = |name: &std::ffi::OsStr| {
-                Ok(relocation::anything_at(&c.dir.join(name))?
-                    || self.anywhere(&within.join(name))?)
-            };
-            // What is left is named once: the private directory is marked after.
-            let named = rustix::fs::fstat(&c.pd).is_ok_and(|st| st.st_mode & NAMED_MARK != 0);
-            let left: Vec<(PathBuf, String)> =
-                match relocation::recover_pinned(c.pd.path(), c.dir.path(), &c.name, found) {
-                    Ok(r) => {
-                        self.moves.abandoned_removed += r.settled + r.deleted;
-                        let shown = c.pd.shown();
-                        r.left
-                            .into_iter()
-                            .map(|(name, e)| (shown.join(name), e.to_string()))
-                            .collect()
-                    }
-                    Err(e) => vec![(c.pd.shown().to_path_buf(), e.to_string())],
-                };
-            self.moves.kept_hidden += left.len() as u64;
-            for (path, e) in &left {
-                warn!(path = %path.display(), error = %e, named, "cut-short move not given back");
-                if !named {
-                    self.warnings.push(Warning::CutShortMove {
-                        path: path.display().to_string(),
-                    });
-                }
+            if Instant::now() >= self.budget.until {
+                self.moves.remaining += 1;
+                info!(path = %c.pd.shown().display(), "cut-short move waits for the next run: out of time");
+                continue;
             }
-            if !left.is_empty() && !named {
-                mark_named(&c.pd);
+            self.give_back_one(&c);
+        }
+    }
+
+    /// [`Mover::give_back`] of one cut-short move.
+    fn give_back_one(&mut self, c: &CutShort) {
+        let within = c.within.clone();
+        let found = |name: &std::ffi::OsStr| {
+            Ok(relocation::anything_at(&c.dir.join(name))? || self.anywhere(&within.join(name))?)
+        };
+        // What is left is named once: the private directory is marked after.
+        let named = rustix::fs::fstat(&c.pd).is_ok_and(|st| st.st_mode & NAMED_MARK != 0);
+        let until = Some(self.budget.until);
+        let (left, unnamed): (Vec<(PathBuf, String)>, u64) = match relocation::recover_pinned(
+            c.pd.path(),
+            c.dir.path(),
+            &c.name,
+            until,
+            found,
+        ) {
+            Ok(r) => {
+                self.moves.abandoned_removed += r.settled + r.deleted;
+                if r.unfinished {
+                    self.moves.remaining += 1;
+                    info!(path = %c.pd.shown().display(), settled = r.settled, deleted = r.deleted, "cut-short move given back in part: the rest waits for the next run");
+                }
+                let shown = c.pd.shown();
+                let left = r.left.into_iter();
+                let left = left.map(|(name, e)| (shown.join(name), e.to_string()));
+                (left.collect(), r.left_unnamed)
+            }
+            Err(e) => (vec![(c.pd.shown().to_path_buf(), e.to_string())], 0),
+        };
+        self.moves.kept_hidden += left.len() as u64 + unnamed;
+        let mut all_named = unnamed == 0;
+        if unnamed > 0 {
+            warn!(path = %c.pd.shown().display(), left = unnamed, "cut-short move not given back: more entries than are named");
+        }
+        for (path, e) in &left {
+            warn!(path = %path.display(), error = %e, named, "cut-short move not given back");
+            if !named {
+                all_named &= self.name_cut_short(path);
             }
         }
+        if !named && !left.is_empty() && !self.name_cut_short_left_out(unnamed) {
+            all_named = false;
+        }
+        // Marked only once each entry left was named: the next pass names the rest.
+        if !left.is_empty() && !named && all_named {
+            mark_named(&c.pd);
+        }
+    }
+
+    /// Names `path` by warning `cut_short_move`, unless this run has named
+    /// [`WARNINGS_PER_KIND`] already: then it is counted for `warnings_capped`, and answers
+    /// false (not named: a later run names it).
+    fn name_cut_short(&mut self, path: &Path) -> bool {
+        let named = self
+            .warnings
+            .iter()
+            .filter(|w| matches!(w, Warning::CutShortMove { .. }))
+            .count();
+        if named >= WARNINGS_PER_KIND {
+            self.cut_short_unnamed += 1;
+            return false;
+        }
+        self.warnings.push(Warning::CutShortMove {
+            path: path.display().to_string(),
+        });
+        true
+    }
+
+    /// Counts `unnamed` entries no warning names for `warnings_capped`: answers whether there
+    /// were none.
+    fn name_cut_short_left_out(&mut self, unnamed: u64) -> bool {
+        self.cut_short_unnamed += unnamed;
+        unnamed == 0
+    }
+
+    /// The warnings of the run: what it named, and how many cut-short moves it did not name
+    /// (`warnings_capped`).
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        if self.cut_short_unnamed > 0 {
+            warnings.push(Warning::WarningsCapped {
+                kind: "cut_short_move",
+                left_out: std::mem::take(&mut self.cut_short_unnamed),
+            });
+        }
+        warnings
     }
 
     /// A drain's walk met an entry it will never move: the shard keeps it, so the drain holds
@@ -1226,8 +1310,8 @@ mod tests {
         // A task moves the private directory away and links its name to another directory.
         fs::rename(&pd, d.path().join("moved")).unwrap();
         std::os::unix::fs::symlink(victim.path(), &pd).unwrap();
-        let r =
-            relocation::recover_pinned(pinned_pd.path(), pinned_dir.path(), &name, |_| Ok(true));
+        let (pd_path, dir_path) = (pinned_pd.path(), pinned_dir.path());
+        let r = relocation::recover_pinned(pd_path, dir_path, &name, None, |_| Ok(true));
         // The copy the walk saw is given back (the link in its place is not removed: rmdir
         // refuses it, and says so); the link's target is untouched.
         assert!(r.is_err(), "{r:?}");
@@ -1438,5 +1522,167 @@ mod tests {
         assert!(config.watch_path("/shards/x").join(&stray).is_file());
         let record = record.after_run(&grown, moves.resume_at, true);
         assert_eq!(record.balanced, ShardSet::of(&grown));
+    }
+
+    /// Runs the test `name` (this one) again in a child process whose descriptors are
+    /// Lambda's (`RLIMIT_NOFILE` 1,024), and there runs `body`: the limit is the process's,
+    /// so it is not set in the process that runs the other tests at once.
+    fn with_lambdas_descriptors(name: &str, body: impl FnOnce()) {
+        const CHILD: &str = "EFS_TEST_LAMBDAS_DESCRIPTORS";
+        if std::env::var_os(CHILD).is_some() {
+            let limit = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: 1024,
+            };
+            // SAFETY: setrlimit reads the struct it is given, nothing else.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+            return body();
+        }
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{name} under RLIMIT_NOFILE 1024: {status}"
+        );
+    }
+
+    /// A mount in memory where the host has one: planted trees take seconds there.
+    fn roomy_mount() -> tempfile::TempDir {
+        tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap())
+    }
+
+    #[test]
+    fn six_hundred_cut_short_moves_are_given_back_within_lambdas_descriptors() {
+        let name =
+            "homing::tests::six_hundred_cut_short_moves_are_given_back_within_lambdas_descriptors";
+        with_lambdas_descriptors(name, || {
+            let mount = roomy_mount();
+            let config = config(mount.path());
+            let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+            let watch = config.watch_path("/");
+            // Each in a directory of its own, as a task would plant them, or moves die.
+            for i in 0..600 {
+                let dir = watch.join(format!("{i:03}"));
+                fs::create_dir_all(&dir).unwrap();
+                put(&dir.join("a"), b"older", 0);
+                cut_short_replace(&dir, "a", format!("{i}").as_bytes(), 10);
+            }
+            let mut warnings = Vec::new();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!(
+                (moves.abandoned_removed, moves.failed),
+                (600, 0),
+                "{moves:?}"
+            );
+            assert_eq!((moves.remaining, moves.kept_hidden), (0, 0), "{moves:?}");
+            assert!(warnings.is_empty(), "{warnings:?}");
+            for i in 0..600 {
+                let dir = watch.join(format!("{i:03}"));
+                assert_eq!(names(&dir), ["a"]);
+                assert_eq!(fs::read(dir.join("a")).unwrap(), format!("{i}").as_bytes());
+            }
+        });
+    }
+
+    #[test]
+    fn a_planted_private_directory_of_200000_names_is_named_by_a_count() {
+        let name = "homing::tests::a_planted_private_directory_of_200000_names_is_named_by_a_count";
+        with_lambdas_descriptors(name, || {
+            let mount = roomy_mount();
+            let config = config(mount.path());
+            let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+            let watch = config.watch_path("/");
+            fs::create_dir_all(&watch).unwrap();
+            // A move's private directory planted with links, which no move gives back, and
+            // one version it does give back, newer than home's.
+            put(&watch.join("a"), b"older", 0);
+            let pd = cut_short_replace(&watch, "a", b"only copy", 10);
+            for i in 0..200_000 {
+                std::os::unix::fs::symlink("/etc/passwd", pd.join(format!("l{i}"))).unwrap();
+            }
+            let mut warnings = Vec::new();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!((moves.abandoned_removed, moves.kept_hidden), (1, 200_000));
+            assert_eq!(fs::read(watch.join("a")).unwrap(), b"only copy");
+            let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+            let mut wanted = vec!["cut_short_move"; WARNINGS_PER_KIND];
+            wanted.push("warnings_capped");
+            assert_eq!(kinds, wanted);
+            let left_out = (200_000 - WARNINGS_PER_KIND) as u64;
+            assert!(
+                matches!(warnings.last(), Some(Warning::WarningsCapped { kind: "cut_short_move", left_out: n }) if *n == left_out),
+                "{:?}",
+                warnings.last()
+            );
+        });
+    }
+
+    #[test]
+    fn entries_left_past_the_warnings_cap_are_named_by_a_later_pass() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let watch = config.watch_path("/");
+        fs::create_dir_all(&watch).unwrap();
+        let pd = watch.join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        for i in 0..WARNINGS_PER_KIND + 5 {
+            std::os::unix::fs::symlink("/etc/passwd", pd.join(format!("l{i}"))).unwrap();
+        }
+        // Not all named: the private directory is not marked, so each pass names again.
+        for _ in 0..2 {
+            let mut warnings = Vec::new();
+            let moves = rebalance_all(&config, &list, Duration::ZERO, &mut warnings);
+            assert_eq!(moves.kept_hidden, (WARNINGS_PER_KIND + 5) as u64);
+            let kinds: Vec<_> = warnings.iter().map(Warning::kind).collect();
+            let mut wanted = vec!["cut_short_move"; WARNINGS_PER_KIND];
+            wanted.push("warnings_capped");
+            assert_eq!(kinds, wanted);
+            assert_eq!(
+                warnings.last(),
+                Some(&Warning::WarningsCapped {
+                    kind: "cut_short_move",
+                    left_out: 5
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_give_back_out_of_time_waits_for_the_next_run_and_leaves_the_pass_unclean() {
+        let mount = tempfile::tempdir().unwrap();
+        let config = config(mount.path());
+        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let watch = config.watch_path("/");
+        fs::create_dir_all(&watch).unwrap();
+        let pd = cut_short_replace(&watch, "a", b"only copy", 10);
+        let mut mover = Mover::new(
+            &config,
+            &list,
+            Budget {
+                max_moves: 10,
+                until: Instant::now(),
+                concurrency: 1,
+            },
+            None,
+            u64::MAX,
+        );
+        let fd = shard::open_dir(&config, &watch, false).unwrap();
+        let mut met = None;
+        dir::walk_at(&fd, |entry| {
+            met = Some(CutShort::pin(&entry, &watch.join(entry.path)).unwrap());
+            Flow::Stop
+        })
+        .unwrap();
+        mover.cut_short.push(met.unwrap());
+        mover.give_back();
+        assert_eq!(
+            (mover.moves.remaining, mover.moves.abandoned_removed),
+            (1, 0)
+        );
+        assert_eq!(fs::read(pd.join("a")).unwrap(), b"only copy");
     }
 }

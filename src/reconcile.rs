@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::event::Action;
 use crate::metrics;
 use crate::observe::observe;
-use crate::plan::{plan, Behind, Homes, MovesWait, OldTask, Plan, Policy, Step, StepKind, Warning};
+use crate::plan::{capped, plan, Behind, Homes, MovesWait, OldTask, Plan, Policy, Step, StepKind};
 use crate::rebalance;
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
@@ -249,7 +249,8 @@ fn respond(
     end: &Plan,
     applied: Applied,
 ) -> Response {
-    let warnings: Vec<&Warning> = applied.warnings.iter().chain(&end.warnings).collect();
+    // At most a few of a kind, and a count of the rest: planted names make no flood.
+    let warnings = capped(applied.warnings.iter().chain(&end.warnings));
     let mut clients_behind = applied.clients_behind.clone();
     clients_behind.extend(end.waits.clients.iter().cloned());
     // Tasks that report nothing hold every move whatever was decided (on the first day, the

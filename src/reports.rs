@@ -82,8 +82,13 @@ pub struct Reports {
     pub unread: usize,
     /// The directory exists but cannot be read, and why: it holds the moves.
     pub dir_problem: Option<String>,
-    /// Stale reports removed, and reporters' writes abandoned for [`REMOVE_AFTER_SECS`].
+    /// Stale reports removed, reporters' writes abandoned for [`REMOVE_AFTER_SECS`], and
+    /// entries no router writes unchanged as long that hold no data.
     pub removed: usize,
+    /// Entries no router writes, unchanged for [`REMOVE_AFTER_SECS`], kept because they may
+    /// hold data (a regular file with bytes, a directory not empty): they count
+    /// toward [`MAX_ENTRIES`] until a person moves them.
+    pub junk_kept: usize,
     /// What the function did so that every router can write there ([`keep_open`]).
     pub repaired: Option<Repair>,
 }
@@ -237,17 +242,22 @@ fn made_within_a_lifetime(dir: &OwnedFd, now: When) -> Option<u64> {
 pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Reports {
     let mut names: Vec<String> = Vec::new();
     let mut temporaries: Vec<OsString> = Vec::new();
+    let mut junk: Vec<OsString> = Vec::new();
     let mut entries = 0usize;
     // Every entry counts toward the bound, whatever it is: junk directories and names too.
     let read = efs_router::dir::for_each_name_at(dir, |name, kind| {
         entries += 1;
         let private = private_kind(name.as_encoded_bytes());
-        if private == Some(Private::Temporary) && kind != FileType::Directory {
-            temporaries.push(name.to_os_string());
-        } else if kind != FileType::Directory && private.is_none() {
-            if let Some(name) = name.to_str().filter(|n| client_of_file(n).is_some()) {
-                names.push(name.to_owned());
+        let report = name.to_str().filter(|n| client_of_file(n).is_some());
+        match (private, report) {
+            (Some(Private::Temporary), _) if kind != FileType::Directory => {
+                temporaries.push(name.to_os_string())
             }
+            (None, Some(name)) if kind != FileType::Directory => names.push(name.to_owned()),
+            _ if name == MADE => {}
+            // No router writes it: aged out below, a bounded number a run.
+            _ if remove && junk.len() < JUNK_AT_MOST => junk.push(name.to_os_string()),
+            _ => {}
         }
         entries <= MAX_ENTRIES && Instant::now() < until
     });
@@ -276,7 +286,87 @@ pub fn read_dir(dir: &OwnedFd, now: When, until: Instant, remove: bool) -> Repor
         }
     }
     out.files.sort_by(|a, b| a.file.cmp(&b.file));
+    // Last: the reports are read whatever the junk costs.
+    let aged = remove_junk(dir.as_fd(), &junk, now, until);
+    out.removed += aged.removed;
+    out.junk_kept = aged.kept;
     out
+}
+
+/// Entries of the reports' directory no router writes ([`remove_junk`]) looked at in one run
+/// at most: each is a `stat` (a round trip over NFS), after the reports are read.
+pub const JUNK_AT_MOST: usize = 1000;
+
+/// What [`remove_junk`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Aged {
+    removed: usize,
+    /// Old, but it may hold data: kept.
+    kept: usize,
+}
+
+/// Removes the entries `names` of the reports' directory that no router writes (not a report's
+/// name, not a reporter's write; or a report's name on what is not a regular file) once they
+/// are unchanged for [`REMOVE_AFTER_SECS`], by their `ctime`, which no writer can set: each
+/// counts toward [`MAX_ENTRIES`], so a flood of them would hold every move for good. Only
+/// what holds no data goes ([`holds_no_data`]); the rest is kept and counted. Relative to
+/// the directory, without following a link: a link goes itself, never its target.
+fn remove_junk(dir: BorrowedFd<'_>, names: &[OsString], now: When, until: Instant) -> Aged {
+    let mut aged = Aged::default();
+    for name in names {
+        if Instant::now() >= until {
+            break;
+        }
+        let Ok(st) = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        match remove_old_junk(dir, name.as_os_str(), &st, now) {
+            Some(true) => aged.removed += 1,
+            Some(false) => aged.kept += 1,
+            None => {}
+        }
+    }
+    if aged.kept > 0 {
+        tracing::warn!(
+            kept = aged.kept,
+            "entries of the reports' directory no router writes, an hour old, may hold data: kept (they count toward its bound)"
+        );
+    }
+    aged
+}
+
+/// Removes `name` (as `st` describes it) when it is junk unchanged for an hour that holds no
+/// data: `Some(true)` removed, `Some(false)` kept because it may hold data, `None` too young
+/// (or gone meanwhile).
+fn remove_old_junk(
+    dir: BorrowedFd<'_>,
+    name: &std::ffi::OsStr,
+    st: &rustix::fs::Stat,
+    now: When,
+) -> Option<bool> {
+    if now.secs().saturating_sub(secs(st.st_ctime)) < REMOVE_AFTER_SECS {
+        return None;
+    }
+    if !holds_no_data(st) {
+        return Some(false);
+    }
+    // A directory goes only empty (rmdir); anything else is one name, never followed.
+    let flags = match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => AtFlags::REMOVEDIR,
+        _ => AtFlags::empty(),
+    };
+    Some(unlinkat(dir, name, flags).is_ok())
+}
+
+/// Whether removing the entry `st` describes loses no bytes: a link (itself), a FIFO, a
+/// socket or a device node; an empty regular file; a directory (removed only if empty). A
+/// regular file with bytes stays even with another name: that name may be in this directory
+/// too, and go next.
+fn holds_no_data(st: &rustix::fs::Stat) -> bool {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => st.st_size == 0,
+        _ => true,
+    }
 }
 
 /// Removes the reporters' writes (`.efs-router-<hex>.tmp`) unchanged for
@@ -335,6 +425,9 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
         // A link (ELOOP) or anything else that cannot be opened: its own time, if it has one.
         Err(_) => {
             return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if remove && remove_old_junk(dir, name.as_ref(), &st, now) == Some(true) => {
+                    Read::Removed
+                }
                 Ok(st) => file(&st, Err("not-a-file")),
                 Err(_) => Read::Gone,
             }
@@ -349,6 +442,11 @@ fn read_one(dir: BorrowedFd<'_>, name: &str, now: When, remove: bool) -> Read {
         }));
     };
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        // A FIFO, a socket or a device under a report's name: junk, aged out as any.
+        drop(fd);
+        if remove && remove_old_junk(dir, name.as_ref(), &st, now) == Some(true) {
+            return Read::Removed;
+        }
         return file(&st, Err("not-a-file"));
     }
     let read = match read_at_most(&fd, MAX_BYTES + 1) {
@@ -572,9 +670,11 @@ mod tests {
             later(),
             true,
         );
-        assert_eq!(r.removed, 1);
-        assert!(!name(1).exists());
-        assert!(name(2).exists() && name(3).is_dir());
+        // The other two are junk by now: the empty directory goes, the file with bytes stays
+        // (its other name too).
+        assert_eq!((r.removed, r.junk_kept), (2, 1));
+        assert!(!name(1).exists() && !name(3).exists());
+        assert!(name(2).exists() && tmp.path().join("elsewhere").exists());
         // Looking removes nothing.
         std::fs::write(name(4), b"half").unwrap();
         let r = read_dir(
@@ -676,5 +776,71 @@ mod tests {
         let r = read_dir(&fd, When::now(), Instant::now(), true);
         assert!(r.unread >= 1);
         assert!(r.files.is_empty());
+    }
+
+    #[test]
+    fn planted_junk_ages_out_and_what_may_hold_data_stays() {
+        // In memory where the host has it: 10,001 names on a loaded disk take long.
+        let tmp = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+        let fd = rustix::fs::open(
+            tmp.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let p = |n: &str| tmp.path().join(n);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("target"), b"someone's").unwrap();
+        // Past the bound: names no router writes, and each kind of entry.
+        for i in 0..MAX_ENTRIES + 1 {
+            std::fs::write(p(&format!("junk-{i}")), b"").unwrap();
+        }
+        symlink(outside.path().join("target"), p("link")).unwrap();
+        symlink(outside.path(), p("1111111111111111.json")).unwrap();
+        for fifo in ["fifo", "2222222222222222.json"] {
+            rustix::fs::mknodat(&fd, fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        }
+        std::fs::create_dir(p("empty")).unwrap();
+        std::fs::create_dir(p("full")).unwrap();
+        std::fs::write(p("full/kept"), b"bytes").unwrap();
+        std::fs::write(p("data"), b"bytes, one name").unwrap();
+        std::fs::write(p("two"), b"bytes, two names").unwrap();
+        std::fs::hard_link(p("two"), p("two-b")).unwrap();
+        std::fs::create_dir(p(&format!("{ID}.json"))).unwrap();
+
+        // Young: it holds, and nothing goes.
+        let now = When::now();
+        let r = read_dir(&fd, now, later(), true);
+        assert!(r.unread >= 1, "{r:?}");
+        assert_eq!((r.removed, r.junk_kept), (0, 0));
+
+        // An hour on, it ages out, a bounded number a run; what may hold data stays.
+        let hour_on = When::from_secs(now.secs() + REMOVE_AFTER_SECS + 1);
+        let (mut runs, mut removed) = (0, 0);
+        loop {
+            runs += 1;
+            assert!(
+                runs <= MAX_ENTRIES / JUNK_AT_MOST + 3,
+                "never ends: {removed}"
+            );
+            let r = read_dir(&fd, hour_on, later(), true);
+            removed += r.removed;
+            if r.removed == 0 {
+                assert_eq!((r.unread, r.junk_kept, r.files.len()), (0, 4, 0), "{r:?}");
+                break;
+            }
+        }
+        assert_eq!(removed, MAX_ENTRIES + 1 + 6);
+        let mut left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["data", "full", "two", "two-b"]);
+        assert_eq!(std::fs::read(p("full/kept")).unwrap(), b"bytes");
+        assert_eq!(
+            std::fs::read(outside.path().join("target")).unwrap(),
+            b"someone's"
+        );
     }
 }

@@ -40,7 +40,7 @@ pub use policy::{ClientReports, ClosePlacements, Policy};
 pub use room::Excluded;
 pub use step::{NewTarget, SecurityGroups, Step, StepKind};
 pub use tasks::OldTask;
-pub use warning::Warning;
+pub use warning::{capped, Warning, WARNINGS_PER_KIND};
 
 use counts::Counts;
 use decision::{decide, Bound, Situation};

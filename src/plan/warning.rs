@@ -120,6 +120,55 @@ pub enum Warning {
         az: String,
         in_use: InUse,
     },
+    /// More warnings of `kind` than one response names ([`WARNINGS_PER_KIND`]): `left_out`
+    /// of them are not in it (logged, where they were found, or named by a later run).
+    WarningsCapped { kind: &'static str, left_out: u64 },
+}
+
+/// Warnings of one kind a response names at most: a flood of planted names makes a count,
+/// not a response of millions of lines.
+pub const WARNINGS_PER_KIND: usize = 10;
+
+/// `warnings` with at most [`WARNINGS_PER_KIND`] of each kind, the first ones, in their
+/// order; then, for each kind that had more (or a `warnings_capped` among them already,
+/// summed by kind), one `warnings_capped` that counts what is left out.
+pub fn capped<'a>(warnings: impl IntoIterator<Item = &'a Warning>) -> Vec<Warning> {
+    let mut kept = Vec::new();
+    let mut seen: Vec<(&'static str, usize)> = Vec::new();
+    let mut left_out: Vec<(&'static str, u64)> = Vec::new();
+    let count = |left_out: &mut Vec<(&'static str, u64)>, kind, n| match left_out
+        .iter_mut()
+        .find(|(k, _)| *k == kind)
+    {
+        Some((_, total)) => *total += n,
+        None => left_out.push((kind, n)),
+    };
+    for w in warnings {
+        let kind = match w {
+            Warning::WarningsCapped { kind, left_out: n } => {
+                count(&mut left_out, *kind, *n);
+                continue;
+            }
+            w => w.kind(),
+        };
+        let i = seen
+            .iter()
+            .position(|(k, _)| *k == kind)
+            .unwrap_or_else(|| {
+                seen.push((kind, 0));
+                seen.len() - 1
+            });
+        seen[i].1 += 1;
+        match seen[i].1 <= WARNINGS_PER_KIND {
+            true => kept.push(w.clone()),
+            false => count(&mut left_out, kind, 1),
+        }
+    }
+    let capped = left_out
+        .into_iter()
+        .map(|(kind, left_out)| Warning::WarningsCapped { kind, left_out });
+    kept.extend(capped);
+    kept
 }
 
 impl Warning {
@@ -160,6 +209,7 @@ impl Warning {
             Warning::TasksUnknown { .. } => "tasks_unknown",
             Warning::HomesSwitchedEarly(_) => "homes_switched_early",
             Warning::TargetInUse { .. } => "target_in_use",
+            Warning::WarningsCapped { .. } => "warnings_capped",
         }
     }
 }
@@ -226,6 +276,11 @@ impl fmt::Display for Warning {
             Warning::TasksUnknown { why } => tasks_unknown(f, why),
             Warning::HomesSwitchedEarly(wait) => homes_switched_early(f, wait),
             Warning::TargetInUse { id, az, in_use } => target_in_use(f, id, az, in_use),
+            Warning::WarningsCapped { kind, left_out } => write!(
+                f,
+                "{left_out} more warnings of kind {kind} are not in this response (logged; \
+                 at most {WARNINGS_PER_KIND} of a kind are)"
+            ),
         }
     }
 }
@@ -487,4 +542,44 @@ fn carried_over(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut_short(i: usize) -> Warning {
+        Warning::CutShortMove {
+            path: format!("/mnt/efs/{i}"),
+        }
+    }
+
+    #[test]
+    fn warnings_of_one_kind_are_capped_with_a_count_of_the_rest() {
+        let mut warnings: Vec<Warning> = (0..WARNINGS_PER_KIND + 3).map(cut_short).collect();
+        warnings.insert(2, Warning::NothingToMigrate);
+        // One found capped already, where it was found: its count adds up.
+        warnings.push(Warning::WarningsCapped {
+            kind: "cut_short_move",
+            left_out: 100,
+        });
+        let capped = capped(&warnings);
+        let kinds: Vec<_> = capped.iter().map(Warning::kind).collect();
+        let mut wanted = vec!["cut_short_move"; 2];
+        wanted.push("nothing_to_migrate");
+        wanted.extend(vec!["cut_short_move"; WARNINGS_PER_KIND - 2]);
+        wanted.push("warnings_capped");
+        assert_eq!(kinds, wanted);
+        assert_eq!(capped[..3], warnings[..3]);
+        assert_eq!(
+            capped.last(),
+            Some(&Warning::WarningsCapped {
+                kind: "cut_short_move",
+                left_out: 103
+            })
+        );
+        // At the cap, nothing is left out, and nothing is added.
+        let few: Vec<Warning> = (0..WARNINGS_PER_KIND).map(cut_short).collect();
+        assert_eq!(super::capped(&few), few);
+    }
 }

@@ -36,7 +36,7 @@ mod stamp;
 
 pub use batch::relocate_many;
 pub use outcome::{NotARegularFile, OtherOwners, Relocation};
-pub use recover::{recover, recover_pinned, Recovered};
+pub use recover::{recover, recover_pinned, Recovered, LEFT_NAMED_AT_MOST};
 pub use single::relocate;
 pub(crate) use single::relocate_known;
 pub use stamp::anything_at;

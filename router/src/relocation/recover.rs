@@ -12,6 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::Path;
+use std::time::Instant;
 
 /// What a recovery of a cut-short move's private directory did ([`recover`]).
 #[derive(Debug, Default)]
@@ -22,9 +23,35 @@ pub struct Recovered {
     /// held this copy out of sight (or held it as a second name of the file it deleted).
     pub deleted: u64,
     /// Entries left where they are, each with why: not a regular file, a name its lookup
-    /// refused, a step that failed. Each stops only itself.
+    /// refused, a step that failed. Each stops only itself. The first [`LEFT_NAMED_AT_MOST`]
+    /// only: the rest are counted in [`Recovered::left_unnamed`], so that a directory planted
+    /// with millions of names costs no memory per name.
     pub left: Vec<(OsString, io::Error)>,
+    /// Entries left beyond the ones [`Recovered::left`] names.
+    pub left_unnamed: u64,
+    /// The deadline came first: what was not reached stays in the private directory, which
+    /// stays, for a later recovery to go on (nothing is lost or dropped for it).
+    pub unfinished: bool,
 }
+
+impl Recovered {
+    /// Every entry left, named or not.
+    pub fn left_count(&self) -> u64 {
+        self.left.len() as u64 + self.left_unnamed
+    }
+
+    fn leave(&mut self, name: OsString, e: io::Error) {
+        if self.left.len() < LEFT_NAMED_AT_MOST {
+            self.left.push((name, e));
+        } else {
+            self.left_unnamed += 1;
+        }
+    }
+}
+
+/// Entries of what a recovery leaves that it names ([`Recovered::left`]): enough for a
+/// person to see what is wrong; the rest are counted.
+pub const LEFT_NAMED_AT_MOST: usize = 64;
 
 /// How deep [`recover`] follows a recovery's own cut-short move inside the directory it
 /// recovers (each retire makes its private directory beside what it takes).
@@ -47,6 +74,9 @@ const NESTED_AT_MOST: usize = 4;
 /// read and emptied through that descriptor ([`Pinned`]), as is each nested one: a task that
 /// swaps a private directory's name for a link meanwhile sends nothing elsewhere.
 ///
+/// Its names are read as they come, never gathered: memory stays a listing's buffer whatever
+/// a directory holds.
+///
 /// Only for a `pd` no move is using: one unchanged for an hour ([`crate::dir::abandoned`]).
 pub fn recover(
     pd: &Path,
@@ -54,81 +84,134 @@ pub fn recover(
 ) -> io::Result<Recovered> {
     let mut done = Recovered::default();
     let pin = open_private(pd)?;
-    recover_in(pin.path(), parent(pd), pd, &mut found, &mut done, 0)?;
+    let mut at = Recovery {
+        found: &mut found,
+        until: None,
+        done: &mut done,
+    };
+    at.recover_in(pin.path(), parent(pd), pd, 0)?;
     Ok(done)
 }
 
 /// [`recover`] of the private directory named `name` in `dir`, read through `pd`: for a
 /// caller that names the private directory and its holder by paths of its own that resolve to
 /// the very directories it walked (the function's, [`Pinned`]: `pd` opened without following a
-/// link), not to what their paths point to now.
+/// link), not to what their paths point to now. Once `until` has come it stops between two
+/// entries ([`Recovered::unfinished`]): what it did not reach stays in `pd`, which stays.
 pub fn recover_pinned(
     pd: &Path,
     dir: &Path,
     name: &OsStr,
+    until: Option<Instant>,
     mut found: impl FnMut(&OsStr) -> io::Result<bool>,
 ) -> io::Result<Recovered> {
     let mut done = Recovered::default();
-    recover_in(pd, dir, &dir.join(name), &mut found, &mut done, 0)?;
+    let mut at = Recovery {
+        found: &mut found,
+        until,
+        done: &mut done,
+    };
+    at.recover_in(pd, dir, &dir.join(name), 0)?;
     Ok(done)
 }
 
-/// Recovers what `pd` holds into `dir`, then removes `pd`, by the path `remove`, once empty.
-/// `pd` names the open directory itself ([`Pinned::path`]).
-fn recover_in(
-    pd: &Path,
-    dir: &Path,
-    remove: &Path,
-    found: &mut dyn FnMut(&OsStr) -> io::Result<bool>,
-    done: &mut Recovered,
-    depth: usize,
-) -> io::Result<()> {
-    // A recovery's own retire that died: what it holds goes back to its name in `pd` first.
-    for name in names_in(pd)? {
-        let kind = private_kind(name.as_encoded_bytes());
-        if kind.is_none() {
-            continue;
+/// One recovery under way: how it asks where a path is, its deadline, what it did.
+struct Recovery<'a> {
+    found: &'a mut dyn FnMut(&OsStr) -> io::Result<bool>,
+    until: Option<Instant>,
+    done: &'a mut Recovered,
+}
+
+impl Recovery<'_> {
+    /// The deadline has come: the recovery stops, and says so.
+    fn out_of_time(&mut self) -> bool {
+        let out = self.until.is_some_and(|t| Instant::now() >= t);
+        self.done.unfinished |= out;
+        out
+    }
+
+    /// Recovers what `pd` holds into `dir`, then removes `pd`, by the path `remove`, once
+    /// empty. `pd` names the open directory itself ([`Pinned::path`]).
+    fn recover_in(&mut self, pd: &Path, dir: &Path, remove: &Path, depth: usize) -> io::Result<()> {
+        // A recovery's own retire that died: what it holds goes back to its name in `pd`
+        // first.
+        for entry in fs::read_dir(pd)? {
+            let name = entry?.file_name();
+            let kind = private_kind(name.as_encoded_bytes());
+            if kind.is_none() {
+                continue;
+            }
+            if self.out_of_time() {
+                return Ok(());
+            }
+            if let Err(e) = self.nested(pd, &name, kind, depth) {
+                self.done.leave(name, e);
+            }
         }
-        let p = pd.join(&name);
-        let result = match fs::symlink_metadata(&p) {
+        for entry in fs::read_dir(pd)? {
+            let name = entry?.file_name();
+            if private_kind(name.as_encoded_bytes()).is_some() {
+                continue;
+            }
+            if self.out_of_time() {
+                return Ok(());
+            }
+            let found = (self.found)(&name);
+            match recover_entry(&pd.join(&name), &dir.join(&name), found) {
+                Ok(Some(Relocation::SourceGone)) => {}
+                Ok(Some(_)) => self.done.settled += 1,
+                Ok(None) => self.done.deleted += 1,
+                Err(e) => self.done.leave(name, e),
+            }
+        }
+        match fs::remove_dir(remove) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            // Not empty: what is left is named in `done.left`.
+            Err(_) if self.done.left_count() > 0 => Ok(()),
+            // Names this listing did not meet (a server's listing of a directory emptied while
+            // it is read may skip some): they wait for a later recovery.
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error()) => {
+                self.done.unfinished = true;
+                Ok(())
+            }
+            Err(e) => Err(e),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// The private name `name` met in `pd`: a recovery's own cut-short move, given back into
+    /// `pd`, which is no settling yet (that comes after); anything else is left.
+    fn nested(
+        &mut self,
+        pd: &Path,
+        name: &OsStr,
+        kind: Option<Private>,
+        depth: usize,
+    ) -> io::Result<()> {
+        let p = pd.join(name);
+        match fs::symlink_metadata(&p) {
             Ok(m) if m.is_dir() && kind == Some(Private::Moving) && depth < NESTED_AT_MOST => {
-                // Given back into `pd`, which is no settling yet: that comes below. Read
-                // through its own descriptor, opened without following a link.
+                // Read through its own descriptor, opened without following a link. What it
+                // leaves is named under this one's name.
+                let nested = open_private(&p)?;
                 let mut inner = Recovered::default();
-                let r = open_private(&p).and_then(|nested| {
-                    recover_in(nested.path(), pd, &p, found, &mut inner, depth + 1)
-                });
-                done.deleted += inner.deleted;
+                let mut at = Recovery {
+                    found: &mut *self.found,
+                    until: self.until,
+                    done: &mut inner,
+                };
+                let r = at.recover_in(nested.path(), pd, &p, depth + 1);
+                self.done.deleted += inner.deleted;
+                self.done.unfinished |= inner.unfinished;
+                self.done.left_unnamed += inner.left_unnamed;
                 for (n, e) in inner.left {
-                    done.left
-                        .push((Path::new(&name).join(n).into_os_string(), e));
+                    self.done.leave(Path::new(name).join(n).into_os_string(), e);
                 }
                 r
             }
             Ok(_) => Err(io::Error::other("a private name no move leaves here")),
             Err(e) => Err(e),
-        };
-        if let Err(e) = result {
-            done.left.push((name, e));
         }
-    }
-    for name in names_in(pd)? {
-        if private_kind(name.as_encoded_bytes()).is_some() {
-            continue;
-        }
-        match recover_entry(&pd.join(&name), &dir.join(&name), found(&name)) {
-            Ok(Some(Relocation::SourceGone)) => {}
-            Ok(Some(_)) => done.settled += 1,
-            Ok(None) => done.deleted += 1,
-            Err(e) => done.left.push((name, e)),
-        }
-    }
-    match fs::remove_dir(remove) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        // Not empty: what is left is named in `done.left`.
-        Err(_) if !done.left.is_empty() => Ok(()),
-        Err(e) => Err(e),
-        Ok(()) => Ok(()),
     }
 }
 
@@ -144,12 +227,6 @@ fn open_private(pd: &Path) -> io::Result<Pinned> {
         )
     })?;
     Pinned::own(fd, pd)
-}
-
-fn names_in(dir: &Path) -> io::Result<Vec<OsString>> {
-    fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect()
 }
 
 /// One entry of a cut-short move: given back to `name` (`Some`), or dropped because its path
@@ -322,5 +399,80 @@ mod tests {
         // What is left stays in the private directory, nothing followed or opened.
         assert_eq!(names(&pd), ["dir", "fifo", "link"]);
         assert_eq!(fs::read(pd.join("dir")).unwrap(), b"home is a directory");
+    }
+
+    /// A private directory planted with this many names (the function's tests plant as many):
+    /// enough that gathering every name would show, few enough to make in a few seconds.
+    const PLANTED: usize = 200_000;
+
+    /// A directory for a planted one: in memory where the host has it (`/dev/shm`), where
+    /// 200,000 names take seconds, not the minutes a loaded disk can take.
+    fn roomy_tempdir() -> tempfile::TempDir {
+        tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap())
+    }
+
+    #[test]
+    fn a_give_back_of_a_planted_directory_stops_at_its_deadline_and_loses_nothing() {
+        let d = roomy_tempdir();
+        let pd = d.path().join(new_private_name(Private::Moving));
+        fs::create_dir(&pd).unwrap();
+        for i in 0..PLANTED {
+            fs::File::create(pd.join(format!("{i}"))).unwrap();
+        }
+        let open = |p: &Path| rustix::fs::open(p, PRIVATE_DIR_FLAGS, Mode::empty()).unwrap();
+        let pin = Pinned::own(open(&pd), &pd).unwrap();
+        let holder = Pinned::own(open(d.path()), d.path()).unwrap();
+        let name = pd.file_name().unwrap().to_os_string();
+        // Each recovery's deadline comes while the thousandth name is asked about.
+        let recover_some = || {
+            let (until, mut asked) = (Instant::now() + std::time::Duration::from_secs(2), 0);
+            let found = |_: &OsStr| {
+                asked += 1;
+                while asked == 1000 && Instant::now() < until {
+                    std::thread::sleep(until - Instant::now());
+                }
+                Ok(true)
+            };
+            recover_pinned(pin.path(), holder.path(), &name, Some(until), found).unwrap()
+        };
+        // Nothing lost: each name is given back or still in the private directory.
+        let given_back_or_kept = || {
+            let back = fs::read_dir(d.path()).unwrap().count() as u64 - 1;
+            (back, back + fs::read_dir(&pd).unwrap().count() as u64)
+        };
+        let r = recover_some();
+        assert!(r.unfinished, "{r:?}");
+        assert_eq!(
+            (r.settled, r.deleted, r.left_count()),
+            (1000, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(given_back_or_kept(), (1000, PLANTED as u64));
+        // A later recovery goes on where the first stopped.
+        let r = recover_some();
+        assert!(r.unfinished, "{r:?}");
+        assert_eq!(
+            (r.settled, r.deleted, r.left_count()),
+            (1000, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(given_back_or_kept(), (2000, PLANTED as u64));
+    }
+
+    #[test]
+    fn what_a_recovery_leaves_is_named_up_to_a_bound_and_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let pd = cut_short(d.path(), "a", b"only copy", 10);
+        for i in 0..LEFT_NAMED_AT_MOST + 5 {
+            std::os::unix::fs::symlink("/etc/passwd", pd.join(format!("link-{i}"))).unwrap();
+        }
+        let r = recover(&pd, |_| Ok(true)).unwrap();
+        assert_eq!((r.settled, r.left.len()), (1, LEFT_NAMED_AT_MOST), "{r:?}");
+        assert_eq!(
+            (r.left_unnamed, r.left_count()),
+            (5, LEFT_NAMED_AT_MOST as u64 + 5)
+        );
+        assert!(!r.unfinished);
+        assert_eq!(fs::read(d.path().join("a")).unwrap(), b"only copy");
     }
 }
