@@ -140,7 +140,9 @@
 //!    second target in an AZ itself, so the check could not fail.)
 //!
 //! 5. a deleted path stays deleted: right after a client's delete (nothing else runs then) no
-//!    copy is left under a root of that client's list; a copy under a root its list does not
+//!    copy is left under a root of that client's list (on version 3 the delete looks only where
+//!    the list says a copy can be, so a copy under another of its roots is one the published
+//!    placements missed: it fails too); a copy under a root its list does not
 //!    name (a shard added since it started, where a newer client wrote or moved the path) stays,
 //!    the one cause docs/routing.md leaves open, and is remembered; after every step, a deleted
 //!    path on disk is one of those, or the soak fails.
