@@ -12,8 +12,8 @@
 //! - a **client operation**: write a new logical path (flat, `data/analysis/<name>.json`, which
 //!   the function counts, or nested, `data/analysis/<dir>/…/<name>.json`, which it moves but
 //!   does not count), rewrite one, read one (`read_with_fallback`) or delete one
-//!   (`Router::delete`: every shard of the client's list). Every write's bytes are unique, so
-//!   any copy found says which write it is. The files grow and shrink in phases, across
+//!   (`Router::delete`: where the client's list says a copy can be). Every write's bytes are
+//!   unique, so any copy found says which write it is. The files grow and shrink in phases, across
 //!   `FILE_THRESHOLD` = 20, so the function adds shards and drains them within the run
 //!   (`SCALE_IN_COOLDOWN_SECONDS` = 0);
 //! - a **function run**: reconcile, or rebalance with a small `max_moves` (most often once no
@@ -3963,7 +3963,7 @@ impl Soak {
         }
     }
 
-    /// The router's delete: every shard of the client's list. Nothing else runs now, so what
+    /// The router's delete: where its list says a copy can be. Nothing else runs now, so what
     /// is left is checked at once (check 5).
     fn delete(&mut self, c: usize, path: &str) -> Step {
         let client = &self.clients[c];
