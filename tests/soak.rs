@@ -12,8 +12,8 @@
 //! - a **client operation**: write a new logical path (flat, `data/analysis/<name>.json`, which
 //!   the function counts, or nested, `data/analysis/<dir>/…/<name>.json`, which it moves but
 //!   does not count), rewrite one, read one (`read_with_fallback`) or delete one
-//!   (`Router::delete`: every shard of the client's list). Every write's bytes are unique, so
-//!   any copy found says which write it is. The files grow and shrink in phases, across
+//!   (`Router::delete`: where the client's list says a copy can be). Every write's bytes are
+//!   unique, so any copy found says which write it is. The files grow and shrink in phases, across
 //!   `FILE_THRESHOLD` = 20, so the function adds shards and drains them within the run
 //!   (`SCALE_IN_COOLDOWN_SECONDS` = 0);
 //! - a **function run**: reconcile, or rebalance with a small `max_moves` (most often once no
@@ -140,7 +140,9 @@
 //!    second target in an AZ itself, so the check could not fail.)
 //!
 //! 5. a deleted path stays deleted: right after a client's delete (nothing else runs then) no
-//!    copy is left under a root of that client's list; a copy under a root its list does not
+//!    copy is left under a root of that client's list (on version 3 the delete looks only where
+//!    the list says a copy can be, so a copy under another of its roots is one the published
+//!    placements missed: it fails too); a copy under a root its list does not
 //!    name (a shard added since it started, where a newer client wrote or moved the path) stays,
 //!    the one cause docs/routing.md leaves open, and is remembered; after every step, a deleted
 //!    path on disk is one of those, or the soak fails.
@@ -3961,7 +3963,7 @@ impl Soak {
         }
     }
 
-    /// The router's delete: every shard of the client's list. Nothing else runs now, so what
+    /// The router's delete: where its list says a copy can be. Nothing else runs now, so what
     /// is left is checked at once (check 5).
     fn delete(&mut self, c: usize, path: &str) -> Step {
         let client = &self.clients[c];

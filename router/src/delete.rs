@@ -2,9 +2,16 @@
 //!
 //! A path has one home, but copies can sit in other shards: written by a client on another
 //! list, or on their way home in a move. A delete of the home copy alone leaves those for a
-//! fallback read to find again: the path comes back. So a delete
+//! fallback read to find again: the path comes back. So a delete looks where a miss looks
+//! ([`Router::miss_shards`]): every other distinct shard directory in the earlier list forms
+//! and wherever a version 3 list says `everywhere` (a path outside its `scope` too); on a
+//! version 3 list only the path's home under each open placement, where that differs from
+//! home. The function keeps a placement open while a file can be away from home where it homed
+//! it, and moves files only from there to home (docs/data-plane.md): those are all the places
+//! a copy can be, as for a miss (a file put elsewhere by hand is found by no router until the
+//! rebalance moves it home: docs/routing.md). In those places it
 //!
-//! 1. looks in every other distinct shard directory at once and removes the copy there;
+//! 1. looks in every one at once and removes the copy there;
 //! 2. then looks at home and removes it there. Others first: a move (a fallback read's, the
 //!    function's) links its source home before it takes the source away, so a move that had not
 //!    linked when step 1 removed its source can no longer link, and one that had is seen at
@@ -13,6 +20,9 @@
 //!    most [`ROUNDS`]): a move by a client on another list goes to *its* home, which step 1 may
 //!    have looked at already, and takes its source away before step 2 looks (so even a delete
 //!    that found nothing looks once more).
+//!
+//! With none of them (one distinct shard directory, or a settled version 3 list: nothing open)
+//! it is one look at home: nothing can move there from anywhere a router looks.
 //!
 //! Each look is the server's answer, never this client's name cache ([`crate::cache`]): the
 //! directory is opened (which revalidates it) beneath this host's mount without following a
@@ -48,9 +58,9 @@ pub struct Deleted {
     pub unlinked: usize,
     /// Entries at a copy's place that are not regular files, left alone (each shard once).
     pub left: Vec<Left>,
-    /// Rounds of looks: 1 when the list has one distinct shard directory; otherwise the other
-    /// shards, then home, then everywhere until a round finds nothing: 3 when no copy came back
-    /// after it was looked for.
+    /// Rounds of looks: 1 when a copy can be nowhere but home (one distinct shard directory, or
+    /// nothing open on a version 3 list); otherwise the other places, then home, then all of
+    /// them until a round finds nothing: 3 when no copy came back after it was looked for.
     pub rounds: usize,
 }
 
@@ -92,9 +102,9 @@ struct Place<'a> {
 }
 
 impl Router {
-    /// Removes `path` from every shard of the list: the other distinct shard directories at
-    /// once, then home, then everywhere at once until a round finds nothing (see the module's
-    /// documentation). A missing path is not an error (`Deleted::any` is false): a
+    /// Removes `path` from home and every shard a miss of it looks in
+    /// ([`Router::miss_shards`]): those at once, then home, then all of them at once until a
+    /// round finds nothing (see the module's documentation). A missing path is not an error (`Deleted::any` is false): a
     /// delete retried after a lost answer finds nothing. Errors: the path's own
     /// ([`Error::Route`], [`Error::InsideAnotherShard`]); the file system's, after every shard
     /// of that round was tried; [`Error::Reappearing`].
@@ -125,7 +135,8 @@ impl Router {
                 name,
             }
         };
-        let others: Vec<Place> = self.others(home.index).map(place).collect();
+        // Where a miss looks, and only there: the list names no other place a copy can be.
+        let others: Vec<Place> = self.miss_shards(&home).into_iter().map(place).collect();
         let mut done = Deleted::default();
         if others.is_empty() {
             round(&[place(home.index)], &mut done)?;
@@ -134,8 +145,8 @@ impl Router {
         round(&others, &mut done)?;
         let home_place = [place(home.index)];
         round(&home_place, &mut done)?;
-        let everywhere: Vec<Place> = home_place.into_iter().chain(others).collect();
-        while round(&everywhere, &mut done)? {
+        let all: Vec<Place> = home_place.into_iter().chain(others).collect();
+        while round(&all, &mut done)? {
             if done.rounds >= ROUNDS {
                 return Err(Error::Reappearing {
                     path: path.to_owned(),

@@ -1,16 +1,18 @@
 //! `Router::delete` on real directories: every copy goes (home and the other shards, nested
 //! paths, both layouts), a link or FIFO at a copy's place or on the way is never followed and
-//! is left, the router's private names are never removed; and a seeded race of deletes against
-//! moves (a single move, a replace of an older home copy, the function's batch, a fallback read,
-//! a reader on another list) in which no deleted path comes back but through the one window
+//! is left, the router's private names are never removed; on a version 3 list it looks at home
+//! and where an open placement homes the path, and everywhere where the list says so; and a
+//! seeded race of deletes against moves (a single move, a replace of an older home copy, the
+//! function's batch, a fallback read, a reader on another list; the function's moves against a
+//! deleter on placements too) in which no deleted path comes back but through the one window
 //! docs/routing.md documents. `DELETE_RACE_SEED` reproduces a failure's draws.
 
 #[path = "support/tree.rs"]
 mod tree;
 use efs_router::relocation::relocate_many;
 use efs_router::{
-    relocate, Deleted, Error, Layout, Left, MountTargetList, Place, Relocation, Router, Strategy,
-    Target,
+    relocate, Deleted, Error, Layout, Left, MountTargetList, Open, Place, Relocation, Router,
+    Strategy, Target,
 };
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -221,6 +223,175 @@ fn one_shard_directory_takes_one_round_and_per_target_mounts_are_each_cleared() 
     assert!(files_under(d.path()).is_empty());
 }
 
+// ------------------------------------------------------ where a version 3 list says copies are
+
+/// `n` shards on 3 mount targets, as even as can be (a version 2 list beyond 3), as the NFS
+/// tier's benchmark lists are.
+fn many(n: u32) -> MountTargetList {
+    let mut l = list(&["/", "/shards/use1-az4", "/shards/use1-az1"]);
+    for (i, (t, az)) in l
+        .mount_targets
+        .iter_mut()
+        .zip(["use1-az2", "use1-az4", "use1-az1"])
+        .enumerate()
+    {
+        t.az_id = Some(az.to_owned());
+        t.shards = n / 3 + u32::from((i as u32) < n % 3);
+    }
+    assert_eq!(l.shard_count(), n as usize);
+    l
+}
+
+/// A router on `list` over `dir`, every shard's directory made.
+fn on(dir: &Path, list: MountTargetList) -> Router {
+    let router = Router::new(list, Layout::single_mount(dir)).unwrap();
+    for s in router.shards() {
+        fs::create_dir_all(dir.join(s.root.trim_start_matches('/'))).unwrap();
+    }
+    router
+}
+
+/// `path` put in every shard; the shards whose copy is still there after `done`.
+fn put_everywhere(router: &Router, path: &str) {
+    for i in 0..router.shards().len() {
+        put(&real(router, i, path), format!("copy {i}").as_bytes());
+    }
+}
+
+fn still_there(router: &Router, path: &str) -> Vec<usize> {
+    (0..router.shards().len())
+        .filter(|&i| fs::symlink_metadata(real(router, i, path)).is_ok())
+        .collect()
+}
+
+/// `list` as version 3 with these placements open.
+fn v3(mut list: MountTargetList, open: Vec<efs_router::Placement>) -> MountTargetList {
+    list.open = Some(Open::Placements(open));
+    list
+}
+
+/// On a settled version 3 list (nothing open) a copy can be nowhere but home, whatever the
+/// shards: the delete looks there alone, in one round. The copies planted in the 63 other
+/// shards are where the list says none can be (no router finds them; the function keeps a
+/// placement open while one can be there): never looked at, so left.
+#[test]
+fn a_settled_list_at_64_shards_deletes_at_home_alone_in_one_round() {
+    let d = tempfile::tempdir().unwrap();
+    let router = on(d.path(), v3(many(64), vec![]));
+    let path = homed(&router, "data/analysis", 17, "s");
+    put_everywhere(&router, &path);
+    let done = router.delete(&path).unwrap();
+    assert_eq!(
+        done,
+        Deleted {
+            removed: vec![17],
+            unlinked: 1,
+            left: vec![],
+            rounds: 1,
+        }
+    );
+    let others: Vec<usize> = (0..64).filter(|&i| i != 17).collect();
+    assert_eq!(still_there(&router, &path), others);
+    // Nowhere: one look, not an error.
+    let again = router.delete(&path).unwrap();
+    assert_eq!((again.any(), again.rounds), (false, 1));
+}
+
+/// With placements open, a delete looks at home and at the path's home under each of them
+/// (the shard `/` that held the files before any list, and the 21-shard list before a growth)
+/// and removes every copy there, in the usual three rounds; no other shard is looked at.
+#[test]
+fn a_copy_where_an_open_placement_homes_the_path_is_removed_and_nowhere_else_is_looked_at() {
+    let d = tempfile::tempdir().unwrap();
+    let slash = efs_router::Placement::of(Strategy::Rendezvous, &list(&["/"]).mount_targets);
+    let before = many(21).placement();
+    let router = on(d.path(), v3(many(64), vec![slash.clone(), before.clone()]));
+    let before_router = Router::new(many(21), Layout::single_mount(d.path())).unwrap();
+    // The shard (of this list) that `before` homes `p` in.
+    let was_home = |p: &str| {
+        let root = &before_router.shards()[before_router.resolve(p).unwrap().index].root;
+        router
+            .shards()
+            .iter()
+            .position(|s| &s.root == root)
+            .unwrap()
+    };
+    // A path homed elsewhere under each: three places.
+    let path = (0..)
+        .map(|i| format!("data/analysis/site-3/device-o{i}-1700000000.json"))
+        .find(|p| {
+            let (h, b) = (router.resolve(p).unwrap().index, was_home(p));
+            h != 0 && b != 0 && h != b
+        })
+        .unwrap();
+    let (home, was) = (router.resolve(&path).unwrap().index, was_home(&path));
+    let mut named = vec![0, home, was];
+    named.sort_unstable();
+    // Where a miss looks: the same places.
+    let mut misses = router.miss_shards(&router.resolve(&path).unwrap());
+    misses.sort_unstable();
+    assert_eq!(misses, [0, was]);
+    put_everywhere(&router, &path);
+    let done = router.delete(&path).unwrap();
+    assert_eq!((&done.removed, done.unlinked, done.rounds), (&named, 3, 3));
+    assert!(done.left.is_empty());
+    let rest: Vec<usize> = (0..64).filter(|i| !named.contains(i)).collect();
+    assert_eq!(still_there(&router, &path), rest);
+    // A copy at a placement alone (a file not yet moved home) goes too.
+    put(&real(&router, was, &path), b"not yet home");
+    let done = router.delete(&path).unwrap();
+    assert_eq!((done.removed, done.rounds), (vec![was], 3));
+}
+
+/// Where the list does not know where copies can be, every shard is looked at, as before:
+/// the earlier forms, a version 3 list whose `open` is `everywhere`, and on a version 3 list
+/// with a `scope`, a path outside it (the function never walks there). Inside the scope, the
+/// same list's delete is home alone.
+#[test]
+fn where_the_list_says_everywhere_every_shard_is_looked_at() {
+    let d = tempfile::tempdir().unwrap();
+    let mut everywhere = many(64);
+    everywhere.open = Some(Open::Everywhere(
+        efs_router::placement::Everywhere::Everywhere,
+    ));
+    let mut scoped = v3(many(64), vec![]);
+    scoped.scope = Some("data/analysis".to_owned());
+    for (form, l, path) in [
+        (
+            "version 2",
+            many(64),
+            "data/analysis/device-e1-1700000000.json",
+        ),
+        (
+            "everywhere",
+            everywhere,
+            "data/analysis/device-e2-1700000000.json",
+        ),
+        (
+            "outside the scope",
+            scoped.clone(),
+            "data/other/device-e3-1700000000.json",
+        ),
+    ] {
+        let router = on(d.path(), l);
+        put_everywhere(&router, path);
+        let done = router.delete(path).unwrap();
+        assert_eq!(
+            (done.removed, done.unlinked, done.rounds),
+            ((0..64).collect::<Vec<_>>(), 64, 3),
+            "{form}"
+        );
+        assert_eq!(still_there(&router, path), Vec::<usize>::new(), "{form}");
+    }
+    let router = on(d.path(), scoped);
+    let inside = "data/analysis/nested/device-e4-1700000000.json";
+    put_everywhere(&router, inside);
+    let home = router.resolve(inside).unwrap().index;
+    let done = router.delete(inside).unwrap();
+    assert_eq!((done.removed, done.rounds), (vec![home], 1));
+    assert_eq!(still_there(&router, inside).len(), 63);
+}
+
 // ----------------------------------------------------------------------------- the race
 
 /// A small seeded generator (xorshift): a failing seed reproduces its draws.
@@ -303,6 +474,11 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
     let mut drained = list(FOUR);
     drained.mount_targets[3].draining = true;
     let other_list = Router::new(drained, Layout::single_mount(d.path())).unwrap();
+    // A version 3 list of the same shards whose one open placement is the shard `/`: its
+    // delete looks only there and at home, which is where the function's moves go between.
+    let slash = efs_router::Placement::of(Strategy::Rendezvous, &list(&["/"]).mount_targets);
+    let placements =
+        Router::new(v3(list(FOUR), vec![slash]), Layout::single_mount(d.path())).unwrap();
     // A move needs its destination's directory (a read's makes it; `relocate` does not).
     for r in FOUR {
         fs::create_dir_all(
@@ -312,7 +488,8 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
         )
         .unwrap();
     }
-    let mut races = Races::default();
+    // The races of each deleter: the earlier form's (every shard), the placements'.
+    let mut races = [Races::default(), Races::default()];
     let kinds = [
         Mover::Move,
         Mover::Replace,
@@ -323,7 +500,16 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
     for trial in 0..600u64 {
         let kind = kinds[rng.below(kinds.len() as u64) as usize];
         let tag = format!("t{trial}-");
+        // Half the function's moves race the deleter on placements, from the placement's
+        // home to the path's (no read on that list moves a file).
+        let on_placements =
+            matches!(kind, Mover::Move | Mover::Replace | Mover::Batch) && rng.below(2) == 1;
+        let who = if on_placements { &placements } else { &deleter };
         let (path, from, to) = match kind {
+            _ if on_placements => {
+                let home = 1 + rng.below(3) as usize;
+                (homed(&deleter, "data/analysis", home, &tag), 0, home)
+            }
             Mover::ReadOnAnotherList => {
                 // Homed at the deleter's shard 3, which the other list drains.
                 let p = homed(&deleter, "data/analysis", 3, &tag);
@@ -365,7 +551,7 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
             let del = s.spawn(|| {
                 start.wait();
                 spin(wait_delete);
-                deleter.delete(&path).unwrap()
+                who.delete(&path).unwrap()
             });
             let mov = s.spawn(|| {
                 start.wait();
@@ -402,11 +588,12 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
                 && at_home == Some(src_ino);
             assert!(
                 replace_landed_late,
-                "seed {seed} trial {trial} ({kind:?}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
+                "seed {seed} trial {trial} ({kind:?}, placements {on_placements}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
             );
-            races.window += 1;
+            races[usize::from(on_placements)].window += 1;
             fs::remove_file(&dst).unwrap();
         }
+        let races = &mut races[usize::from(on_placements)];
         if deleted.removed.contains(&to)
             && matches!(moved, Some(Relocation::Moved | Relocation::ReplacedOlder))
         {
@@ -435,13 +622,15 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
             let _ = fs::remove_file(t);
         }
     }
-    println!("seed {seed}: {races:?}");
-    assert!(races.placed_then_deleted > 0, "seed {seed}: {races:?}");
-    assert!(races.source_gone > 0, "seed {seed}: {races:?}");
-    assert!(
-        races.caught_moving + races.both_names > 0,
-        "seed {seed}: {races:?}"
+    println!(
+        "seed {seed}: every shard {:?}; placements {:?}",
+        races[0], races[1]
     );
+    for r in &races {
+        assert!(r.placed_then_deleted > 0, "seed {seed}: {races:?}");
+        assert!(r.source_gone > 0, "seed {seed}: {races:?}");
+        assert!(r.caught_moving + r.both_names > 0, "seed {seed}: {races:?}");
+    }
 }
 
 /// A path written again all along, in every shard, by writers that never stop: each round of

@@ -524,7 +524,7 @@ fn walking_reads_names_only_and_enters_an_unknown_entry_only_when_asked() {
 }
 
 #[test]
-fn a_delete_looks_everywhere_three_times_and_unlinks_what_it_finds() {
+fn a_delete_looks_where_a_miss_looks_three_times_and_unlinks_what_it_finds() {
     let Some(bed) = TestBed::new("delete") else {
         return;
     };
@@ -569,6 +569,46 @@ fn a_delete_looks_everywhere_three_times_and_unlinks_what_it_finds() {
     println!("delete, nowhere: {}", c.summary());
     assert_eq!(c.round_trips(), at_home - 2, "{c:?}");
     assert_only(&c, &["LOOKUP", "GETATTR"]);
+
+    // A version 3 list with nothing open: home alone, one look and the unlink, whatever the
+    // shards (a copy can be nowhere else).
+    let mut list = router.list().clone();
+    list.open = Some(efs_router::Open::Placements(vec![]));
+    let settled = Router::new(list.clone(), Layout::single_mount(bed.path())).unwrap();
+    let p = path_homed_at(&settled, 1, "settled");
+    put(&bed, 1, &p, b"x");
+    put(&bed, 2, &p, b"where no router looks");
+    bed.fs.reset();
+    let done = settled.delete(&p).unwrap();
+    assert_eq!((done.removed.as_slice(), done.rounds), (&[1][..], 1));
+    let c = bed.fs.counts();
+    println!(
+        "delete, at home, nothing open: {}, OPENDIR {}",
+        c.summary(),
+        c.get("OPENDIR")
+    );
+    assert_eq!((c.get("OPENDIR"), c.get("UNLINK")), (1, 1), "{c:?}");
+    assert!(c.get("LOOKUP") <= 2, "{c:?}");
+    assert_only(&c, &["LOOKUP", "GETATTR", "UNLINK"]);
+
+    // One placement open, the shard `/`: it and home, in the three rounds (1, 1, then 2).
+    list.open = Some(efs_router::Open::Placements(vec![
+        efs_router::Placement::of(Strategy::Rendezvous, &list.mount_targets[..1]),
+    ]));
+    let one_open = Router::new(list, Layout::single_mount(bed.path())).unwrap();
+    let p = path_homed_at(&one_open, 1, "one-open");
+    put(&bed, 1, &p, b"x");
+    bed.fs.reset();
+    let done = one_open.delete(&p).unwrap();
+    assert_eq!((done.removed.as_slice(), done.rounds), (&[1][..], 3));
+    let c = bed.fs.counts();
+    println!(
+        "delete, at home, one placement open: {}, OPENDIR {}",
+        c.summary(),
+        c.get("OPENDIR")
+    );
+    assert_eq!((c.get("OPENDIR"), c.get("UNLINK")), (4, 1), "{c:?}");
+    assert_only(&c, &["LOOKUP", "GETATTR", "UNLINK"]);
 }
 
 #[test]

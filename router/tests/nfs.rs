@@ -461,10 +461,12 @@ fn the_newest_version_survives_moves_racing_writers() {
 }
 
 /// Seeded: a client on one mount deletes a path while the function's mount moves it home (a
-/// plain move, or a replace of an older copy at home), at random moments. As on the host
-/// (router/tests/delete.rs), the path never comes back, but through the one window
-/// docs/routing.md documents: a replace whose rename lands at home after the delete's last
-/// look there. Prints how often each order of the two happened, and asks for both.
+/// plain move, or a replace of an older copy at home), at random moments: every other trial
+/// the deleter runs a version 3 list whose open placement (the shard `/`) is where the move
+/// comes from, and looks only there and at home. As on the host (router/tests/delete.rs), the
+/// path never comes back, but through the one window docs/routing.md documents: a replace
+/// whose rename lands at home after the delete's last look there. Prints how often each order
+/// of the two happened, and asks for both, for each deleter.
 #[test]
 #[ignore = "runs on the NFS tier (make nfs-test)"]
 fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
@@ -472,12 +474,21 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
     let t = "delete_move_race";
     let m = setup(t);
     let (deleter, func) = (router(&m[1], t), router(&m[0], t));
+    // Every other trial's deleter runs a version 3 list whose one open placement is the shard
+    // `/`: it looks there and at home only, and the move goes from there home.
+    let mut v3 = deleter.list().clone();
+    v3.open = Some(efs_router::Open::Placements(vec![
+        efs_router::Placement::of(efs_router::Strategy::Rendezvous, &v3.mount_targets[..1]),
+    ]));
+    let on_placements = Router::new(v3, Layout::single_mount(m[1].join(t))).unwrap();
     let (seed, mut draw) = race_draws(20261201);
     let mut next = move |n: u64| draw() % n;
     let server = |real: &Path| on_server(t, &m[0], real);
     // Placed home, then deleted there; deleted at the source first, the mover finding it gone;
     // came back through the replace window; a trial where the delete went round more than once.
-    let (mut placed_then_deleted, mut source_gone, mut window, mut caught_moving) = (0, 0, 0, 0);
+    // Each by deleter: the earlier form's, the placements'.
+    let (mut placed_then_deleted, mut source_gone, mut window, mut caught_moving) =
+        ([0; 2], [0; 2], [0; 2], [0; 2]);
     // How long a move and a delete take here (it varies with the machine): the delete starts
     // at a moment drawn from the move's start to past its end, so that both orders happen.
     let (warm, home_w, away_w) = misplaced(&func, 1, 2, "warm");
@@ -490,10 +501,16 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
     deleter.delete(&warm).unwrap();
     let delete_took = started.elapsed();
     let span = u64::try_from((move_took + delete_took).as_micros()).unwrap() + 1;
-    for trial in 0..80u64 {
+    for trial in 0..120u64 {
+        let placements = usize::from(trial % 2 == 1);
+        let who = [&deleter, &on_placements][placements];
         let replace = next(2) == 1;
-        let to = next(3) as usize;
-        let from = (to + 1 + next(2) as usize) % 3;
+        let (to, from) = if placements == 1 {
+            (1 + next(2) as usize, 0)
+        } else {
+            let to = next(3) as usize;
+            (to, (to + 1 + next(2) as usize) % 3)
+        };
         let (path, _, _) = misplaced(&func, to, from, &format!("x{trial}-"));
         let real = |r: &Router, i: usize| {
             let res = r.resolve(&path).unwrap();
@@ -514,14 +531,14 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
         let src_ino = fs::metadata(server(&src)).unwrap().ino();
         // Both have looked at the path, as a walk and a client do before they act.
         assert!(fs::symlink_metadata(&src).is_ok());
-        assert!(deleter.exists(&path).unwrap());
+        assert!(who.exists(&path).unwrap());
         let (wait_delete, wait_move) = (next(span), 0);
         let barrier = Barrier::new(2);
         let (deleted, moved) = thread::scope(|s| {
             let del = s.spawn(|| {
                 barrier.wait();
                 thread::sleep(Duration::from_micros(wait_delete));
-                deleter.delete(&path).unwrap()
+                who.delete(&path).unwrap()
             });
             let mov = s.spawn(|| {
                 barrier.wait();
@@ -541,21 +558,21 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
                 && at_home == Some(src_ino);
             assert!(
                 replace_landed_late,
-                "seed {seed} trial {trial} (replace {replace}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
+                "seed {seed} trial {trial} (replace {replace}, placements {placements}, {from} -> {to}): {path} came back in shards {back:?}; delete {deleted:?}, mover {moved:?}"
             );
-            window += 1;
+            window[placements] += 1;
             fs::remove_file(server(&dst)).unwrap();
         }
         if deleted.removed.contains(&to)
             && matches!(moved, Relocation::Moved | Relocation::ReplacedOlder)
         {
-            placed_then_deleted += 1;
+            placed_then_deleted[placements] += 1;
         }
         if moved == Relocation::SourceGone && deleted.removed.contains(&from) {
-            source_gone += 1;
+            source_gone[placements] += 1;
         }
         if deleted.rounds > 3 || deleted.unlinked > deleted.removed.len() {
-            caught_moving += 1;
+            caught_moving[placements] += 1;
         }
         assert_eq!(
             private_names_under(&backing().join(t)),
@@ -565,14 +582,20 @@ fn a_delete_racing_a_move_through_another_mount_never_brings_the_path_back() {
     }
     println!(
         "seed {seed}: delete racing a move across two mounts (a move {move_took:?}, a delete \
-         {delete_took:?}): placed then deleted {placed_then_deleted}, source gone {source_gone}, \
-         back through the replace window {window}, delete caught a move {caught_moving}"
+         {delete_took:?}), every shard / placements: placed then deleted {placed_then_deleted:?}, \
+         source gone {source_gone:?}, back through the replace window {window:?}, delete caught \
+         a move {caught_moving:?}"
     );
-    assert!(
-        placed_then_deleted > 0,
-        "seed {seed}: the move never came first"
-    );
-    assert!(source_gone > 0, "seed {seed}: the delete never came first");
+    for k in 0..2 {
+        assert!(
+            placed_then_deleted[k] > 0,
+            "seed {seed}: the move never came first ({k})"
+        );
+        assert!(
+            source_gone[k] > 0,
+            "seed {seed}: the delete never came first ({k})"
+        );
+    }
 }
 
 /// The mover's process of the crash test: does nothing unless that test started it.
@@ -845,6 +868,66 @@ fn a_delete_removes_copies_another_client_wrote_after_this_mount_missed_them() {
     assert_eq!(done.removed, [0, 1], "{done:?}");
     assert!(missing(&on_server(t, &m[1], &home1)));
     assert!(missing(&on_server(t, &m[1], &other1)));
+}
+
+/// What a delete costs on a settled version 3 list (nothing open) at 64 shards: one look at
+/// home, at most 3 NFS calls and the REMOVE (issue 39's floor; every shard's look cost 195).
+/// Outside the list's `scope` the same list says `everywhere`, and the delete looks in every
+/// shard: a LOOKUP in each other shard at least. Session bookkeeping (a lease's SEQUENCE) is
+/// not the delete's.
+#[test]
+#[ignore = "runs on the NFS tier (make nfs-test)"]
+fn a_delete_on_a_settled_list_is_three_calls_and_the_remove_at_64_shards() {
+    let t = "delete_settled_cost";
+    let m = mounts();
+    let mut list = router(&m[1], t).list().clone();
+    for (i, (target, az)) in list
+        .mount_targets
+        .iter_mut()
+        .zip(["use1-az2", "use1-az4", "use1-az1"])
+        .enumerate()
+    {
+        target.az_id = Some(az.to_owned());
+        target.shards = 21 + u32::from(i == 0);
+    }
+    list.open = Some(efs_router::Open::Placements(vec![]));
+    list.scope = Some("data/analysis".to_owned());
+    let task = Router::new(list, Layout::single_mount(m[1].join(t))).unwrap();
+    assert_eq!(task.shards().len(), 64);
+    let b = backing().join(t);
+    let _ = fs::remove_dir_all(&b);
+    for dir in ["data/analysis", "data/other"] {
+        for s in task.shards() {
+            let d = Path::new(s.root.trim_start_matches('/')).join(dir);
+            fs::create_dir_all(b.join(&d)).unwrap();
+            // Looked up once, as a running task has.
+            assert!(fs::metadata(m[1].join(t).join(&d)).unwrap().is_dir());
+        }
+    }
+    let n = |op: &str, sent: &std::collections::BTreeMap<String, u64>| {
+        sent.get(op).copied().unwrap_or(0)
+    };
+    for (prefix, rounds) in [("data/analysis", 1), ("data/other", 3)] {
+        let path = format!("{prefix}/device-settled-1700000000.json");
+        let home = task.resolve(&path).unwrap();
+        fs::write(on_server(t, &m[1], &home.real), b"x").unwrap();
+        assert!(task.exists(&path).unwrap());
+        let before = ops(&m[1]);
+        let done = task.delete(&path).unwrap();
+        let mut sent = sent_since(&m[1], &before);
+        sent.retain(|op, _| {
+            !["SEQUENCE", "RENEW", "GET_LEASE_TIME", "NULL"].contains(&op.as_str())
+        });
+        println!("delete at 64 shards, nothing open, {prefix}: {sent:?}");
+        assert_eq!((done.removed, done.rounds), (vec![home.index], rounds));
+        assert_eq!(n("REMOVE", &sent), 1, "{sent:?}");
+        let looks = sent.values().sum::<u64>() - 1;
+        if rounds == 1 {
+            assert!(looks <= 3, "{prefix}: {sent:?}");
+        } else {
+            assert!(n("LOOKUP", &sent) >= 63, "{prefix}: {sent:?}");
+        }
+    }
 }
 
 /// The function's clean-up judges one of the router's names abandoned by its `ctime` as the

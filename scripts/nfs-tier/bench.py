@@ -17,9 +17,11 @@ paths of its own, all homed in shard 1; files found at home were looked at once 
 has; a miss, a write and a create of a new path were not. The listing is of a directory of its own for each
 client, written on the server: its first listing (the client has not seen the directory), then
 BENCH_LIST_REPEATS - 1 more (default 3 in all), reported per listing. ``miss3`` is the miss on list version 3:
-with nothing open, and with one placement open (the one shard ``/``, which homes every path elsewhere). BENCH_OPS,
-a comma list of exists, read, miss, write, delete, create, list and miss3 (default all; none: none), picks the
-operations. BENCH_MOVES=0 leaves out the moves.
+with nothing open, with one placement open (the one shard ``/``, which homes every path elsewhere), and with
+nothing open but a ``scope`` (``data/analysis``) of a path outside it (``data/other``), which looks everywhere;
+``delete3`` the delete of a file at home on the same three. BENCH_OPS, a comma list of exists, read, miss, write,
+delete, create, list, miss3 and delete3 (default all; none: none), picks the operations. BENCH_MOVES=0 leaves out
+the moves.
 BENCH_REPLAY, a comma list of shard counts (0: plain paths, no router), replays the seed's workload: 16 writers
 checking that a new file is absent, then writing it, BENCH_REPLAY_FILES in all (default 1,600).
 
@@ -47,8 +49,11 @@ ROOTS = ["/", "/shards/use1-az4", "/shards/use1-az1"]
 AZ_IDS = ["use1-az2", "use1-az4", "use1-az1"]
 OPS = ("exists, home hit", "read_with_fallback, home hit", "exists, miss", "write, new file", "delete, at home",
        "create, new path", "create, at home", "listing, first", "listing, again", "exists, miss, v3 none open",
-       "exists, miss, v3 one open")
-OP_KEYS = ("exists", "read", "miss", "write", "delete", "create", "list", "miss3")
+       "exists, miss, v3 one open", "exists, miss, v3 outside scope", "delete, v3 none open", "delete, v3 one open",
+       "delete, v3 outside scope")
+OP_KEYS = ("exists", "read", "miss", "write", "delete", "create", "list", "miss3", "delete3")
+# The forms of list version 3 measured (``miss3``, ``delete3``), each with the directory its paths are in.
+V3_FORMS = (("none open", "data/analysis"), ("one open", "data/analysis"), ("outside scope", "data/other"))
 # Operations that are bookkeeping of the session, not of the call.
 NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREATE_SESSION", "DESTROY_SESSION",
              "RECLAIM_COMPLETE", "TEST_STATEID", "FREE_STATEID", "SECINFO_NO_NAME", "FSINFO", "SERVER_CAPS",
@@ -125,10 +130,10 @@ def router(mount: str) -> Router:
     return Router(ml, Layout.single_mount(os.path.join(mount, "bench")))
 
 
-def homed(r: Router, home: int, tag: str, n: int) -> List[str]:
+def homed(r: Router, home: int, tag: str, n: int, prefix: str = "data/analysis") -> List[str]:
     out, i = [], 0
     while len(out) < n:
-        p = "data/analysis/device-%s%d-1700000000.json" % (tag, i)
+        p = "%s/device-%s%d-1700000000.json" % (prefix, tag, i)
         if r.resolve(p).index == home:
             out.append(p)
         i += 1
@@ -173,17 +178,20 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
     top = "bench-ops-%d" % shards
     shutil.rmtree(os.path.join(BACKING, top), ignore_errors=True)
     ml = shard_list(shards)
+    dirs = ("data/analysis", "data/other")
     for t in ml.shards():
-        os.makedirs(os.path.join(BACKING, top, t.root.lstrip("/"), "data/analysis"))
+        for d in dirs:
+            os.makedirs(os.path.join(BACKING, top, t.root.lstrip("/"), d))
     base = os.path.join(mount, top)
     r = Router(ml, Layout.single_mount(base))
     for t in ml.shards():  # every shard's directory looked up once, as a running task's mount has
-        os.stat(os.path.join(base, t.root.lstrip("/"), "data/analysis"))
+        for d in dirs:
+            os.stat(os.path.join(base, t.root.lstrip("/"), d))
     home = 1
 
-    def placed(tag: str) -> List[str]:
+    def placed(tag: str, prefix: str = "data/analysis") -> List[str]:
         """New paths homed in shard ``home``, each a file there, written on the server (not through the mount)."""
-        paths = homed(r, home, tag, n)
+        paths = homed(r, home, tag, n, prefix)
         for p in paths:
             with open(os.path.join(BACKING, top, r.shards[home].root.lstrip("/"), p), "w") as f:
                 f.write("x")
@@ -226,19 +234,30 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
         python_op(OPS[2], lambda: [r.exists(p) for p in misses])
         for p in misses:
             assert not r.exists(p), p
-    # The miss on list version 3 (where a miss looks: router/src/placement.rs): nothing open (the steady
-    # state), and one placement open, the one shard `/`, which homes every path outside shard ``home``.
+    # List version 3 (where a miss, and a delete, look: router/src/placement.rs): nothing open (the steady
+    # state); one placement open, the one shard `/`, which homes every path outside shard ``home``; and nothing
+    # open with a scope, for a path outside it (it looks everywhere).
     slash = efs_router.Placement(efs_router.RENDEZVOUS, (efs_router.Placed("/"),))
-    v3 = {"none": MountTargetList(ml.mount_targets, ml.strategy, open=[]),
-          "one": MountTargetList(ml.mount_targets, ml.strategy, open=[slash])}
+    v3 = {"none open": MountTargetList(ml.mount_targets, ml.strategy, open=[]),
+          "one open": MountTargetList(ml.mount_targets, ml.strategy, open=[slash]),
+          "outside scope": MountTargetList(ml.mount_targets, ml.strategy, open=[], scope="data/analysis")}
     for form in v3.values():
         form.validate()
     if "miss3" in which:
-        for k, (form, ml3) in enumerate(v3.items()):
-            r3 = Router(ml3, Layout.single_mount(base))
-            misses = homed(r3, home, "miss3%s" % form, n)
-            python_op(OPS[9 + k], lambda: [r3.exists(p) for p in misses])
+        for form, prefix in V3_FORMS:
+            r3 = Router(v3[form], Layout.single_mount(base))
+            misses = homed(r3, home, "miss3%s" % form[:3], n, prefix)
+            python_op("exists, miss, v3 %s" % form, lambda: [r3.exists(p) for p in misses])
             for p in misses:
+                assert not r3.exists(p), p
+    if "delete3" in which:
+        for form, prefix in V3_FORMS:
+            r3 = Router(v3[form], Layout.single_mount(base))
+            gone = placed("del3%s" % form[:3], prefix)
+            for p in gone:  # looked at once, as a hit is
+                assert r3.exists(p), p
+            python_op("delete, v3 %s" % form, lambda: [r3.delete(p) for p in gone])
+            for p in gone:
                 assert not r3.exists(p), p
     if "write" in which:
         news = homed(r, home, "new", n)
@@ -291,9 +310,17 @@ def client_ops(mount: str, shards: int, n: int, which: List[str], names: int,
         if "miss" in which:
             rust_op(OPS[2], "exists", homed(r, home, "rmiss", n), "missing")
         if "miss3" in which:
-            for k, (form, ml3) in enumerate(v3.items()):
-                c, secs = rust_ops(mount, ml3, base, "exists", homed(r, home, "rmiss3%s" % form, n), "missing")
-                rows.append((shards, "Rust", OPS[9 + k], c, secs, n))
+            for form, prefix in V3_FORMS:
+                c, secs = rust_ops(mount, v3[form], base, "exists", homed(r, home, "rmiss3%s" % form[:3], n, prefix),
+                                   "missing")
+                rows.append((shards, "Rust", "exists, miss, v3 %s" % form, c, secs, n))
+        if "delete3" in which:
+            for form, prefix in V3_FORMS:
+                gone = placed("rdel3%s" % form[:3], prefix)
+                rust_ops(mount, v3[form], base, "exists", gone, "found")  # looked at once
+                rounds = 1 if form == "none open" else 3
+                c, secs = rust_ops(mount, v3[form], base, "delete", gone, "deleted, %d rounds" % rounds)
+                rows.append((shards, "Rust", "delete, v3 %s" % form, c, secs, n))
         if "write" in which:
             rust_op(OPS[3], "write", homed(r, home, "rnew", n), "written")
         if "delete" in which:

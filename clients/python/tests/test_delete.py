@@ -20,6 +20,7 @@ from efs_router import (
     Deleted,
     Layout,
     Left,
+    MountTargetList,
     NotFound,
     PathError,
     Router,
@@ -147,6 +148,25 @@ class Delete(DeleteCase):
         done = r.delete("data/analysis/y.json")
         self.assertEqual((done.removed, done.rounds), ([0, 1, 2], 3))
         self.assertEqual(entries_under(self.base), [])
+
+    def test_a_settled_list_deletes_at_home_alone_and_outside_its_scope_everywhere(self) -> None:
+        """On a version 3 list with nothing open a delete looks at home alone, in one round; a path outside the
+        list's ``scope`` (which the function never walks) is looked for in every shard, as on the earlier forms."""
+        for root in FOUR:
+            os.makedirs(os.path.join(self.base, root.lstrip("/")), exist_ok=True)
+        settled = make_list(FOUR)
+        r = Router(MountTargetList(settled.mount_targets, settled.strategy, open=[], scope="data/analysis"),
+                   Layout.single_mount(self.base))
+        inside = self.homed(r, "data/analysis/site-2", 2, "s")
+        outside = self.homed(r, "data/other", 2, "o")
+        for p in (inside, outside):
+            for i in range(4):
+                put(self.real(r, i, p), b"copy %d" % i)
+        self.assertEqual(r.delete(inside), Deleted([2], 1, [], 1))
+        self.assertEqual(r.delete(outside), Deleted([0, 1, 2, 3], 4, [], 3))
+        self.assertEqual(entries_under(self.base),
+                         sorted(os.path.relpath(self.real(r, i, inside), self.base) for i in (0, 1, 3)))
+
 
 
 def _spin(seconds: float) -> None:

@@ -1,6 +1,6 @@
 """Where a miss looks (router/src/placement.rs, ``Router.miss_shards``): ``tests/vectors/misses.json``, shared with
-the Rust router, and the operations that look there (``exists``, ``locate``, ``create``, ``read_with_fallback``;
-``delete`` still looks in every shard)."""
+the Rust router, and the operations that look there (``exists``, ``locate``, ``create``, ``read_with_fallback``
+and ``delete``)."""
 
 import json
 import os
@@ -115,6 +115,32 @@ class MissVectors(MountCase):
                     finally:
                         os.unlink(copy)
 
+    def test_delete_removes_a_copy_exactly_where_a_miss_looks(self) -> None:
+        """A delete looks where a miss does, and only there: a copy elsewhere is one the list says cannot be."""
+        v = load()
+        routers = {name: self.router(name) for name in v["lists"]}
+        for case in v["cases"]:
+            r = routers[case["list"]]
+            home = r.resolve(case["path"])
+            for root in self.roots(r):
+                if root == case["home"]:
+                    continue
+                with self.subTest(list=case["list"], path=case["path"], copy_in=root):
+                    at_home, copy = self.at(case["home"], home.logical), self.at(root, home.logical)
+                    put(at_home, b"home")
+                    put(copy, b"away")
+                    try:
+                        looked = root in case["looks"]
+                        done = r.delete(case["path"])
+                        self.assertEqual(sorted(r.shards[j].root for j in done.removed),
+                                         sorted([case["home"]] + ([root] if looked else [])))
+                        self.assertEqual(done.rounds, 3 if case["looks"] else 1)
+                        self.assertFalse(os.path.lexists(at_home))
+                        self.assertEqual(os.path.lexists(copy), not looked)
+                    finally:
+                        if os.path.lexists(copy):
+                            os.unlink(copy)
+
 
 # What a miss may do on the file system: every call that names a path.
 
@@ -133,7 +159,7 @@ class NothingOpen(MountCase):
         self.assertEqual(len(out), len(router.shards) - 1)
         return list(out.values())
 
-    def test_a_copy_where_no_placement_is_open_is_not_found_but_deleted(self) -> None:
+    def test_a_copy_where_no_placement_is_open_is_neither_found_nor_deleted(self) -> None:
         r = self.router("nothing open")
         p = self.paths(r, "a")[0]
         home = r.resolve(p)
@@ -144,9 +170,11 @@ class NothingOpen(MountCase):
         self.assertEqual(r.locate(p).found.kind, "missing")
         with self.assertRaises(NotFound):
             r.read_with_fallback(p)
-        deleted = r.delete(p)  # a delete still looks in every shard
-        self.assertEqual(deleted.removed, [other])
-        self.assertFalse(os.path.lexists(stray))
+        # A delete looks where a miss does: at home alone, in one round. The list says no copy can be elsewhere
+        # (the function keeps a placement open while one can); this one is found by no router, and left.
+        deleted = r.delete(p)
+        self.assertEqual((deleted.removed, deleted.rounds), ([], 1))
+        self.assertTrue(os.path.lexists(stray))
 
 
 class OpenPlacements(MountCase):

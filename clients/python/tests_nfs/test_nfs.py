@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 from collections import Counter
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import efs_router
 from efs_router import HOME, Layout, MountTargetList, Router, Target, relocate
@@ -273,6 +273,67 @@ class Probes(unittest.TestCase):
               % (seed, at_home, at_source, write_took * 1000, move_took * 1000, dict(answers)))
         self.assertEqual(sum(answers.values()), 30)
         self.assertTrue(at_home > 0 and at_source > 0, (seed, at_home, at_source))
+
+
+
+# Session bookkeeping, not a call's: a lease's SEQUENCE and the like.
+NOT_CALLS = {"SEQUENCE", "RENEW", "GET_LEASE_TIME", "NULL"}
+
+
+def nfs_ops(mount: str) -> Dict[str, int]:
+    """This process's count of each NFS operation sent so far through ``mount`` (/proc/self/mountstats)."""
+    out: Dict[str, int] = {}
+    mine = per_op = False
+    with open("/proc/self/mountstats") as f:
+        for line in f:
+            if line.startswith("device "):
+                mine, per_op = (" mounted on %s " % mount) in line, False
+            elif mine and line.strip() == "per-op statistics":
+                per_op = True
+            elif mine and per_op and ":" in line:
+                name, rest = line.strip().split(":", 1)
+                fields = rest.split()
+                if fields and fields[0].isdigit():
+                    out[name] = int(fields[0])
+    if not out:
+        raise AssertionError("%s: no per-op statistics" % mount)
+    return out
+
+
+class Costs(unittest.TestCase):
+    def test_a_delete_on_a_settled_list_is_three_calls_and_the_remove_at_64_shards(self) -> None:
+        """As router/tests/nfs.rs, through the Python package: one look at home on a settled version 3 list (at most
+        3 NFS calls and the REMOVE), every shard outside the list's ``scope``."""
+        t = "py_delete_settled_cost"
+        m = mounts()
+        targets = [Target("fsmt-%d" % i, "10.0.%d.4" % i, az_id=az, root=r, shards=21 + (i == 0))
+                   for i, (r, az) in enumerate(zip(ROOTS, ["use1-az2", "use1-az4", "use1-az1"]))]
+        ml = MountTargetList(targets, efs_router.RENDEZVOUS, open=[], scope="data/analysis")
+        task = Router(ml, Layout.single_mount(os.path.join(m[1], t)))
+        self.assertEqual(len(task.shards), 64)
+        shutil.rmtree(os.path.join(backing(), t), ignore_errors=True)
+        for d in ("data/analysis", "data/other"):
+            for s in task.shards:
+                os.makedirs(os.path.join(backing(), t, s.root.lstrip("/"), d))
+                self.assertTrue(os.path.isdir(os.path.join(m[1], t, s.root.lstrip("/"), d)))
+        for prefix, rounds in (("data/analysis", 1), ("data/other", 3)):
+            path = "%s/device-settled-1700000000.json" % prefix
+            home = task.resolve(path)
+            with open(os.path.join(backing(), os.path.relpath(home.real, m[1])), "wb") as f:
+                f.write(b"x")
+            self.assertTrue(task.exists(path))
+            before = nfs_ops(m[1])
+            done = task.delete(path)
+            after = nfs_ops(m[1])
+            sent = {k: n - before.get(k, 0) for k, n in after.items()
+                    if n - before.get(k, 0) and k not in NOT_CALLS}
+            print("Python, delete at 64 shards, nothing open, %s: %s" % (prefix, sent))
+            self.assertEqual((done.removed, done.rounds), ([home.index], rounds))
+            self.assertEqual(sent.get("REMOVE"), 1, sent)
+            if rounds == 1:
+                self.assertLessEqual(sum(sent.values()) - 1, 3, sent)
+            else:
+                self.assertGreaterEqual(sent.get("LOOKUP", 0), 63, sent)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ class Left(NamedTuple):
 class Deleted(NamedTuple):
     """What ``Router.delete`` did: the shards a copy was removed from (list order), the names unlinked (more
     than ``removed`` when a copy came back into a shard already cleared), what was left, the rounds of looks
-    (1 with one distinct shard directory, else 3 when no copy came back after it was looked for)."""
+    (1 when it looks at home alone: one distinct shard directory, or nothing open on a version 3 list; else 3
+    when no copy came back after it was looked for)."""
 
     removed: List[int]
     unlinked: int

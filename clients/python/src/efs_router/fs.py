@@ -287,10 +287,11 @@ class Router:
         return bool(self._current().exists(_text(path)))
 
     def delete(self, path: str) -> Deleted:
-        """Removes ``path`` from every shard it can be in (router/src/delete.rs). Only regular files go; a link,
-        FIFO or directory at a copy's place (or a link on the way) is left and reported in ``left``. A missing path
-        is not an error (``any()`` is False). Raises the path's errors, the file system's (after every shard of
-        that round was tried) and ``Reappearing``."""
+        """Removes ``path`` from home and every shard a miss looks in (``miss_shards``; router/src/delete.rs): on a
+        version 3 list with nothing open, home alone. Only regular files go; a link, FIFO or directory at a copy's
+        place (or a link on the way) is left and reported in ``left``. A missing path is not an error (``any()`` is
+        False). Raises the path's errors, the file system's (after every shard of that round was tried) and
+        ``Reappearing``."""
         removed, unlinked, left, rounds = self._current().delete(_text(path))
         return Deleted(list(removed), unlinked, [Left(*x) for x in left], rounds)
 

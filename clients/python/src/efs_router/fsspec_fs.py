@@ -296,7 +296,7 @@ class EfsRouterFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec s
         self.pipe_file(path2, self.cat_file(path1))
 
     def rm_file(self, path: str) -> None:
-        """``Router.delete``: every copy, in every shard. A directory (``rm`` passes them too): ``rmdir``."""
+        """``Router.delete``: every copy, wherever a miss looks. A directory (``rm`` passes them too): ``rmdir``."""
         path = self._logical(path)
         deleted = self.router.delete(path)
         if any(left.what == "directory" for left in deleted.left):
