@@ -247,9 +247,12 @@ fn writes_are_atomic_readers_never_see_half_a_file() {
     let p = "data/analysis/big.json";
     router.write(p, &vec![b'a'; SIZE]).unwrap();
     let done = Arc::new(AtomicBool::new(false));
+    // Readers that have read once: the writer goes on until both have, however a loaded
+    // machine schedules them.
+    let reading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let readers: Vec<_> = (0..2)
         .map(|_| {
-            let (router, done) = (router.clone(), done.clone());
+            let (router, done, reading) = (router.clone(), done.clone(), reading.clone());
             thread::spawn(move || {
                 let mut reads = 0;
                 while !done.load(Ordering::Relaxed) {
@@ -260,13 +263,19 @@ fn writes_are_atomic_readers_never_see_half_a_file() {
                         "a mixed file was visible"
                     );
                     reads += 1;
+                    if reads == 1 {
+                        reading.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 reads
             })
         })
         .collect();
-    for i in 0..100u8 {
-        router.write(p, &vec![b'a' + i % 26; SIZE]).unwrap();
+    for i in 0u32.. {
+        router.write(p, &vec![b'a' + (i % 26) as u8; SIZE]).unwrap();
+        if i >= 100 && reading.load(Ordering::Relaxed) == 2 {
+            break;
+        }
     }
     done.store(true, Ordering::Relaxed);
     for r in readers {
