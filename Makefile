@@ -83,6 +83,16 @@ SOAK_BIN = $(call test_bin,--test soak)
 # the Rust client's operations as router/examples/nfs_ops.rs.
 nfs_example_bin = $(CARGO) build --release -p efs-router --example $(1) --message-format=json 2>/dev/null | \
   $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
+## The function's own reads on the NFS tier (docs/operations.md, "What it costs"): NFS calls and bytes of one count
+## of a directory of BENCH_READ_FILES files (default 100000,1000000), through scripts/nfs-tier/reads.py.
+.PHONY: bench-nfs-reads
+bench-nfs-reads:
+	$(CARGO) build --release -p efs-router --example count_bench
+	bin=$$($(CARGO) metadata --format-version 1 --no-deps | $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/examples/count_bench && \
+	shares=$$($(NFS_SHARES)) && scripts/nfs-tier/run.sh $$shares --memory $(or $(BENCH_MEMORY),4096) --timeout 3600 \
+	  --env EFS_NFS_COUNT_BIN=$$bin $(if $(BENCH_READ_FILES),--env BENCH_READ_FILES=$(BENCH_READ_FILES)) -- \
+	  $(PYTHON) $(CURDIR)/scripts/nfs-tier/reads.py
+
 .PHONY: bench-nfs-tier
 bench-nfs-tier: python-install
 	$(CARGO) build --release -p efs-router --example nfs_moves --example nfs_ops
