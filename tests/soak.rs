@@ -149,6 +149,11 @@
 //!    of a version it reads, and a router that reads version 1 only, handed the published list
 //!    at each refresh, is never handed a version 2 one.
 //!
+//! 7. no target the function created is forgotten: each one AWS has is, in the state as SSM
+//!    holds it, recorded as the function's own, or a create asked for in its subnet (which
+//!    the next run records), however SSM's reads lagged and wherever a run was killed. At the
+//!    end every target it created is deleted, or listed or draining and its own still.
+//!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
 //! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`
@@ -511,6 +516,9 @@ const REQUIRED: &[Required] = &[
     Required::of("stopped tasks no longer shown", On::Both),
     Required::of("stale reads of the state parameter", On::Both),
     Required::of("stale reads of the list parameter", On::Both),
+    // A read of the version a write made (`<name>:<version>`) lags too: the function's check
+    // of a read can be fooled, and its writes are checked instead.
+    Required::of("versioned reads that lagged a write", On::Both),
     Required::of("throttle bursts across services", On::Both),
     // Met by the function's own calls (RunTask is the harness's, and counted apart).
     Required::of("faults on ECS's task operations", On::Both),
@@ -1508,9 +1516,10 @@ const PAGE_ITEMS: usize = 2;
 const DELETING_DESCRIBES: usize = 4;
 /// ... and SSM reads lagging a write: a write opens a window this often (per mille, drawn
 /// between the two), in which the next 1..=N reads of it, within the time drawn (ms), answer
-/// what it held before.
+/// what it held before (a read of the version the write made: not found). The function reads
+/// a parameter, then asks for the next version: windows of 2 reads or more fool that check.
 const STALE_PER_MILLE: (u64, u64) = (150, 500);
-const STALE_READS: usize = 2;
+const STALE_READS: usize = 4;
 const STALE_WINDOW_MS: (u64, u64) = (200, 1500);
 /// A standalone task's RunTask meets a fault of its own this often (per mille), when no run
 /// left it one: the harness retries it.
@@ -1573,6 +1582,8 @@ const THROTTLED_SERVICES: &[&str] = &["elasticfilesystem", "ssm", "ecs", "ec2"];
 
 /// Error types a faulted run may answer: the fault's own.
 const FAULT_ERRORS: &[&str] = &["Throttled", "Aws", "TimedOut"];
+/// Error types a run may answer after the proxy served it a stale read (SSM's lag).
+const STALE_ERRORS: &[&str] = &["StaleWrite", "StaleParameter"];
 
 // ----------------------------------------------------------------------------- the soak
 
@@ -1604,9 +1615,10 @@ struct Stats {
     kills_among_moves: usize,
     /// Kills that left a private name of a move behind: within one move.
     kills_within_a_move: usize,
-    /// Targets the function created and forgot after a stale state read (a known gap: the
-    /// wind-down ends with them; docs/benchmarks.md).
-    forgotten_targets: usize,
+    /// Runs that stopped because a read lagged SSM (`StaleWrite`: written over a version
+    /// they never read, which they put back; `StaleParameter`: still lagging after reading
+    /// again), by kind.
+    stale_stops: BTreeMap<String, usize>,
     /// When the last of them was: its private name may hold a drain for `ABANDONED_AFTER`.
     last_within_a_move: Option<Instant>,
     client_ops: BTreeMap<&'static str, usize>,
@@ -3449,6 +3461,7 @@ impl Soak {
         if let Err(e) = self.heal().await {
             self.fail(&e);
         }
+        self.assert_nothing_forgotten().await;
         if std::env::var_os("SOAK_LOG").is_some_and(|v| !v.is_empty()) {
             for line in &self.log {
                 println!("{line}");
@@ -3522,22 +3535,12 @@ impl Soak {
                 .last_within_a_move
                 .map_or(started, |t| t.max(started));
             if step - first >= WIND_DOWN_STEPS && since.elapsed() >= WIND_DOWN_TIME {
-                // A known gap, counted apart: a state read that lagged its write (SSM's) made a
-                // run save the state without a target it had created, which it then keeps.
-                let forgotten = self.forgotten_targets().await;
-                if !forgotten.is_empty() && self.tb.proxy.stale_reads().values().sum::<usize>() > 0
-                {
-                    self.log.push(format!(
-                        "   note: the function forgot it created {forgotten:?} (a stale state read): the wind-down ends with them"
-                    ));
-                    self.stats.forgotten_targets += forgotten.len();
-                    break;
-                }
                 self.fail(&format!(
-                    "the wind-down did not end in {WIND_DOWN_STEPS} steps and {WIND_DOWN_TIME:?}: {} counted files, AWS has {} mount targets, and the list is {}",
+                    "the wind-down did not end in {WIND_DOWN_STEPS} steps and {WIND_DOWN_TIME:?}: {} counted files, AWS has {} mount targets, and the list is {}; targets the function created and no longer knows as its own: {:?}",
                     self.model.flat(),
                     self.targets.len(),
-                    self.published.label()
+                    self.published.label(),
+                    self.forgotten_targets().await
                 ));
             }
             self.step_once(step).await;
@@ -3546,16 +3549,36 @@ impl Soak {
         self.stats.wind_down_steps = step - first;
     }
 
-    /// The targets beyond the first that the function created (the proxy saw it) and its state,
-    /// as SSM holds it now, no longer says it created.
+    /// The targets the function created (the proxy saw it) that AWS still has, and that its
+    /// state, as SSM holds it now, does not name as its own, or that neither the published list
+    /// names nor the state drains: forgotten, kept for good.
     async fn forgotten_targets(&self) -> Vec<String> {
         let state = self.tb.world.state().await;
         let created = self.tb.proxy.created_mount_targets();
+        let listed = self.published.list.shards();
         self.targets
             .iter()
             .map(|t| t.id.clone())
-            .filter(|id| created.contains(id) && state["created"].get(id).is_none())
+            .filter(|id| created.contains(id))
+            .filter(|id| {
+                let own = state["created"].get(id).is_some();
+                let kept =
+                    listed.iter().any(|t| t.id == *id) || state["draining"].get(id).is_some();
+                !(own && kept)
+            })
             .collect()
+    }
+
+    /// The end: every target the function created is deleted, or listed or draining and the
+    /// function's own still. None is forgotten, whatever SSM's reads did.
+    async fn assert_nothing_forgotten(&mut self) {
+        let forgotten = self.forgotten_targets().await;
+        if !forgotten.is_empty() {
+            self.fail(&format!(
+                "the function created {forgotten:?} and forgot it: AWS has it, and the state does not name it as the function's own, or neither the list nor a drain does (state {})",
+                self.tb.world.state().await
+            ));
+        }
     }
 
     /// A soak of the default length or longer must have exercised what it is for: each
@@ -3721,6 +3744,14 @@ impl Soak {
             (
                 "stale reads of the list parameter",
                 stale_of(&self.tb.world.parameter_name),
+            ),
+            (
+                "versioned reads that lagged a write",
+                stale
+                    .iter()
+                    .filter(|((_, kind), _)| *kind == "version not found")
+                    .map(|(_, n)| n)
+                    .sum(),
             ),
             (
                 "throttle bursts across services",
@@ -4428,7 +4459,12 @@ impl Soak {
                 self.stats.failed_runs += 1;
                 let kind = e["errorType"].as_str().unwrap_or_default();
                 let _ = write!(line, ": error {kind}");
-                if !fault.may_fail() || !FAULT_ERRORS.contains(&kind) {
+                // SSM's lag, played from the start, may stop any run: only after a stale read.
+                let lagged = STALE_ERRORS.contains(&kind)
+                    && self.tb.proxy.stale_reads().values().sum::<usize>() > before.stale_served;
+                if lagged {
+                    *self.stats.stale_stops.entry(kind.to_owned()).or_default() += 1;
+                } else if !fault.may_fail() || !FAULT_ERRORS.contains(&kind) {
                     return Err(format!(
                         "{line}: the run failed, which fault {fault:?} does not explain: {e}"
                     ));
@@ -5044,7 +5080,30 @@ impl Soak {
         self.check_none_lost(&copies, &hidden)?;
         self.check_listed_targets()?;
         self.check_lists_handed()?;
+        self.check_targets_own().await?;
         self.check_checkpoint()
+    }
+
+    /// 7: every target the function created that AWS has is its own in the state as SSM holds
+    /// it: recorded (`created`), or a create asked for in its subnet (`creating`, which the next
+    /// run records). Whatever SSM's reads and the kills did.
+    async fn check_targets_own(&self) -> Result<(), String> {
+        let state = self.tb.world.state().await;
+        let created = self.tb.proxy.created_mount_targets();
+        let lost: Vec<&str> = self
+            .targets
+            .iter()
+            .filter(|t| created.contains(&t.id))
+            .filter(|t| state["created"].get(&t.id).is_none())
+            .filter(|t| state["creating"].get(&t.subnet_id).is_none())
+            .map(|t| t.id.as_str())
+            .collect();
+        match lost.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "the function created {lost:?} and its state no longer says so: {state}"
+            )),
+        }
     }
 
     /// 2: no state directory on the file system; nothing under a root that is not listed.
@@ -5435,8 +5494,8 @@ impl Soak {
             s.silent_written.len()
         );
         println!(
-            "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}; targets forgotten after a stale state read {}",
-            s.created, s.drains, s.deleted, s.deleted_winding_down, s.wind_down_steps, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed, s.forgotten_targets
+            "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}; runs stopped by a stale read {} {:?}",
+            s.created, s.drains, s.deleted, s.deleted_winding_down, s.wind_down_steps, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed, s.stale_stops.values().sum::<usize>(), s.stale_stops
         );
         println!(
             "  client ops {:?}, beside runs {}; reads {:?}, stale {}; writes {} ({} on an older list); live paths {} ({} counted); checkpoints {}",
@@ -5515,10 +5574,7 @@ impl Soak {
         statistics.extend([
             ("wind-down steps", s.wind_down_steps as usize),
             ("targets deleted in the wind-down", s.deleted_winding_down),
-            (
-                "targets forgotten after a stale state read",
-                s.forgotten_targets,
-            ),
+            ("runs stopped by a stale read", s.stale_stops.values().sum()),
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
             ("deleted paths seen on disk again", s.resurrected.len()),
