@@ -5731,3 +5731,27 @@ fn the_statistics_table_is_required() {
         }
     }
 }
+
+/// docs/testing.md's step counts in its prose are the code's: the run length from which the
+/// statistics are asserted (`DEFAULT_STEPS`), and the one from which the co-tenant must have
+/// done every action (`HOSTILE_ALL_STEPS`). The table's counts are pinned above.
+#[test]
+fn the_step_counts_testing_md_states_are_the_codes() {
+    let doc = "docs/testing.md";
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+        .unwrap_or_else(|e| panic!("{doc}: {e}"));
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let claims = [
+        format!(
+            "A run of {} steps or more asserts each statistic",
+            with_commas(DEFAULT_STEPS)
+        ),
+        format!(
+            "every kind of action must have happened at least once (every action in {} steps)",
+            with_commas(HOSTILE_ALL_STEPS)
+        ),
+    ];
+    for claim in claims {
+        assert!(text.contains(&claim), "{doc} does not say: {claim}");
+    }
+}
