@@ -2256,14 +2256,7 @@ impl Soak {
             _ => TASK_STOP_PER_MILLE,
         };
         if !from.is_empty() && rng.chance(per_mille) {
-            self.tb.proxy.advance_tasks();
-            // Counted on what ECS shows after it: a task of `from` on another status.
-            let now = self.task_statuses();
-            let moved = from
-                .iter()
-                .filter(|(id, status)| now.get(id).is_some_and(|s| s != status))
-                .count();
-            self.stats.task_stop_steps += usize::from(moved > 0);
+            let moved = self.advance_tasks_counted(&from);
             said.push(format!(
                 "ECS moves its stopping tasks one status on from {from:?}: {moved} moved"
             ));
@@ -2271,11 +2264,21 @@ impl Soak {
         self.follow_tasks();
     }
 
+    /// ECS moves its stopping tasks one status on; how many of `from` moved, and the step
+    /// counted among the steps of ECS stopping tasks as [`stop_step_counts`] says.
+    fn advance_tasks_counted(&mut self, from: &[(String, String)]) -> usize {
+        self.tb.proxy.advance_tasks();
+        let now = self.task_statuses();
+        self.stats.task_stop_steps += usize::from(stop_step_counts(self.phase, from, &now));
+        moved_statuses(from, &now)
+    }
+
     /// Every task ECS is stopping is STOPPED: the end's doing, not the course's, so not counted
-    /// in `task_stop_steps`.
+    /// in `task_stop_steps` ([`stop_step_counts`]).
     fn stop_tasks_now(&mut self) {
         for _ in 0..4 {
-            self.tb.proxy.advance_tasks();
+            let from = self.stopping_tasks();
+            self.advance_tasks_counted(&from);
         }
         self.follow_tasks();
     }
@@ -4312,7 +4315,7 @@ impl Soak {
         let key = support::function::ACCESS_KEY_ID;
         let faulted_before = fault
             .operation()
-            .map_or(0, |op| proxy.faulted_signed_by(key, op));
+            .map_or(0, |op| faults_met_by_function(proxy, op));
         let throttled_before = proxy.throttled_signed_by(key);
         let mut instance = self.tb.function.start().await;
         let started = Instant::now();
@@ -4356,7 +4359,7 @@ impl Soak {
             | Fault::Stall(..)
             | Fault::LoseAnswer { .. } => fault
                 .operation()
-                .is_some_and(|op| proxy.faulted_signed_by(key, op) > faulted_before),
+                .is_some_and(|op| faults_met_by_function(proxy, op) > faulted_before),
             Fault::ThrottleBurst(_) => {
                 let mut services = 0;
                 for (service, n) in proxy.throttled_signed_by(key) {
@@ -4897,11 +4900,10 @@ impl Soak {
             if self.published.form() >= 2 && old.form() < 2 {
                 self.stats.v2_published += 1;
             }
-            match &self.published.list.open {
-                Some(efs_router::Open::Placements(p)) if p.is_empty() => self.stats.v3_closed += 1,
-                Some(efs_router::Open::Placements(_)) => self.stats.v3_open += 1,
-                // A miss looks everywhere, as in the earlier forms: no placement is open.
-                Some(efs_router::Open::Everywhere(_)) => self.stats.v3_everywhere += 1,
+            match open_kind(&self.published.list) {
+                Some(OpenKind::Closed) => self.stats.v3_closed += 1,
+                Some(OpenKind::Placements) => self.stats.v3_open += 1,
+                Some(OpenKind::Everywhere) => self.stats.v3_everywhere += 1,
                 None => {}
             }
             self.previous = Some(old.clone());
@@ -5594,6 +5596,51 @@ impl Soak {
 
 /// The directory the co-tenant picked to plant in was gone when it planted (a drain removed
 /// it, seen through another mount whose cache still showed it: fact 13): nothing planted.
+/// Faults aimed at `op` that the function's own calls met: told from the harness's (its RunTask,
+/// say) by the key that signed them.
+fn faults_met_by_function(proxy: &support::proxy::Proxy, op: &str) -> usize {
+    proxy.faulted_signed_by(support::function::ACCESS_KEY_ID, op)
+}
+
+/// How many tasks of `from` (id, status) show another status `now`.
+fn moved_statuses(from: &[(String, String)], now: &BTreeMap<String, String>) -> usize {
+    let moved = from
+        .iter()
+        .filter(|(id, status)| now.get(id.as_str()).is_some_and(|s| s != status));
+    moved.count()
+}
+
+/// Whether a step counts among the steps of ECS stopping tasks: in the course (not the end,
+/// which stops every task itself), some task of `from` shows another status `now`. Counted on
+/// what ECS shows, not on having asked it to move them.
+fn stop_step_counts(
+    phase: Phase,
+    from: &[(String, String)],
+    now: &BTreeMap<String, String>,
+) -> bool {
+    phase != Phase::Healing && moved_statuses(from, now) > 0
+}
+
+/// What a version 3 list's `open` is, as the statistics count it.
+#[derive(Debug, PartialEq, Eq)]
+enum OpenKind {
+    /// It names placements: misses look there (`version 3 lists with a placement open`).
+    Placements,
+    /// It names none: a clean pass closed them.
+    Closed,
+    /// `everywhere`: a miss looks in every shard, as in the earlier forms; no placement is open.
+    Everywhere,
+}
+
+fn open_kind(list: &MountTargetList) -> Option<OpenKind> {
+    match &list.open {
+        Some(efs_router::Open::Placements(p)) if p.is_empty() => Some(OpenKind::Closed),
+        Some(efs_router::Open::Placements(_)) => Some(OpenKind::Placements),
+        Some(efs_router::Open::Everywhere(_)) => Some(OpenKind::Everywhere),
+        None => None,
+    }
+}
+
 fn spot_gone<T>(made: &std::io::Result<T>, spot: &str) -> Option<String> {
     match made {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
@@ -5753,5 +5800,91 @@ fn the_step_counts_testing_md_states_are_the_codes() {
     ];
     for claim in claims {
         assert!(text.contains(&claim), "{doc} does not say: {claim}");
+    }
+}
+
+/// The accounting of three statistics that could not fail (issue 40): each counts what it
+/// names, and a change that counts anything else fails here.
+mod statistics {
+    use super::*;
+
+    fn statuses(of: &[(&str, &str)]) -> Vec<(String, String)> {
+        of.iter()
+            .map(|(i, s)| (i.to_string(), s.to_string()))
+            .collect()
+    }
+
+    /// A step of ECS stopping tasks is one after which a task shows another status, in the
+    /// course: not one where ECS was asked and nothing moved, nor the end's stop of every task.
+    #[test]
+    fn a_step_of_ecs_stopping_tasks_is_a_status_that_moved_in_the_course() {
+        let from = statuses(&[("t1", "DEACTIVATING"), ("t2", "STOPPING")]);
+        let same: BTreeMap<String, String> = from.iter().cloned().collect();
+        let mut moved = same.clone();
+        moved.insert("t2".into(), "DEPROVISIONING".into());
+        for phase in [Phase::Main, Phase::WindingDown] {
+            assert!(
+                !stop_step_counts(phase, &from, &same),
+                "{phase:?}: none moved"
+            );
+            assert!(
+                stop_step_counts(phase, &from, &moved),
+                "{phase:?}: t2 moved"
+            );
+        }
+        assert!(
+            !stop_step_counts(Phase::Healing, &from, &moved),
+            "the end's"
+        );
+        assert!(!stop_step_counts(Phase::Main, &[], &moved), "none stopping");
+        assert_eq!(moved_statuses(&from, &moved), 1);
+    }
+
+    fn v3(open: &str) -> MountTargetList {
+        let text = format!(
+            r#"{{"mount_targets":[{{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/"}}],"open":{open},"strategy":"rendezvous","version":3}}"#
+        );
+        MountTargetList::from_json(&text).unwrap()
+    }
+
+    /// `version 3 lists with a placement open` counts lists that name placements; one that says
+    /// `everywhere` opens none (a miss looks everywhere, as in the earlier forms).
+    #[test]
+    fn a_list_that_says_everywhere_has_no_placement_open() {
+        let open = v3(r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]}]"#);
+        assert_eq!(open_kind(&open), Some(OpenKind::Placements));
+        assert_eq!(
+            open_kind(&v3(r#""everywhere""#)),
+            Some(OpenKind::Everywhere)
+        );
+        assert_eq!(open_kind(&v3("[]")), Some(OpenKind::Closed));
+        let v1 = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"}]}"#;
+        assert_eq!(open_kind(&MountTargetList::from_json(v1).unwrap()), None);
+    }
+
+    /// `faults on ECS's task operations` count the function's calls only: a fault the harness's
+    /// own call meets (signed with another key, as its RunTask is) is counted apart. The proxy
+    /// answers a fault without asking moto, so none runs here.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_fault_the_harness_meets_is_not_the_functions() {
+        let proxy = support::proxy::Proxy::start("http://127.0.0.1:9").await;
+        let harness = support::aws::Aws::at(&proxy.endpoint()).await.ecs;
+        let key = support::function::ACCESS_KEY_ID;
+        let function = {
+            let credentials =
+                aws_sdk_ecs::config::Credentials::new(key, "secret", None, None, "the function");
+            let config = harness
+                .config()
+                .to_builder()
+                .credentials_provider(credentials);
+            aws_sdk_ecs::Client::from_conf(config.build())
+        };
+        for (client, by_function) in [(&harness, 0), (&function, 1)] {
+            proxy.throttle("ListTasks", 1);
+            let before = proxy.faulted("ListTasks");
+            let _ = client.list_tasks().cluster("c").send().await;
+            assert_eq!(proxy.faulted("ListTasks"), before + 1, "the fault fired");
+            assert_eq!(faults_met_by_function(&proxy, "ListTasks"), by_function);
+        }
     }
 }
