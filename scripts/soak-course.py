@@ -23,7 +23,7 @@ FACTS = {
     "lists published": r"lists published (\d+)",
     "deployments": r"deployments (\d+)",
     "rollouts completed": r"rollouts completed (\d+)",
-    "targets forgotten": r"targets forgotten after a stale state read (\d+)",
+    "runs stopped by a stale read": r"runs stopped by a stale read (\d+)",
     "final list": r"final list (\S+);",
     "version 2 lists": r"version 2 lists published (\d+)",
     "version 3 lists open, closed": r"placements open (\d+), with none (\d+)",

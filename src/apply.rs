@@ -157,6 +157,12 @@ async fn create(
         SecurityGroups::SameAs(id) => Some(aws.efs.security_groups(id).await?),
         SecurityGroups::VpcDefault => None,
     };
+    // Saved first: AWS may make the target and the answer never come.
+    let subnet = &new.subnet_id;
+    update_state(aws, config, |s| {
+        s.intend_create(subnet, &new.az_id, crate::state::now())
+    })
+    .await?;
     match aws
         .efs
         .create_mount_target(&config.file_system_id, &new.subnet_id, groups.clone())
@@ -166,7 +172,8 @@ async fn create(
             info!(mount_target = %target.id, az = %new.az, az_id = %new.az_id, subnet = %new.subnet_id,
                   root = %new.root, security_groups = ?groups, state = target.state.as_str(), "created a mount target");
             update_state(aws, config, |s| {
-                s.record_created(&target.id, &new.az_id, crate::state::now())
+                s.record_created(&target.id, &new.az_id, crate::state::now());
+                s.creating.remove(subnet);
             })
             .await?;
             Ok(Some(target))
@@ -186,7 +193,11 @@ async fn create(
             );
             warn!(subnet = %new.subnet_id, az = %new.az, az_id = %new.az_id, code = %code, message = %message,
                   left_out = %key, until, "AWS refused the subnet; leaving it out and trying another");
-            update_state(aws, config, |s| s.exclude(key, until, reason.clone(), now)).await?;
+            update_state(aws, config, |s| {
+                s.exclude(key, until, reason.clone(), now);
+                s.creating.remove(subnet);
+            })
+            .await?;
             applied.warnings.push(Warning::SubnetRefused {
                 reason,
                 key: key.clone(),
@@ -195,7 +206,8 @@ async fn create(
             Ok(None)
         }
         // AWS also answers MountTargetConflict for a subnet of another VPC: the message says
-        // which, and the next observation shows whether a target now holds the AZ.
+        // which, and the next observation shows whether a target now holds the AZ (one in the
+        // subnet is the function's own: a retry of a create whose answer was lost).
         Err(e @ Error::MountTargetConflict { .. }) => {
             warn!(az = %new.az, subnet = %new.subnet_id, error = %crate::error::chain(&e),
                   "MountTargetConflict: another run may have got there first; observing again");
@@ -206,16 +218,15 @@ async fn create(
 }
 
 /// Reads the state parameter, changes it and writes it back (one run at a time, so no other
-/// writer races it).
+/// writer races it; a read that lagged SSM is checked at the write, [`crate::aws::ssm::Ssm::update_state`]).
 async fn update_state(
     aws: &Aws,
     config: &Config,
-    change: impl FnOnce(&mut State),
+    change: impl Fn(&mut State),
 ) -> Result<(), Error> {
-    let name = &config.state_parameter_name;
-    let mut state = aws.ssm.read_state(name).await?.unwrap_or_default();
-    change(&mut state);
-    aws.ssm.write_state(name, &state).await
+    aws.ssm
+        .update_state(&config.state_parameter_name, change)
+        .await
 }
 
 /// Polls with backoff until the target is available or `until` comes. A target still

@@ -52,6 +52,15 @@ pub enum Error {
     #[error("SSM parameter {name} was read at version {read}, but version {newer} exists: SSM's reads lagged its last write, so nothing was done; the next run reads it again")]
     StaleParameter { name: String, read: i64, newer: i64 },
 
+    /// A run wrote a parameter over a version it never read (SSM's reads, versioned ones
+    /// too, lagged a write): that version was put back, and the run stopped there.
+    #[error("SSM parameter {name} was written over version {missed}, which the run never read (it read version {read}: SSM's reads lagged a write); version {missed} was put back and the run stopped there; the next run reads it again")]
+    StaleWrite {
+        name: String,
+        read: i64,
+        missed: i64,
+    },
+
     #[error("state parameter {name} (STATE_PARAMETER_NAME) is not the function's state: {problem}; only the function's role writes it: restore it from its history (aws ssm get-parameter-history) or delete it (the scale-in timers start again, and targets it created are no longer removed)")]
     StateParameter { name: String, problem: String },
 
@@ -164,6 +173,7 @@ impl Error {
             Error::CreateShardDir { .. } => "CreateShardDir",
             Error::StateParameter { .. } => "StateParameter",
             Error::StaleParameter { .. } => "StaleParameter",
+            Error::StaleWrite { .. } => "StaleWrite",
             Error::ParameterTooLarge { .. } => "ParameterTooLarge",
             Error::NotFound { .. } => "NotFound",
             Error::Throttled { .. } => "Throttled",

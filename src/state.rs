@@ -36,6 +36,13 @@ pub struct State {
     /// be scaled in; a target is forgotten once it is gone.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub created: BTreeMap<String, Created>,
+    /// Creates asked for and not yet recorded in `created`, by subnet id: saved before
+    /// CreateMountTarget, so that a target AWS made whose answer the run never had (lost, a
+    /// timeout, the run killed) is still the function's own. The next observation adopts the
+    /// target in that subnet, or drops the entry when there is none. Written only for that
+    /// moment (a build from before the field refuses a state holding one).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub creating: BTreeMap<String, Created>,
     /// Subnets (by subnet id) and AZs (by AZ id) that CreateMountTarget refused, left out of
     /// scale-out until their time is up.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -92,6 +99,7 @@ impl Default for State {
             below_since: None,
             last_scale_out: None,
             created: BTreeMap::new(),
+            creating: BTreeMap::new(),
             excluded: BTreeMap::new(),
             draining: BTreeMap::new(),
             draining_shards: BTreeMap::new(),
@@ -221,6 +229,16 @@ impl State {
         );
         self.last_scale_out = Some(now);
         self.below_since = None;
+    }
+
+    /// Before a create in `subnet_id`: a target AWS makes there is the function's own, answered
+    /// or not.
+    pub fn intend_create(&mut self, subnet_id: &str, az_id: &str, now: u64) {
+        let intent = Created {
+            az_id: az_id.to_owned(),
+            at: now,
+        };
+        self.creating.insert(subnet_id.to_owned(), intent);
     }
 
     /// Leaves `key` (a subnet id or an AZ id) out until `until`; forgets exclusions that ended.

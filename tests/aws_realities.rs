@@ -495,14 +495,15 @@ async fn the_proxy_answers_a_read_right_after_a_write_with_what_ssm_held_before(
 }
 
 /// Every read of the state and of the list right after the function wrote it answers what
-/// was there before: the run that creates a target still records it as its own (or scale-in
-/// would never remove it) and publishes it once.
+/// was there before (the read of the version after it, the function's check, answers as it
+/// is): the run that creates a target still records it as its own (or scale-in would never
+/// remove it) and publishes it once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_target_created_while_ssm_reads_lag_stays_recorded_as_the_functions_own() {
     let mut tb = testbed(World::builder(), THRESHOLD + 100).await;
     tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
     tb.proxy
-        .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(30), 11);
+        .lag_parameter_reads(1000, 1, std::time::Duration::from_secs(30), 11);
     let inv = tb.invoke(&event("reconcile")).await;
     check_eq!(inv, error_type(&inv), "", "the run failed");
     check_eq!(inv, inv.response()["decision"], json!("create"));

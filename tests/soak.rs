@@ -151,6 +151,11 @@
 //!    of a version it reads, and a router that reads version 1 only, handed the published list
 //!    at each refresh, is never handed a version 2 one.
 //!
+//! 7. no target the function created is forgotten: each one AWS has is, in the state as SSM
+//!    holds it, recorded as the function's own, or a create asked for in its subnet (which
+//!    the next run records), however SSM's reads lagged and wherever a run was killed. At the
+//!    end every target it created is deleted, or listed or draining and its own still.
+//!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
 //! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`
@@ -513,6 +518,9 @@ const REQUIRED: &[Required] = &[
     Required::of("stopped tasks no longer shown", On::Both),
     Required::of("stale reads of the state parameter", On::Both),
     Required::of("stale reads of the list parameter", On::Both),
+    // A read of the version a write made (`<name>:<version>`) lags too: the function's check
+    // of a read can be fooled, and its writes are checked instead.
+    Required::of("versioned reads that lagged a write", On::Both),
     Required::of("throttle bursts across services", On::Both),
     // Met by the function's own calls (RunTask is the harness's, and counted apart).
     Required::of("faults on ECS's task operations", On::Both),
@@ -1510,9 +1518,10 @@ const PAGE_ITEMS: usize = 2;
 const DELETING_DESCRIBES: usize = 4;
 /// ... and SSM reads lagging a write: a write opens a window this often (per mille, drawn
 /// between the two), in which the next 1..=N reads of it, within the time drawn (ms), answer
-/// what it held before.
+/// what it held before (a read of the version the write made: not found). The function reads
+/// a parameter, then asks for the next version: windows of 2 reads or more fool that check.
 const STALE_PER_MILLE: (u64, u64) = (150, 500);
-const STALE_READS: usize = 2;
+const STALE_READS: usize = 4;
 const STALE_WINDOW_MS: (u64, u64) = (200, 1500);
 /// A standalone task's RunTask meets a fault of its own this often (per mille), when no run
 /// left it one: the harness retries it.
@@ -1575,6 +1584,8 @@ const THROTTLED_SERVICES: &[&str] = &["elasticfilesystem", "ssm", "ecs", "ec2"];
 
 /// Error types a faulted run may answer: the fault's own.
 const FAULT_ERRORS: &[&str] = &["Throttled", "Aws", "TimedOut"];
+/// Error types a run may answer after the proxy served it a stale read (SSM's lag).
+const STALE_ERRORS: &[&str] = &["StaleWrite", "StaleParameter"];
 
 // ----------------------------------------------------------------------------- the soak
 
@@ -1606,9 +1617,10 @@ struct Stats {
     kills_among_moves: usize,
     /// Kills that left a private name of a move behind: within one move.
     kills_within_a_move: usize,
-    /// Targets the function created and forgot after a stale state read (a known gap: the
-    /// wind-down ends with them; docs/benchmarks.md).
-    forgotten_targets: usize,
+    /// Runs that stopped because a read lagged SSM (`StaleWrite`: written over a version
+    /// they never read, which they put back; `StaleParameter`: still lagging after reading
+    /// again), by kind.
+    stale_stops: BTreeMap<String, usize>,
     /// When the last of them was: its private name may hold a drain for `ABANDONED_AFTER`.
     last_within_a_move: Option<Instant>,
     client_ops: BTreeMap<&'static str, usize>,
@@ -2246,14 +2258,7 @@ impl Soak {
             _ => TASK_STOP_PER_MILLE,
         };
         if !from.is_empty() && rng.chance(per_mille) {
-            self.tb.proxy.advance_tasks();
-            // Counted on what ECS shows after it: a task of `from` on another status.
-            let now = self.task_statuses();
-            let moved = from
-                .iter()
-                .filter(|(id, status)| now.get(id).is_some_and(|s| s != status))
-                .count();
-            self.stats.task_stop_steps += usize::from(moved > 0);
+            let moved = self.advance_tasks_counted(&from);
             said.push(format!(
                 "ECS moves its stopping tasks one status on from {from:?}: {moved} moved"
             ));
@@ -2261,11 +2266,21 @@ impl Soak {
         self.follow_tasks();
     }
 
+    /// ECS moves its stopping tasks one status on; how many of `from` moved, and the step
+    /// counted among the steps of ECS stopping tasks as [`stop_step_counts`] says.
+    fn advance_tasks_counted(&mut self, from: &[(String, String)]) -> usize {
+        self.tb.proxy.advance_tasks();
+        let now = self.task_statuses();
+        self.stats.task_stop_steps += usize::from(stop_step_counts(self.phase, from, &now));
+        moved_statuses(from, &now)
+    }
+
     /// Every task ECS is stopping is STOPPED: the end's doing, not the course's, so not counted
-    /// in `task_stop_steps`.
+    /// in `task_stop_steps` ([`stop_step_counts`]).
     fn stop_tasks_now(&mut self) {
         for _ in 0..4 {
-            self.tb.proxy.advance_tasks();
+            let from = self.stopping_tasks();
+            self.advance_tasks_counted(&from);
         }
         self.follow_tasks();
     }
@@ -3451,6 +3466,7 @@ impl Soak {
         if let Err(e) = self.heal().await {
             self.fail(&e);
         }
+        self.assert_nothing_forgotten().await;
         if std::env::var_os("SOAK_LOG").is_some_and(|v| !v.is_empty()) {
             for line in &self.log {
                 println!("{line}");
@@ -3524,22 +3540,12 @@ impl Soak {
                 .last_within_a_move
                 .map_or(started, |t| t.max(started));
             if step - first >= WIND_DOWN_STEPS && since.elapsed() >= WIND_DOWN_TIME {
-                // A known gap, counted apart: a state read that lagged its write (SSM's) made a
-                // run save the state without a target it had created, which it then keeps.
-                let forgotten = self.forgotten_targets().await;
-                if !forgotten.is_empty() && self.tb.proxy.stale_reads().values().sum::<usize>() > 0
-                {
-                    self.log.push(format!(
-                        "   note: the function forgot it created {forgotten:?} (a stale state read): the wind-down ends with them"
-                    ));
-                    self.stats.forgotten_targets += forgotten.len();
-                    break;
-                }
                 self.fail(&format!(
-                    "the wind-down did not end in {WIND_DOWN_STEPS} steps and {WIND_DOWN_TIME:?}: {} counted files, AWS has {} mount targets, and the list is {}",
+                    "the wind-down did not end in {WIND_DOWN_STEPS} steps and {WIND_DOWN_TIME:?}: {} counted files, AWS has {} mount targets, and the list is {}; targets the function created and no longer knows as its own: {:?}",
                     self.model.flat(),
                     self.targets.len(),
-                    self.published.label()
+                    self.published.label(),
+                    self.forgotten_targets().await
                 ));
             }
             self.step_once(step).await;
@@ -3548,16 +3554,36 @@ impl Soak {
         self.stats.wind_down_steps = step - first;
     }
 
-    /// The targets beyond the first that the function created (the proxy saw it) and its state,
-    /// as SSM holds it now, no longer says it created.
+    /// The targets the function created (the proxy saw it) that AWS still has, and that its
+    /// state, as SSM holds it now, does not name as its own, or that neither the published list
+    /// names nor the state drains: forgotten, kept for good.
     async fn forgotten_targets(&self) -> Vec<String> {
         let state = self.tb.world.state().await;
         let created = self.tb.proxy.created_mount_targets();
+        let listed = self.published.list.shards();
         self.targets
             .iter()
             .map(|t| t.id.clone())
-            .filter(|id| created.contains(id) && state["created"].get(id).is_none())
+            .filter(|id| created.contains(id))
+            .filter(|id| {
+                let own = state["created"].get(id).is_some();
+                let kept =
+                    listed.iter().any(|t| t.id == *id) || state["draining"].get(id).is_some();
+                !(own && kept)
+            })
             .collect()
+    }
+
+    /// The end: every target the function created is deleted, or listed or draining and the
+    /// function's own still. None is forgotten, whatever SSM's reads did.
+    async fn assert_nothing_forgotten(&mut self) {
+        let forgotten = self.forgotten_targets().await;
+        if !forgotten.is_empty() {
+            self.fail(&format!(
+                "the function created {forgotten:?} and forgot it: AWS has it, and the state does not name it as the function's own, or neither the list nor a drain does (state {})",
+                self.tb.world.state().await
+            ));
+        }
     }
 
     /// A soak of the default length or longer must have exercised what it is for: each
@@ -3723,6 +3749,14 @@ impl Soak {
             (
                 "stale reads of the list parameter",
                 stale_of(&self.tb.world.parameter_name),
+            ),
+            (
+                "versioned reads that lagged a write",
+                stale
+                    .iter()
+                    .filter(|((_, kind), _)| *kind == "version not found")
+                    .map(|(_, n)| n)
+                    .sum(),
             ),
             (
                 "throttle bursts across services",
@@ -4283,7 +4317,7 @@ impl Soak {
         let key = support::function::ACCESS_KEY_ID;
         let faulted_before = fault
             .operation()
-            .map_or(0, |op| proxy.faulted_signed_by(key, op));
+            .map_or(0, |op| faults_met_by_function(proxy, op));
         let throttled_before = proxy.throttled_signed_by(key);
         let mut instance = self.tb.function.start().await;
         let started = Instant::now();
@@ -4327,7 +4361,7 @@ impl Soak {
             | Fault::Stall(..)
             | Fault::LoseAnswer { .. } => fault
                 .operation()
-                .is_some_and(|op| proxy.faulted_signed_by(key, op) > faulted_before),
+                .is_some_and(|op| faults_met_by_function(proxy, op) > faulted_before),
             Fault::ThrottleBurst(_) => {
                 let mut services = 0;
                 for (service, n) in proxy.throttled_signed_by(key) {
@@ -4430,7 +4464,12 @@ impl Soak {
                 self.stats.failed_runs += 1;
                 let kind = e["errorType"].as_str().unwrap_or_default();
                 let _ = write!(line, ": error {kind}");
-                if !fault.may_fail() || !FAULT_ERRORS.contains(&kind) {
+                // SSM's lag, played from the start, may stop any run: only after a stale read.
+                let lagged = STALE_ERRORS.contains(&kind)
+                    && self.tb.proxy.stale_reads().values().sum::<usize>() > before.stale_served;
+                if lagged {
+                    *self.stats.stale_stops.entry(kind.to_owned()).or_default() += 1;
+                } else if !fault.may_fail() || !FAULT_ERRORS.contains(&kind) {
                     return Err(format!(
                         "{line}: the run failed, which fault {fault:?} does not explain: {e}"
                     ));
@@ -4863,11 +4902,10 @@ impl Soak {
             if self.published.form() >= 2 && old.form() < 2 {
                 self.stats.v2_published += 1;
             }
-            match &self.published.list.open {
-                Some(efs_router::Open::Placements(p)) if p.is_empty() => self.stats.v3_closed += 1,
-                Some(efs_router::Open::Placements(_)) => self.stats.v3_open += 1,
-                // A miss looks everywhere, as in the earlier forms: no placement is open.
-                Some(efs_router::Open::Everywhere(_)) => self.stats.v3_everywhere += 1,
+            match open_kind(&self.published.list) {
+                Some(OpenKind::Closed) => self.stats.v3_closed += 1,
+                Some(OpenKind::Placements) => self.stats.v3_open += 1,
+                Some(OpenKind::Everywhere) => self.stats.v3_everywhere += 1,
                 None => {}
             }
             self.previous = Some(old.clone());
@@ -5046,7 +5084,30 @@ impl Soak {
         self.check_none_lost(&copies, &hidden)?;
         self.check_listed_targets()?;
         self.check_lists_handed()?;
+        self.check_targets_own().await?;
         self.check_checkpoint()
+    }
+
+    /// 7: every target the function created that AWS has is its own in the state as SSM holds
+    /// it: recorded (`created`), or a create asked for in its subnet (`creating`, which the next
+    /// run records). Whatever SSM's reads and the kills did.
+    async fn check_targets_own(&self) -> Result<(), String> {
+        let state = self.tb.world.state().await;
+        let created = self.tb.proxy.created_mount_targets();
+        let lost: Vec<&str> = self
+            .targets
+            .iter()
+            .filter(|t| created.contains(&t.id))
+            .filter(|t| state["created"].get(&t.id).is_none())
+            .filter(|t| state["creating"].get(&t.subnet_id).is_none())
+            .map(|t| t.id.as_str())
+            .collect();
+        match lost.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "the function created {lost:?} and its state no longer says so: {state}"
+            )),
+        }
     }
 
     /// 2: no state directory on the file system; nothing under a root that is not listed.
@@ -5437,8 +5498,8 @@ impl Soak {
             s.silent_written.len()
         );
         println!(
-            "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}; targets forgotten after a stale state read {}",
-            s.created, s.drains, s.deleted, s.deleted_winding_down, s.wind_down_steps, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed, s.forgotten_targets
+            "  targets created {}, drains {}, deleted {} ({} in the wind-down of {} steps), most at once {}; most shards in a list {}; lists published {}, deployments {}, rollouts completed {}; runs stopped by a stale read {} {:?}",
+            s.created, s.drains, s.deleted, s.deleted_winding_down, s.wind_down_steps, s.max_targets, s.max_shards, s.publishes, s.deployments, s.rollouts_completed, s.stale_stops.values().sum::<usize>(), s.stale_stops
         );
         println!(
             "  client ops {:?}, beside runs {}; reads {:?}, stale {}; writes {} ({} on an older list); live paths {} ({} counted); checkpoints {}",
@@ -5517,10 +5578,7 @@ impl Soak {
         statistics.extend([
             ("wind-down steps", s.wind_down_steps as usize),
             ("targets deleted in the wind-down", s.deleted_winding_down),
-            (
-                "targets forgotten after a stale state read",
-                s.forgotten_targets,
-            ),
+            ("runs stopped by a stale read", s.stale_stops.values().sum()),
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
             ("deleted paths seen on disk again", s.resurrected.len()),
@@ -5540,6 +5598,51 @@ impl Soak {
 
 /// The directory the co-tenant picked to plant in was gone when it planted (a drain removed
 /// it, seen through another mount whose cache still showed it: fact 13): nothing planted.
+/// Faults aimed at `op` that the function's own calls met: told from the harness's (its RunTask,
+/// say) by the key that signed them.
+fn faults_met_by_function(proxy: &support::proxy::Proxy, op: &str) -> usize {
+    proxy.faulted_signed_by(support::function::ACCESS_KEY_ID, op)
+}
+
+/// How many tasks of `from` (id, status) show another status `now`.
+fn moved_statuses(from: &[(String, String)], now: &BTreeMap<String, String>) -> usize {
+    let moved = from
+        .iter()
+        .filter(|(id, status)| now.get(id.as_str()).is_some_and(|s| s != status));
+    moved.count()
+}
+
+/// Whether a step counts among the steps of ECS stopping tasks: in the course (not the end,
+/// which stops every task itself), some task of `from` shows another status `now`. Counted on
+/// what ECS shows, not on having asked it to move them.
+fn stop_step_counts(
+    phase: Phase,
+    from: &[(String, String)],
+    now: &BTreeMap<String, String>,
+) -> bool {
+    phase != Phase::Healing && moved_statuses(from, now) > 0
+}
+
+/// What a version 3 list's `open` is, as the statistics count it.
+#[derive(Debug, PartialEq, Eq)]
+enum OpenKind {
+    /// It names placements: misses look there (`version 3 lists with a placement open`).
+    Placements,
+    /// It names none: a clean pass closed them.
+    Closed,
+    /// `everywhere`: a miss looks in every shard, as in the earlier forms; no placement is open.
+    Everywhere,
+}
+
+fn open_kind(list: &MountTargetList) -> Option<OpenKind> {
+    match &list.open {
+        Some(efs_router::Open::Placements(p)) if p.is_empty() => Some(OpenKind::Closed),
+        Some(efs_router::Open::Placements(_)) => Some(OpenKind::Placements),
+        Some(efs_router::Open::Everywhere(_)) => Some(OpenKind::Everywhere),
+        None => None,
+    }
+}
+
 fn spot_gone<T>(made: &std::io::Result<T>, spot: &str) -> Option<String> {
     match made {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
@@ -5674,6 +5777,116 @@ fn the_statistics_table_is_required() {
                 "{}: given {g}",
                 r.name
             );
+        }
+    }
+}
+
+/// docs/testing.md's step counts in its prose are the code's: the run length from which the
+/// statistics are asserted (`DEFAULT_STEPS`), and the one from which the co-tenant must have
+/// done every action (`HOSTILE_ALL_STEPS`). The table's counts are pinned above.
+#[test]
+fn the_step_counts_testing_md_states_are_the_codes() {
+    let doc = "docs/testing.md";
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+        .unwrap_or_else(|e| panic!("{doc}: {e}"));
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let claims = [
+        format!(
+            "A run of {} steps or more asserts each statistic",
+            with_commas(DEFAULT_STEPS)
+        ),
+        format!(
+            "every kind of action must have happened at least once (every action in {} steps)",
+            with_commas(HOSTILE_ALL_STEPS)
+        ),
+    ];
+    for claim in claims {
+        assert!(text.contains(&claim), "{doc} does not say: {claim}");
+    }
+}
+
+/// The accounting of three statistics that could not fail (issue 40): each counts what it
+/// names, and a change that counts anything else fails here.
+mod statistics {
+    use super::*;
+
+    fn statuses(of: &[(&str, &str)]) -> Vec<(String, String)> {
+        of.iter()
+            .map(|(i, s)| (i.to_string(), s.to_string()))
+            .collect()
+    }
+
+    /// A step of ECS stopping tasks is one after which a task shows another status, in the
+    /// course: not one where ECS was asked and nothing moved, nor the end's stop of every task.
+    #[test]
+    fn a_step_of_ecs_stopping_tasks_is_a_status_that_moved_in_the_course() {
+        let from = statuses(&[("t1", "DEACTIVATING"), ("t2", "STOPPING")]);
+        let same: BTreeMap<String, String> = from.iter().cloned().collect();
+        let mut moved = same.clone();
+        moved.insert("t2".into(), "DEPROVISIONING".into());
+        for phase in [Phase::Main, Phase::WindingDown] {
+            assert!(
+                !stop_step_counts(phase, &from, &same),
+                "{phase:?}: none moved"
+            );
+            assert!(
+                stop_step_counts(phase, &from, &moved),
+                "{phase:?}: t2 moved"
+            );
+        }
+        assert!(
+            !stop_step_counts(Phase::Healing, &from, &moved),
+            "the end's"
+        );
+        assert!(!stop_step_counts(Phase::Main, &[], &moved), "none stopping");
+        assert_eq!(moved_statuses(&from, &moved), 1);
+    }
+
+    fn v3(open: &str) -> MountTargetList {
+        let text = format!(
+            r#"{{"mount_targets":[{{"id":"fsmt-a","ip":"10.0.1.4","az_id":"use1-az1","root":"/"}}],"open":{open},"strategy":"rendezvous","version":3}}"#
+        );
+        MountTargetList::from_json(&text).unwrap()
+    }
+
+    /// `version 3 lists with a placement open` counts lists that name placements; one that says
+    /// `everywhere` opens none (a miss looks everywhere, as in the earlier forms).
+    #[test]
+    fn a_list_that_says_everywhere_has_no_placement_open() {
+        let open = v3(r#"[{"strategy":"rendezvous","targets":[{"root":"/"}]}]"#);
+        assert_eq!(open_kind(&open), Some(OpenKind::Placements));
+        assert_eq!(
+            open_kind(&v3(r#""everywhere""#)),
+            Some(OpenKind::Everywhere)
+        );
+        assert_eq!(open_kind(&v3("[]")), Some(OpenKind::Closed));
+        let v1 = r#"{"mount_targets":[{"id":"fsmt-a","ip":"10.0.1.4"}]}"#;
+        assert_eq!(open_kind(&MountTargetList::from_json(v1).unwrap()), None);
+    }
+
+    /// `faults on ECS's task operations` count the function's calls only: a fault the harness's
+    /// own call meets (signed with another key, as its RunTask is) is counted apart. The proxy
+    /// answers a fault without asking moto, so none runs here.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_fault_the_harness_meets_is_not_the_functions() {
+        let proxy = support::proxy::Proxy::start("http://127.0.0.1:9").await;
+        let harness = support::aws::Aws::at(&proxy.endpoint()).await.ecs;
+        let key = support::function::ACCESS_KEY_ID;
+        let function = {
+            let credentials =
+                aws_sdk_ecs::config::Credentials::new(key, "secret", None, None, "the function");
+            let config = harness
+                .config()
+                .to_builder()
+                .credentials_provider(credentials);
+            aws_sdk_ecs::Client::from_conf(config.build())
+        };
+        for (client, by_function) in [(&harness, 0), (&function, 1)] {
+            proxy.throttle("ListTasks", 1);
+            let before = proxy.faulted("ListTasks");
+            let _ = client.list_tasks().cluster("c").send().await;
+            assert_eq!(proxy.faulted("ListTasks"), before + 1, "the fault fired");
+            assert_eq!(faults_met_by_function(&proxy, "ListTasks"), by_function);
         }
     }
 }

@@ -8,15 +8,34 @@ use crate::state::State;
 use aws_sdk_ssm::error::ProvideErrorMetadata;
 use aws_sdk_ssm::types::ParameterType;
 use efs_router::list::MountTargetList;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug)]
 pub struct Ssm {
     client: aws_sdk_ssm::Client,
+    /// The newest version of each parameter this process read or wrote. SSM's reads may lag
+    /// its writes, versioned reads (`<name>:<version>`) too: a read older than this lagged,
+    /// and a write whose version is past the next one wrote over a version the run never read.
+    versions: Arc<Mutex<BTreeMap<String, i64>>>,
 }
 
 impl Ssm {
     pub fn new(client: aws_sdk_ssm::Client) -> Self {
-        Ssm { client }
+        Ssm {
+            client,
+            versions: Arc::default(),
+        }
+    }
+
+    fn known(&self, name: &str) -> Option<i64> {
+        self.versions.lock().unwrap().get(name).copied()
+    }
+
+    fn saw(&self, name: &str, version: i64) {
+        let mut versions = self.versions.lock().unwrap();
+        let known = versions.entry(name.to_owned()).or_insert(version);
+        *known = (*known).max(version);
     }
 
     /// The published list; `None` when the parameter does not exist. A value that is not a
@@ -36,8 +55,10 @@ impl Ssm {
         }))
     }
 
+    /// Publishes `list`; over a version the run never read, puts that version back
+    /// ([`Ssm::write_checked`]).
     pub async fn write(&self, name: &str, list: &MountTargetList) -> Result<(), Error> {
-        self.put(name, list.to_json(), LIST_FIX).await
+        self.write_checked(name, list.to_json(), LIST_FIX, Ok).await
     }
 
     /// The function's state; `None` when the parameter does not exist yet. A value that is
@@ -66,14 +87,22 @@ impl Ssm {
     /// it created, and save that over the state. That write made version 1, so a parameter
     /// not found is asked for as version 1 too, and read again while that exists (version 0
     /// in the error: read as not found).
+    ///
+    /// A versioned read may lag as well, and then says nothing newer exists: a read older than
+    /// a version this process already read or wrote is stale whatever it says, and a write
+    /// checks what it wrote over ([`Ssm::write_checked`]).
     async fn get(&self, name: &str) -> Result<Option<(String, Option<When>)>, Error> {
         for attempt in 1..=FRESH_READS {
             let read = self.get_once(name).await?;
             let version = read.as_ref().map_or(0, |(_, _, v)| *v);
-            let newer = version + 1;
-            if !self.has_version(name, newer).await? {
-                return Ok(read.map(|(text, when, _)| (text, when)));
-            }
+            let newer = match self.known(name).filter(|known| *known > version) {
+                Some(known) => known,
+                None if !self.has_version(name, version + 1).await? => {
+                    self.saw(name, version);
+                    return Ok(read.map(|(text, when, _)| (text, when)));
+                }
+                None => version + 1,
+            };
             tracing::warn!(parameter = %name, read = version, newer, attempt, "SSM answered an older version: reading it again");
             if attempt == FRESH_READS {
                 return Err(Error::StaleParameter {
@@ -127,22 +156,94 @@ impl Ssm {
         }
     }
 
-    /// Writes `state` as it fits the parameter ([`State::within`]), saying what had to go.
+    /// Writes `state` as it fits the parameter ([`State::within`]), saying what had to go;
+    /// over a version the run never read, puts that version back ([`Ssm::write_checked`]).
     pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
-        let (state, cuts) = state.within(STANDARD_VALUE_LIMIT);
-        if !cuts.is_empty() {
-            let cuts: Vec<_> = cuts.iter().map(|c| c.name()).collect();
-            tracing::warn!(parameter = %name, ?cuts, "state shortened to fit its parameter");
+        self.write_checked(name, fitted(name, state), STATE_FIX, Ok)
+            .await
+    }
+
+    /// Reads the state, changes it and writes it back (one run at a time). Written over a
+    /// version the run never read, the change goes on that version, put back, and the run
+    /// stops ([`Error::StaleWrite`]): what the change records (a target the run created) is
+    /// kept either way.
+    pub async fn update_state(&self, name: &str, change: impl Fn(&mut State)) -> Result<(), Error> {
+        let mut state = self.read_state(name).await?.unwrap_or_default();
+        change(&mut state);
+        let redo = |missed: String| {
+            let mut state = State::from_json(&missed).map_err(|e| Error::StateParameter {
+                name: name.to_owned(),
+                problem: e.to_string(),
+            })?;
+            change(&mut state);
+            Ok(fitted(name, &state))
+        };
+        self.write_checked(name, fitted(name, &state), STATE_FIX, redo)
+            .await
+    }
+
+    /// Writes `value`, then checks what it wrote over. SSM has no conditional write, and its
+    /// reads (versioned ones too) may lag a write: a run that read version N and made a
+    /// version past N + 1 wrote over versions it never read, and one that planned from
+    /// version N would undo their work (forget a target a run created). Each version between
+    /// is read (again while it lags: it exists), and one that is not this run's own value (a
+    /// retried put's) is put back as `redo` makes it, the newest such; the run then stops
+    /// with [`Error::StaleWrite`]. Not checked when this process never read the parameter.
+    async fn write_checked(
+        &self,
+        name: &str,
+        value: String,
+        fix: &'static str,
+        redo: impl Fn(String) -> Result<String, Error>,
+    ) -> Result<(), Error> {
+        let read = self.known(name);
+        let wrote = self.put(name, value.clone(), fix).await?;
+        self.saw(name, wrote);
+        let Some(read) = read else {
+            return Ok(());
+        };
+        for missed in (read + 1..wrote).rev() {
+            let text = self.version_value(name, missed, read).await?;
+            if text == value {
+                continue;
+            }
+            tracing::warn!(parameter = %name, read, missed, wrote, "written over a version the run never read: putting it back");
+            let restored = self.put(name, redo(text)?, fix).await?;
+            self.saw(name, restored);
+            return Err(Error::StaleWrite {
+                name: name.to_owned(),
+                read,
+                missed,
+            });
         }
-        self.put(name, state.to_json(), STATE_FIX).await
+        Ok(())
+    }
+
+    /// The value of version `version`, which exists (a later one was written), read again
+    /// while SSM's read lags; [`Error::StaleParameter`] when it still does.
+    async fn version_value(&self, name: &str, version: i64, read: i64) -> Result<String, Error> {
+        let selector = format!("{name}:{version}");
+        for attempt in 1..=FRESH_READS {
+            if let Some(p) = self.get_parameter(&selector).await? {
+                return Ok(p.value().unwrap_or_default().to_owned());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200 * attempt as u64)).await;
+        }
+        Err(Error::StaleParameter {
+            name: name.to_owned(),
+            read,
+            newer: version,
+        })
     }
 
     /// Refused before asking when it cannot fit (SSM would refuse it with a
-    /// `ValidationException`), and mapped alike when SSM refuses it anyway.
-    async fn put(&self, name: &str, value: String, fix: &'static str) -> Result<(), Error> {
+    /// `ValidationException`), and mapped alike when SSM refuses it anyway. The version it
+    /// made (0 when SSM's answer names none).
+    async fn put(&self, name: &str, value: String, fix: &'static str) -> Result<i64, Error> {
         fits(name, &value, fix)?;
         let chars = value.chars().count();
-        self.client
+        let out = self
+            .client
             .put_parameter()
             .name(name)
             .value(value)
@@ -161,8 +262,18 @@ impl Ssm {
                     false => sdk_error("PutParameter", err),
                 }
             })?;
-        Ok(())
+        Ok(out.version())
     }
+}
+
+/// `state` as it fits the parameter ([`State::within`]), saying what had to go.
+fn fitted(name: &str, state: &State) -> String {
+    let (state, cuts) = state.within(STANDARD_VALUE_LIMIT);
+    if !cuts.is_empty() {
+        let cuts: Vec<_> = cuts.iter().map(|c| c.name()).collect();
+        tracing::warn!(parameter = %name, ?cuts, "state shortened to fit its parameter");
+    }
+    state.to_json()
 }
 
 /// Reads of a parameter before a run gives up on SSM's lag ([`Ssm::get`]).
@@ -213,6 +324,7 @@ fn too_large_error(name: &str, chars: usize, fix: &'static str) -> Error {
 mod tests {
     use super::*;
     use aws_sdk_ssm::operation::get_parameter::{GetParameterError, GetParameterOutput};
+    use aws_sdk_ssm::operation::put_parameter::PutParameterOutput;
     use aws_sdk_ssm::types::error::ParameterNotFound;
     use aws_sdk_ssm::types::error::ParameterVersionNotFound;
     use aws_sdk_ssm::Client;
@@ -354,6 +466,87 @@ mod tests {
         assert_eq!(p.list.strategy, Strategy::ModuloSha256);
         assert_eq!(p.last_modified, Some(When::from_secs(1_700_000_000)));
         assert_eq!(fresh.num_calls(), 1);
+    }
+
+    /// The state at version 1 and, later, at version 2; SSM's read of version 2 lags at first.
+    fn lagging_state(version_2: &'static str) -> [aws_smithy_mocks::Rule; 3] {
+        let read = mock!(Client::get_parameter)
+            .match_requests(|r| r.name() == Some("/state"))
+            .then_output(|| {
+                let p = aws_sdk_ssm::types::Parameter::builder()
+                    .value(r#"{"below_since":1}"#)
+                    .version(1);
+                GetParameterOutput::builder().parameter(p.build()).build()
+            });
+        let second = mock!(Client::get_parameter)
+            .match_requests(|r| r.name() == Some("/state:2"))
+            .sequence()
+            .error(|| {
+                GetParameterError::ParameterVersionNotFound(
+                    ParameterVersionNotFound::builder().build(),
+                )
+            })
+            .output(move || {
+                let p = aws_sdk_ssm::types::Parameter::builder()
+                    .value(version_2)
+                    .version(2);
+                GetParameterOutput::builder().parameter(p.build()).build()
+            })
+            .repeatedly()
+            .build();
+        let put = mock!(Client::put_parameter)
+            .sequence()
+            .output(|| PutParameterOutput::builder().version(3).build())
+            .output(|| PutParameterOutput::builder().version(4).build())
+            .build();
+        [read, second, put]
+    }
+
+    /// The read of version 1 lagged (version 2 said not found), so the save made version 3 over
+    /// version 2, which the run never read: version 2 goes back, the change it was recording on
+    /// it, and the run stops with `StaleWrite`.
+    #[tokio::test]
+    async fn a_write_over_a_version_never_read_puts_it_back_and_stops() {
+        let [read, second, put] = lagging_state(r#"{"created":{"fsmt-b":{"az_id":"z2","at":2}}}"#);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&read, &second, &put]
+        ));
+        let err = ssm
+            .update_state("/state", |s| s.record_created("fsmt-c", "z3", 3))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::StaleWrite { name, read: 1, missed: 2 } if name == "/state"),
+            "{err:?}"
+        );
+        assert_eq!(put.num_calls(), 2, "the save, and version 2 put back");
+        assert_eq!(ssm.known("/state"), Some(4));
+    }
+
+    /// A retried put (its first answer lost) makes two versions of the run's own value: nothing
+    /// was written over.
+    #[tokio::test]
+    async fn a_version_between_that_is_the_runs_own_value_is_no_stale_write() {
+        let own = r#"{"below_since":7}"#;
+        let [read, second, put] = lagging_state(own);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&read, &second, &put]
+        ));
+        assert_eq!(
+            ssm.read_state("/state").await.unwrap().unwrap().below_since,
+            Some(1)
+        );
+        let state = State {
+            below_since: Some(7),
+            ..State::default()
+        };
+        // Version 3 was made of it; version 2, read again, is its value too.
+        ssm.write_state("/state", &state).await.unwrap();
+        assert_eq!(put.num_calls(), 1);
     }
 
     #[tokio::test]

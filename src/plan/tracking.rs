@@ -27,6 +27,7 @@ pub(super) fn track_targets(
         rendezvous: strategy == Strategy::Rendezvous,
         undo,
     };
+    t.adopt_creates(state);
     t.missing(state);
     t.drain_gone(state, warnings);
     t.recheck_drains(state, warnings);
@@ -65,6 +66,20 @@ impl Tracker<'_> {
     fn listed(&self, id: &str) -> bool {
         self.published
             .is_some_and(|l| l.mount_targets.iter().any(|t| t.id == id))
+    }
+
+    /// Creates asked for and never recorded: the target AWS shows in that subnet is the
+    /// function's own (its answer was lost, or the run died first); with none there, AWS made
+    /// none, and the entry goes.
+    fn adopt_creates(&self, state: &mut State) {
+        for (subnet, intent) in std::mem::take(&mut state.creating) {
+            let made = self.obs.mount_targets.iter().find(|t| {
+                t.subnet_id == subnet && t.occupies_az() && t.state != LifeCycle::Deleting
+            });
+            if let Some(t) = made.filter(|t| !state.created.contains_key(&t.id)) {
+                state.created.insert(t.id.clone(), intent);
+            }
+        }
     }
 
     /// Listed (or created, or draining) but not seen: missing since now, unless already; a

@@ -304,3 +304,23 @@ fn a_one_zone_file_system_without_targets_gets_one_in_its_own_az() {
     let p = plan(&o, &policy());
     assert_eq!(created(&p).map(|n| n.subnet_id.as_str()), Some("subnet-c"));
 }
+
+/// A create whose answer never came (lost, or the run died): the target AWS shows in that
+/// subnet is the function's own, and the entry goes; with none there, the entry just goes.
+#[test]
+fn a_create_asked_for_and_never_recorded_is_adopted_by_its_subnet() {
+    let mut o = world(100);
+    o.mount_targets
+        .push(target("fsmt-b", 'b', LifeCycle::Available));
+    o.state.intend_create("subnet-b", "use1-az2", 7);
+    o.state.intend_create("subnet-c", "use1-az3", 7);
+    let p = plan(&o, &policy());
+    let state = saved(&p).expect("the adoption is saved");
+    assert_eq!(
+        state.created.keys().collect::<Vec<_>>(),
+        ["fsmt-b"],
+        "{state:?}"
+    );
+    assert_eq!(state.created["fsmt-b"].at, 7);
+    assert!(state.creating.is_empty(), "{state:?}");
+}

@@ -3,7 +3,9 @@
 //! its `Version` and `LastModifiedDate`), or `ParameterNotFound` when the write created it.
 //! Before a write is forwarded the proxy asks moto for the parameter as it stands, and after
 //! moto took the write it opens, with the chance a test set, a window: the next reads of that
-//! name within it (by count and by time) are answered that, as a lagging replica would.
+//! name within it (by count and by time) are answered that, as a lagging replica would; a read
+//! of the version the write made (`<name>:<version>`) within it is answered that the version
+//! does not exist. SSM documents no bound on the lag; the window is the test's.
 
 use super::{aws_error, is_hop_by_hop, Protocol, Reply, State};
 use bytes::Bytes;
@@ -125,12 +127,19 @@ pub(super) fn written(state: &Mutex<State>, body: &[u8]) {
     stale.windows.insert(name, window);
 }
 
-/// A GetParameter inside a write's window: what the parameter held before the write.
+/// A GetParameter inside a write's window: what the parameter held before the write. A read of
+/// a version (`<name>:<version>`) lags alike: the version the write made is not found yet
+/// (`ParameterVersionNotFound`), as a replica that has not seen the write answers; an older
+/// version is answered as it is.
 pub(super) fn answer(state: &Mutex<State>, op: &str, body: &[u8]) -> Option<Reply> {
     if op != "GetParameter" {
         return None;
     }
-    let name = name(body)?;
+    let asked = name(body)?;
+    let (name, version) = match asked.rsplit_once(':') {
+        Some((name, v)) => (name.to_owned(), Some(v.parse::<i64>().ok()?)),
+        None => (asked.clone(), None),
+    };
     let mut s = state.lock().unwrap();
     let stale = &mut s.stale;
     let w = stale.windows.get_mut(&name)?;
@@ -138,27 +147,53 @@ pub(super) fn answer(state: &Mutex<State>, op: &str, body: &[u8]) -> Option<Repl
         stale.windows.remove(&name);
         return None;
     }
+    // The version the write made: the one before it, plus one.
+    let written = w
+        .before
+        .as_deref()
+        .and_then(version_of)
+        .map_or(1, |v| v + 1);
+    if version.is_some_and(|v| v < written) {
+        return None;
+    }
     w.reads -= 1;
-    let reply = match &w.before {
-        Some(before) => Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "application/x-amz-json-1.1")
-            .header("x-amzn-requestid", "00000000-1111-2222-3333-555555555555")
-            .body(Full::new(before.clone()))
-            .expect("a stale answer"),
-        None => aws_error(
-            Protocol::AwsJson,
-            400,
-            "ParameterNotFound",
-            &format!("Parameter {name} not found."),
+    let (reply, kind) = match (&w.before, version) {
+        (_, Some(v)) => (
+            aws_error(
+                Protocol::AwsJson,
+                400,
+                "ParameterVersionNotFound",
+                &format!("Systems Manager could not find version {v} of {name}."),
+            ),
+            "version not found",
         ),
-    };
-    let kind = match w.before {
-        Some(_) => "previous version",
-        None => "not found",
+        (Some(before), None) => (
+            Response::builder()
+                .status(StatusCode::OK)
+                .header("content-type", "application/x-amz-json-1.1")
+                .header("x-amzn-requestid", "00000000-1111-2222-3333-555555555555")
+                .body(Full::new(before.clone()))
+                .expect("a stale answer"),
+            "previous version",
+        ),
+        (None, None) => (
+            aws_error(
+                Protocol::AwsJson,
+                400,
+                "ParameterNotFound",
+                &format!("Parameter {name} not found."),
+            ),
+            "not found",
+        ),
     };
     *stale.served.entry((name, kind)).or_default() += 1;
     Some(reply)
+}
+
+/// The `Version` of a GetParameter answer.
+fn version_of(answer: &[u8]) -> Option<i64> {
+    let v: Value = serde_json::from_slice(answer).ok()?;
+    v["Parameter"]["Version"].as_i64()
 }
 
 fn next(state: &mut u64) -> u64 {
