@@ -90,7 +90,8 @@ bench-nfs-reads:
 	$(CARGO) build --release -p efs-router --example count_bench
 	bin=$$($(CARGO) metadata --format-version 1 --no-deps | $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/examples/count_bench && \
 	shares=$$($(NFS_SHARES)) && scripts/nfs-tier/run.sh $$shares --memory $(or $(BENCH_MEMORY),4096) --timeout 3600 \
-	  --env EFS_NFS_COUNT_BIN=$$bin $(if $(BENCH_READ_FILES),--env BENCH_READ_FILES=$(BENCH_READ_FILES)) -- \
+	  --env EFS_NFS_COUNT_BIN=$$bin $(if $(BENCH_READ_FILES),--env BENCH_READ_FILES=$(BENCH_READ_FILES)) \
+	  $(if $(BENCH_READ_AS),--env BENCH_READ_AS=$(BENCH_READ_AS)) -- \
 	  $(PYTHON) $(CURDIR)/scripts/nfs-tier/reads.py
 
 .PHONY: bench-nfs-tier

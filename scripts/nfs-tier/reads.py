@@ -4,7 +4,7 @@ same listing), counted from /proc/self/mountstats.
 
 Run on the NFS tier (``make bench-nfs-reads``, which builds router/examples/count_bench.rs, named by
 EFS_NFS_COUNT_BIN): for each N of BENCH_READ_FILES (default 100000,1000000) it writes N empty files on the
-server's side (as an app would have, named as the seed's app names them), drops the client's caches (the next
+server's side (as an app would have, named as the seed's app names them; BENCH_READ_AS=links: hard links of one file), drops the client's caches (the next
 run, 5 minutes later, finds its cached listing expired: acdirmax is 60 s), and counts the directory through the
 function's mount with the function's code. Prints one JSON line a size; nothing is asserted
 (docs/benchmarks.md and docs/operations.md hold the figures).
@@ -58,6 +58,9 @@ def main() -> None:
     backing = os.environ["EFS_NFS_BACKING"]
     count_bin = os.environ["EFS_NFS_COUNT_BIN"]
     sizes = [int(n) for n in os.environ.get("BENCH_READ_FILES", "100000,1000000").split(",")]
+    # BENCH_READ_AS=links: the names are hard links of one empty file, which the VM's memory holds
+    # at 10 million where as many inodes do not fit; a listing carries the same fields for each.
+    links = os.environ.get("BENCH_READ_AS", "files") == "links"
     mount = mounts[0]
     # tmpfs allows one inode per two pages of the VM's memory by default (about 500,000 at 4 GiB):
     # the export's file system takes as many as the files need.
@@ -67,8 +70,14 @@ def main() -> None:
         server_dir = os.path.join(backing, rel)
         os.makedirs(server_dir)
         started = time.monotonic()
-        for i in range(n):
-            os.close(os.open(os.path.join(server_dir, "device-%d-1700000000.json" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+        first = os.path.join(server_dir, "device-0-1700000000.json")
+        os.close(os.open(first, os.O_CREAT | os.O_WRONLY, 0o644))
+        for i in range(1, n):
+            name = os.path.join(server_dir, "device-%d-1700000000.json" % i)
+            if links:
+                os.link(first, name)
+            else:
+                os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644))
         made = time.monotonic() - started
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
@@ -83,6 +92,7 @@ def main() -> None:
         readdir = calls.get("READDIR", [0, 0, 0])
         print(json.dumps({
             "files": n,
+            "as": "links" if links else "files",
             "calls": calls,
             "readdir_calls": readdir[0],
             "readdir_bytes_received": readdir[2],
