@@ -497,7 +497,18 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
         Mover::Read,
         Mover::ReadOnAnotherList,
     ];
-    for trial in 0..600u64 {
+    // Which orders of delete and move happen hangs on how the machine schedules the two
+    // threads: after 600 trials, more are drawn (the same seed, the same draws) until each
+    // deleter has met every order asked for below, up to ten times as many.
+    let covered = |r: &Races| {
+        r.placed_then_deleted > 0 && r.source_gone > 0 && r.caught_moving + r.both_names > 0
+    };
+    let mut trials = 0;
+    for trial in 0..6000u64 {
+        if trial >= 600 && races.iter().all(covered) {
+            break;
+        }
+        trials += 1;
         let kind = kinds[rng.below(kinds.len() as u64) as usize];
         let tag = format!("t{trial}-");
         // Half the function's moves race the deleter on placements, from the placement's
@@ -623,7 +634,7 @@ fn deletes_racing_moves_never_bring_a_path_back_but_through_the_replace_window()
         }
     }
     println!(
-        "seed {seed}: every shard {:?}; placements {:?}",
+        "seed {seed}: {trials} trials; every shard {:?}; placements {:?}",
         races[0], races[1]
     );
     for r in &races {
