@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Tuple
 
 import efs_router
+from mountstats import per_op
 from efs_router import Layout, MountTargetList, Router, Target, relocate
 
 MOUNTS = os.environ["EFS_NFS_MOUNTS"].split(",")
@@ -62,20 +63,7 @@ NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREA
 
 def ops(mount: str) -> Dict[str, int]:
     """The mount's count of each NFS operation sent so far."""
-    out: Dict[str, int] = {}
-    with open("/proc/self/mountstats") as f:
-        mine, per_op = False, False
-        for line in f:
-            if line.startswith("device "):
-                mine, per_op = (" mounted on %s " % mount) in line, False
-            elif mine and line.strip() == "per-op statistics":
-                per_op = True
-            elif mine and per_op and ":" in line:
-                name, rest = line.strip().split(":", 1)
-                fields = rest.split()
-                if fields and fields[0].isdigit():
-                    out[name] = int(fields[0])
-    return out
+    return {name: calls for name, (calls, _, _) in per_op(mount).items()}
 
 
 def counted(mount: str, fn: Callable[[], object]) -> Dict[str, int]:

@@ -17,23 +17,7 @@ import sys
 import time
 from typing import Dict, Tuple
 
-
-def per_op(mount: str) -> Dict[str, Tuple[int, int, int]]:
-    """The mount's (calls, bytes sent, bytes received) of each NFS operation so far."""
-    out: Dict[str, Tuple[int, int, int]] = {}
-    with open("/proc/self/mountstats") as f:
-        mine, ops = False, False
-        for line in f:
-            if line.startswith("device "):
-                mine, ops = (" mounted on %s " % mount) in line, False
-            elif mine and line.strip() == "per-op statistics":
-                ops = True
-            elif mine and ops and ":" in line:
-                name, rest = line.strip().split(":", 1)
-                fields = rest.split()
-                if len(fields) >= 5 and fields[0].isdigit():
-                    out[name] = (int(fields[0]), int(fields[3]), int(fields[4]))
-    return out
+from mountstats import per_op
 
 
 def delta(before: Dict[str, Tuple[int, int, int]], after: Dict[str, Tuple[int, int, int]]) -> Dict[str, list]:
