@@ -114,7 +114,8 @@ async fn handle(
             json!({"Type": "User", "message": format!("no such route: {method} {path}")}),
         ));
     };
-    let function = percent_decoded(name);
+    // As the caller named it (a name: an ARN's colons would come percent-encoded).
+    let function = name.to_string();
     let Ok(event) = serde_json::from_slice::<Value>(&body) else {
         return Ok(reply(
             StatusCode::BAD_REQUEST,
@@ -160,23 +161,4 @@ fn reply(status: StatusCode, function_error: Option<&str>, body: Value) -> Reply
         b = b.header("x-amz-function-error", e);
     }
     b.body(Full::new(Bytes::from(body.to_string()))).unwrap()
-}
-
-/// The function name as the path carries it (an ARN's colons are percent-encoded).
-fn percent_decoded(s: &str) -> String {
-    let mut out = Vec::new();
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
