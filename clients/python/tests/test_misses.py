@@ -8,7 +8,7 @@ import random
 import tempfile
 import threading
 import unittest
-from typing import Any, ClassVar, Dict, List
+from typing import Any, ClassVar, Dict, Iterator, List, Tuple
 
 from efs_router import (
     MODULO_SHA256,
@@ -93,53 +93,55 @@ class MissVectors(MountCase):
             with self.subTest(list=name):
                 self.assertEqual(MountTargetList.from_json(text).to_json(), text)
 
-    def test_exists_and_locate_find_a_copy_exactly_where_a_miss_looks(self) -> None:
+    def away_from_home(self) -> Iterator[Tuple[Router, Dict[str, Any], str, str]]:
+        """Each case of the shared vectors with each shard but its home: the router on the case's
+        list, the case, the other shard's root and the path's logical name (see ``subtest``)."""
         v = load()
         routers = {name: self.router(name) for name in v["lists"]}
         for case in v["cases"]:
             r = routers[case["list"]]
-            home = r.resolve(case["path"])
+            logical = r.resolve(case["path"]).logical
             for root in self.roots(r):
-                if root == case["home"]:
-                    continue
-                with self.subTest(list=case["list"], path=case["path"], copy_in=root):
-                    copy = self.at(root, home.logical)
-                    put(copy, b"away")
-                    try:
-                        looked = root in case["looks"]
-                        self.assertEqual(r.exists(case["path"]), looked)
-                        found = r.locate(case["path"]).found
-                        self.assertEqual(found.kind, "elsewhere" if looked else "missing")
-                        if looked:
-                            self.assertEqual(found.real, copy)
-                    finally:
-                        os.unlink(copy)
+                if root != case["home"]:
+                    yield r, case, root, logical
+
+    def subtest(self, case: Dict[str, Any], root: str) -> Any:
+        """The subtest of ``case`` with a copy in ``root`` (a failure there names them and goes on)."""
+        return self.subTest(list=case["list"], path=case["path"], copy_in=root)
+
+    def test_exists_and_locate_find_a_copy_exactly_where_a_miss_looks(self) -> None:
+        for r, case, root, logical in self.away_from_home():
+            with self.subtest(case, root):
+                copy = self.at(root, logical)
+                put(copy, b"away")
+                try:
+                    looked = root in case["looks"]
+                    self.assertEqual(r.exists(case["path"]), looked)
+                    found = r.locate(case["path"]).found
+                    self.assertEqual(found.kind, "elsewhere" if looked else "missing")
+                    if looked:
+                        self.assertEqual(found.real, copy)
+                finally:
+                    os.unlink(copy)
 
     def test_delete_removes_a_copy_exactly_where_a_miss_looks(self) -> None:
         """A delete looks where a miss does, and only there: a copy elsewhere is one the list says cannot be."""
-        v = load()
-        routers = {name: self.router(name) for name in v["lists"]}
-        for case in v["cases"]:
-            r = routers[case["list"]]
-            home = r.resolve(case["path"])
-            for root in self.roots(r):
-                if root == case["home"]:
-                    continue
-                with self.subTest(list=case["list"], path=case["path"], copy_in=root):
-                    at_home, copy = self.at(case["home"], home.logical), self.at(root, home.logical)
-                    put(at_home, b"home")
-                    put(copy, b"away")
-                    try:
-                        looked = root in case["looks"]
-                        done = r.delete(case["path"])
-                        self.assertEqual(sorted(r.shards[j].root for j in done.removed),
-                                         sorted([case["home"]] + ([root] if looked else [])))
-                        self.assertEqual(done.rounds, 3 if case["looks"] else 1)
-                        self.assertFalse(os.path.lexists(at_home))
-                        self.assertEqual(os.path.lexists(copy), not looked)
-                    finally:
-                        if os.path.lexists(copy):
-                            os.unlink(copy)
+        for r, case, root, logical in self.away_from_home():
+            with self.subtest(case, root):
+                at_home, copy = self.at(case["home"], logical), self.at(root, logical)
+                put(at_home, b"home")
+                put(copy, b"away")
+                try:
+                    looked = root in case["looks"]
+                    done = r.delete(case["path"])
+                    self.assertEqual(sorted(r.shards[j].root for j in done.removed),
+                                     sorted([case["home"]] + ([root] if looked else [])))
+                    self.assertEqual(done.rounds, 3 if case["looks"] else 1)
+                    self.assertFalse(os.path.lexists(at_home))
+                    self.assertEqual(os.path.lexists(copy), not looked)
+                finally:
+                    if os.path.lexists(copy):
+                        os.unlink(copy)
 
 
 # What a miss may do on the file system: every call that names a path.
