@@ -571,3 +571,26 @@ fn only_the_aws_modules_see_the_sdk() {
     }
     assert!(seen > 40, "read {seen} source files of src/");
 }
+
+/// scripts/efs-drive.py decides by decision names (`RESTING`, `NEEDS_OPERATOR`): each must be
+/// one the function gives, or a renamed decision would leave the driver waiting for nothing.
+#[test]
+fn the_drivers_decisions_are_decision_names() {
+    let script = "scripts/efs-drive.py";
+    let text = read(script);
+    for set in ["RESTING = {", "NEEDS_OPERATOR = {"] {
+        let start = text
+            .find(set)
+            .unwrap_or_else(|| panic!("{script}: no {set}"));
+        let body = &text[start + set.len()..];
+        let body = &body[..body.find('}').expect("a set's end")];
+        let names: Vec<&str> = body.split('"').skip(1).step_by(2).collect();
+        assert!(!names.is_empty(), "{script}: {set} names nothing");
+        for name in names {
+            assert!(
+                Decision::NAMES.contains(&name),
+                "{script}: {set} names {name:?}, not a decision"
+            );
+        }
+    }
+}
