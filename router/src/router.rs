@@ -614,29 +614,56 @@ impl Opened {
 
 /// Opens `path` as data: `O_NOFOLLOW` (a symbolic link is not followed), `O_NONBLOCK` (a FIFO
 /// does not wait for a writer), `O_NOCTTY`, then `fstat`: a regular file, or
-/// [`Error::NotRegular`]. `None` when nothing is there. One open: no look before it.
+/// [`Error::NotRegular`]. `None` when nothing is there. One open: no look before it, unless
+/// the server calls the file this client's cache names stale (another client renamed a new
+/// version over it): then the directory is revalidated and the name opened again.
 fn open_copy(path: &Path) -> Result<Option<Opened>, Error> {
+    for _ in 0..STALE_TRIES {
+        match open_once(path) {
+            Err(Errno::STALE) => {
+                revalidate_parent(path).map_err(io_err("open", path))?;
+            }
+            Err(e) => return Err(io_err("open", path)(e.into())),
+            Ok(opened) => return opened,
+        }
+    }
+    Err(io_err("open", path)(Errno::STALE.into()))
+}
+
+/// Looks again after a stale file handle at most this many times: each is another client's
+/// rename over the name meanwhile.
+const STALE_TRIES: usize = 4;
+
+/// [`open_copy`]'s one try; `Err` only for a stale file handle (from the open or the `fstat`)
+/// or another error of the open.
+fn open_once(path: &Path) -> Result<Result<Option<Opened>, Error>, Errno> {
     let flags =
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP) => return Err(not_regular(path, "symbolic link")),
+        Err(Errno::NOENT) => return Ok(Ok(None)),
+        Err(Errno::LOOP) => return Ok(Err(not_regular(path, "symbolic link"))),
         // A socket, or a device without a driver.
-        Err(Errno::NXIO) => return Err(not_regular(path, "special file")),
-        Err(e) => return Err(io_err("open", path)(e.into())),
+        Err(Errno::NXIO) => return Ok(Err(not_regular(path, "special file"))),
+        Err(e) => return Err(e),
     };
     let file = fs::File::from(fd);
-    let meta = file.metadata().map_err(io_err("stat", path))?;
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) if e.raw_os_error() == Some(Errno::STALE.raw_os_error()) => {
+            return Err(Errno::STALE)
+        }
+        Err(e) => return Ok(Err(io_err("stat", path)(e))),
+    };
     let stamp = Stamp::of(&meta);
     if let Some(what) = stamp.what() {
-        return Err(not_regular(path, what));
+        return Ok(Err(not_regular(path, what)));
     }
-    Ok(Some(Opened {
+    Ok(Ok(Some(Opened {
         file,
         stamp,
         len: meta.len(),
-    }))
+    })))
 }
 
 fn not_regular(path: &Path, what: &'static str) -> Error {
