@@ -156,6 +156,12 @@
 //!    the next run records), however SSM's reads lagged and wherever a run was killed. At the
 //!    end every target it created is deleted, or listed or draining and its own still.
 //!
+//! 8. nothing is hidden from a reader: each live reader (a client of the fleet, a stopping,
+//!    standalone or unreported task) reads `ORACLE_READS` live paths drawn for the step
+//!    through its own router, on its own list and mount (`read_with_fallback`), and finds a
+//!    version of each that has a copy under a listed root. A miss fails the soak on any list
+//!    version: the user's oracle is the library's read, not where the copies lie.
+//!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
 //! it started with and the list one shard (failing if that takes more than `WIND_DOWN_STEPS`
@@ -361,6 +367,10 @@ const HOSTILE_KINDS: &[(&str, &str, &[&str])] = &[
 ];
 /// A run this long must have done every action of the co-tenant (shorter ones: every kind).
 const HOSTILE_ALL_STEPS: u64 = 2000;
+/// Live paths each reader reads through its own router after every step (check 8), and what
+/// sets their draw apart from the course's.
+const ORACLE_READS: usize = 1;
+const ORACLE_SEED: u64 = 0x6f72_6163_6c65;
 
 /// Where a statistic of the soak must be met: on both of its grounds, on one local directory
 /// only (`host`), or on the NFS tier only (`tier`).
@@ -530,6 +540,9 @@ const REQUIRED: &[Required] = &[
     // growths and drains of the course announce, and switch once the fleet runs the list.
     Required::of("runs that announced new homes", On::Both),
     Required::of("runs that switched homes", On::Both),
+    // Check 8 read through a router on a list older than the published one: the rollouts of
+    // the course leave some reader behind in every seed.
+    Required::of("readers' reads on an older list", On::Both),
 ];
 /// Decisions that grow: what a run must decide when it wants more shards than serve.
 const GROWTH: &[&str] = &[
@@ -1640,6 +1653,9 @@ struct Stats {
     old_writes: usize,
     /// Reads that answered a version older than the latest.
     stale_reads: usize,
+    /// Check 8's reads, and those by a reader on a list older than the published one.
+    oracle_reads: usize,
+    oracle_reads_old_list: usize,
     /// Deletes whose client's list did not name a root holding a copy (a shard added since it
     /// started): the copy stays, as docs/routing.md says.
     missed_by_old_list: BTreeSet<String>,
@@ -3693,6 +3709,7 @@ impl Soak {
                 count(&s.homes, "announced"),
             ),
             ("runs that switched homes", count(&s.homes, "switched")),
+            ("readers' reads on an older list", s.oracle_reads_old_list),
             (
                 "drains held by a cut-short move",
                 s.drains_held_by_moves.min(s.private_copies.len()),
@@ -5070,10 +5087,56 @@ impl Soak {
         let (copies, hidden) = self.check_listed_roots()?;
         self.check_deleted_stay_deleted(&copies)?;
         self.check_none_lost(&copies, &hidden)?;
+        self.check_readers_find(&copies)?;
         self.check_listed_targets()?;
         self.check_lists_handed()?;
         self.check_targets_own().await?;
         self.check_checkpoint()
+    }
+
+    /// 8: each live reader finds, through its own router and mount, a version of
+    /// `ORACLE_READS` live paths drawn for the step, of those with a copy under a listed root
+    /// (one only in a move's private name is hidden, and bounded, by check 1).
+    fn check_readers_find(&mut self, copies: &Copies) -> Result<(), String> {
+        let paths: Vec<&String> = self
+            .model
+            .live
+            .keys()
+            .filter(|p| copies.contains_key(*p))
+            .collect();
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut rng = Rng::for_step(self.seed ^ ORACLE_SEED, self.step);
+        let fleet = self.clients.iter().map(|c| ("a client", c));
+        let tasks = self.service_tasks.iter().map(|t| ("a task of the service", &t.client));
+        let others = self.actors.iter().filter_map(Actor::writer);
+        let readers: Vec<(&str, &Client)> = fleet.chain(tasks).chain(others).collect();
+        let (mut reads, mut old) = (0, 0);
+        for (what, c) in readers {
+            for _ in 0..ORACLE_READS {
+                let path = paths[rng.index(paths.len())];
+                reads += 1;
+                old += usize::from(c.list.version < self.published.version);
+                let head = format!("check 8: {what} on {} reads {path}", c.list.label());
+                match c.router.read_with_fallback(path) {
+                    Ok(read) if self.model.is_version(path, &read.data) => {}
+                    Ok(read) => {
+                        return Err(format!("{head}: {}", self.model.describe(path, &read.data)))
+                    }
+                    Err(e) => {
+                        let roots: Vec<&String> = copies[path].iter().map(|(r, _)| r).collect();
+                        return Err(format!(
+                            "{head}: hidden ({e}); copies under {roots:?}, published {}",
+                            self.published.label()
+                        ));
+                    }
+                }
+            }
+        }
+        self.stats.oracle_reads += reads;
+        self.stats.oracle_reads_old_list += old;
+        Ok(())
     }
 
     /// 7: every target the function created that AWS has is its own in the state as SSM holds
@@ -5569,6 +5632,7 @@ impl Soak {
             ("runs stopped by a stale read", s.stale_stops.values().sum()),
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
+            ("readers' reads of check 8", s.oracle_reads),
             ("deleted paths seen on disk again", s.resurrected.len()),
             ("writes", self.model.writes as usize),
             ("live paths", self.model.live.len()),
