@@ -83,7 +83,7 @@ SOAK_BIN = $(call test_bin,--test soak)
 # the Rust client's operations as router/examples/nfs_ops.rs.
 nfs_example_bin = $(CARGO) build --release -p efs-router --example $(1) --message-format=json 2>/dev/null | \
   $(PYTHON) -c 'import json,sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])'
-## The function's own reads on the NFS tier (docs/operations.md, "What it costs"): NFS calls and bytes of one count
+## The function's own reads on the NFS tier (docs/operations-reference.md, "What it costs"): NFS calls and bytes of one count
 ## of a directory of BENCH_READ_FILES files (default 100000,1000000), through scripts/nfs-tier/reads.py.
 .PHONY: bench-nfs-reads
 bench-nfs-reads:

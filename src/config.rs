@@ -1,6 +1,7 @@
 //! Settings from the environment, checked before any AWS call.
 
-/// The environment variables of the contract (docs/contract.md, "Settings"), in its order.
+/// The environment variables, in the order of the README's settings table (what each accepts:
+/// docs/contract.md, "Settings").
 pub const ENV_VARS: &[&str] = &[
     "EFS_FILE_SYSTEM_ID",
     "SSM_PARAMETER_NAME",

@@ -594,3 +594,108 @@ fn the_drivers_decisions_are_decision_names() {
         }
     }
 }
+
+/// What each reader reads first, in the README's table of readers, and the most bytes it may
+/// come to: half of what the same reader had to read on 2026-12-06 (operator: README.md,
+/// docs/operations.md and docs/contract.md, 136,969 bytes; app author: docs/routing.md,
+/// router/README.md and clients/python/README.md, 128,289; contributor: docs/design.md,
+/// data-plane.md, code.md, testing.md and scaling.md, 116,884).
+const READER_PATHS: [(&str, &[&str], usize); 3] = [
+    ("operator", &["README.md", "docs/operations.md"], 68_484),
+    (
+        "app author",
+        &[
+            "docs/routing.md",
+            "router/README.md",
+            "clients/python/README.md",
+        ],
+        64_144,
+    ),
+    (
+        "contributor",
+        &["docs/design.md", "docs/code.md", "docs/testing.md"],
+        58_442,
+    ),
+];
+
+/// The targets of a cell's Markdown links, without their anchors.
+fn link_targets(cell: &str) -> Vec<String> {
+    cell.split("](")
+        .skip(1)
+        .map(|s| s[..s.find(')').unwrap_or(s.len())].to_string())
+        .map(|s| s.split('#').next().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn each_readers_path_is_the_readmes_table() {
+    let doc = "README.md";
+    let rows = table(doc, &read(doc), "reader");
+    let readers: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    let names: Vec<&str> = READER_PATHS.iter().map(|(reader, ..)| *reader).collect();
+    assert_eq!(readers, names, "{doc}: the readers of its table");
+    for (row, (reader, files, _)) in rows.iter().zip(READER_PATHS) {
+        assert_eq!(
+            link_targets(&row[1]),
+            files,
+            "{doc}: what the {reader} reads first"
+        );
+        for target in link_targets(&row[1]).iter().chain(&link_targets(&row[2])) {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(target);
+            assert!(path.exists(), "{doc}: the {reader}'s path links {target}");
+        }
+    }
+}
+
+#[test]
+fn each_readers_path_is_within_its_budget() {
+    for (reader, files, budget) in READER_PATHS {
+        let bytes: usize = files.iter().map(|f| read(f).len()).sum();
+        assert!(
+            bytes <= budget,
+            "the {reader}'s path {files:?} is {bytes} bytes, over its budget of {budget}: \
+             cut repetition, or move what is looked up rather than read to a reference"
+        );
+    }
+}
+
+/// router/README.md's parity table: a row for each file of tests/vectors/, and each row's
+/// Rust and Python tests name that file.
+#[test]
+fn the_parity_table_names_every_vector_file() {
+    let doc = "router/README.md";
+    let rows = table(doc, &read(doc), "vectors");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/vectors")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    let mut documented = first_column(&rows);
+    documented.sort();
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    same_list(doc, "vector files", &documented, &files);
+    for row in &rows {
+        let vectors = &ticked(&row[0])[0];
+        for (cell, side) in [
+            (&row[1], "router/tests/"),
+            (&row[2], "clients/python/tests/"),
+        ] {
+            let tests = ticked(cell);
+            assert!(!tests.is_empty(), "{doc}: {vectors} has no test in {side}");
+            for test in tests {
+                assert!(test.starts_with(side), "{doc}: {test} is not in {side}");
+                assert!(
+                    read(&test).contains(vectors.as_str()),
+                    "{doc}: {test} does not name {vectors}"
+                );
+            }
+        }
+    }
+}

@@ -48,7 +48,7 @@ pub const PROP_FILE_THRESHOLD: &str = "FileThreshold";
 /// us-east-1, on AWS's CloudWatch pricing page — so a per-shard series would cost up to
 /// `MAX_SHARDS` (1000) x $0.30 = $300 a month for one file system. Mount targets are capped by
 /// the AZs (at most 6), so this metric is at most 6 series, and the function's metrics at most
-/// 24 (about $7.20 a month) however many shards there are. The fullest shard is
+/// 25 (about $7.50 a month) however many shards there are. The fullest shard is
 /// [`LARGEST_SHARD_FILES`].
 pub const FILE_COUNT: &str = "FileCount";
 /// Files in all shards together.

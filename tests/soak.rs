@@ -127,7 +127,7 @@
 //!    through a client on the published list. Only there: while old clients write to their old
 //!    homes, a stale copy may sit at the new home (written earlier by a new client), and a
 //!    reader on the new list reads it until a rebalance compares the two and keeps the newer;
-//!    the router says so (`router/README.md`, known limits);
+//!    the router says so (`router/REFERENCE.md`, known limits);
 //! 2. no file lies under `<mount>/<root>/data/analysis` for a root not in the published list
 //!    (a move's private name included; nothing outside those trees is looked at), and the old state directory `.efs-mount-autoscaler` does not exist (the state is in
 //!    SSM);
@@ -181,7 +181,7 @@
 //! every file at home (a checkpoint).
 //!
 //! "Latest" is what the file system's clock says (`relocate` keeps the newer by modification
-//! time, home winning a tie; router/README.md): the harness never writes one path twice
+//! time, home winning a tie; router/REFERENCE.md): the harness never writes one path twice
 //! within 20 ms, so two versions of a path never share a time stamp.
 //!
 //! **Reproducing.** `SOAK_SEED` (decimal or 0x-hex; default below) and `SOAK_STEPS` (default

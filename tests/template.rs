@@ -1879,8 +1879,8 @@ fn network_interfaces_only_in_the_subnets_the_function_uses() {
 
 /// UpdateService is allowed on the named services with no condition: IAM has no key for what
 /// the function changes (a forced deployment) or must not (desired count, deployment settings),
-/// and none AWS documents as absent when no task definition is named (docs/operations.md, "What
-/// IAM cannot limit UpdateService to").
+/// and none AWS documents as absent when no task definition is named
+/// (docs/operations-reference.md, "What IAM cannot limit UpdateService to").
 /// A condition added here must come with that evidence.
 #[test]
 fn the_forced_deployment_has_no_condition() {

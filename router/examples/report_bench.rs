@@ -1,4 +1,4 @@
-//! The cost of one report write (router/README.md "Reports"): a reporting router over DIR (a
+//! The cost of one report write (router/REFERENCE.md "Reports"): a reporting router over DIR (a
 //! fresh temporary directory when none is given), its report rewritten REPEATS times through
 //! the lease (a clock moved past it each time), each timed: open the directory beneath the
 //! root, create, write, fsync, rename.

@@ -1,4 +1,4 @@
-//! The routing benchmark of router/README.md: balance, movement and speed of `shard_index`
+//! The routing benchmark of router/REFERENCE.md: balance, movement and speed of `shard_index`
 //! for both strategies on 1,000,000 generated paths.
 //!
 //!     cargo run --release -p efs-router --example routing_bench

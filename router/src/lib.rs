@@ -45,7 +45,7 @@
 //! - `lookup`: [`Router::entry`] and its kin, one name of the logical tree without reading
 //!   its directory (fsspec's `info`, `ls` with details, `rmdir`).
 //!
-//! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/README.md`.
+//! The exact `rendezvous` rule, the layouts and the command-line tool are in `router/REFERENCE.md`.
 
 pub mod cache;
 mod create;

@@ -434,7 +434,7 @@ impl MountTargetList {
             .sum()
     }
 
-    /// The rules every list obeys, in this order (router/README.md, "The published list"):
+    /// The rules every list obeys, in this order (router/REFERENCE.md, "The published list"):
     /// each entry in list order has a non-empty id not seen before and sane shard counts
     /// (`shards` ≥ 1; `draining_shards` < `shards`; more than one shard needs an `az_id` and
     /// `rendezvous`; at most [`MAX_LIST_SHARDS`] in all); then each shard in list order

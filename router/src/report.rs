@@ -1,6 +1,6 @@
 //! A client's report: which list a router routes by, written to the shared file system so the
 //! function can wait for every client before it moves files or removes a target (docs/data-plane.md
-//! "The fleet rule", router/README.md "Reports").
+//! "The fleet rule", router/REFERENCE.md "Reports").
 //!
 //! - Where: one file per router, `<file system root>/.efs-router-clients/<client id>.json`, the
 //!   client id being 16 lowercase hexadecimal digits. The directory's name is reserved: never

@@ -1,6 +1,6 @@
 //! Which shard a logical path belongs to: [`shard_index`], the one function the Rust library
 //! and the Python client (`clients/python/src/efs_router`) share, checked by both against
-//! `tests/vectors/routing.json`. The exact rules are in `router/README.md`.
+//! `tests/vectors/routing.json`. The exact rules are in `router/REFERENCE.md`.
 //!
 //! - `rendezvous`: every candidate scores `u64::from_be_bytes(sha256(root ‖ 0x00 ‖ path)[0..8])`
 //!   over its `root` and the normalised path; the highest score wins; equal scores go to the

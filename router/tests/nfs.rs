@@ -1105,7 +1105,7 @@ fn sent_since(
         .collect()
 }
 
-/// What a create costs on a real NFS client (router/README.md, "Creating a file"): a new path
+/// What a create costs on a real NFS client (router/REFERENCE.md, "Creating a file"): a new path
 /// is the miss of `exists`, then the write of the temporary name, one LINK and one REMOVE, no
 /// RENAME; a path at home that this client has looked up costs at most a GETATTR (the link
 /// and the unlink changed the file's link count, so its cached attributes are dropped). A

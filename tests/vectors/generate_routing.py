@@ -3,9 +3,9 @@
 Python client (clients/python/src/efs_router) are both tested against.
 
 Independent of both on purpose: the modulo-sha256 answers come from the original system's own
-expression, the rendezvous answers from the rule as router/README.md states it, in a few lines,
+expression, the rendezvous answers from the rule as router/REFERENCE.md states it, in a few lines,
 and the normalised form of every path is written here by hand. A version 2 list (a mount target
-serving several shards) is expanded to its shards here too, from the rule as router/README.md
+serving several shards) is expanded to its shards here too, from the rule as router/REFERENCE.md
 states it; its cases give the position among the shards and the home shard's root, and are
 routed by rendezvous only (a list of several shards per target cannot be modulo-sha256). Run
 from the repository root:
@@ -27,7 +27,7 @@ def modulo_index(raw, targets):
 
 
 def rendezvous_index(normalised, targets):
-    # router/README.md: score = first 8 bytes of sha256(root || 0x00 || path), big-endian;
+    # router/REFERENCE.md: score = first 8 bytes of sha256(root || 0x00 || path), big-endian;
     # highest wins; equal scores: smaller root (bytes), then earlier entry.
     best = None
     for i, t in enumerate(targets):
@@ -42,7 +42,7 @@ def rendezvous_index(normalised, targets):
 
 
 def expand(targets):
-    # router/README.md, version 2: a target's shards are its root, then /shards/<az_id>.<k> for
+    # router/REFERENCE.md, version 2: a target's shards are its root, then /shards/<az_id>.<k> for
     # k = 1 .. shards - 1; shard k drains when the target does or k >= shards - draining_shards.
     out = []
     for t in targets:

@@ -1,4 +1,4 @@
-"""The published list (router/src/list.rs): the list vectors, the forms, versions 2 and 3."""
+"""The published list (router/src/list.rs): the list vectors (tests/vectors/lists.json), the forms, versions 2, 3."""
 
 import dataclasses
 import json

@@ -253,7 +253,7 @@ fn listed_inodes(pd: &Path) -> io::Result<HashMap<OsString, u64>> {
 /// time, and gives each outcome in the order of `pairs`: `None` for a pair not tried because
 /// `until` came first. The same pair twice is safe (the second finds the source gone).
 ///
-/// How it saves round trips (router/README.md, "Many moves at once"): the first look at each
+/// How it saves round trips (router/REFERENCE.md, "Many moves at once"): the first look at each
 /// source is this client's cached one, a miss confirmed with the server; and each worker
 /// retires the sources it takes into one private directory per source directory, settled from
 /// one listing for up to 64 moves, so a move is a LINK, a RENAME and a REMOVE. Why at once:

@@ -2,7 +2,7 @@
 //! and what a move removes is always the file it looked at.
 //!
 //! "Newer" is the modification time, to the nanosecond; the destination (home) wins a tie.
-//! The protocol (router/README.md, "Moving a file home"), in short:
+//! The protocol (router/REFERENCE.md, "Moving a file home"), in short:
 //!
 //! - the source is looked at first (`lstat`): gone is [`Relocation::SourceGone`]; anything but
 //!   a regular file is an error ([`NotARegularFile`]), never moved;

@@ -93,7 +93,7 @@ fn place_replacement(src: &Path, dst: &Path, q: &Path) -> io::Result<Next> {
     };
     linked.regular(src)?;
     // The last look before the rename, as the server answers: between it and the rename, a
-    // write landing at `dst` would be replaced (router/README.md, "What is left to chance").
+    // write landing at `dst` would be replaced (router/REFERENCE.md, "What is left to chance").
     let (go, outcome) = match fresh_look(dst)? {
         None if fresh_look(src)?.is_none() => {
             // `dst` held an older file when this replace began, and the source is gone too: a

@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// Moves `src` to `dst` (whose directory must exist), within one file system: the newer of
 /// the two versions ends at `dst` (`dst` wins a tie), and the source name is gone. See the
-/// [module's documentation](super) and router/README.md for every case.
+/// [module's documentation](super) and router/REFERENCE.md for every case.
 ///
 /// Errors: `src` or `dst` not a regular file ([`NotARegularFile`](super::NotARegularFile), kind
 /// `InvalidData`);

@@ -3,7 +3,7 @@
 Reads the published list of mount targets (the JSON in SSM Parameter Store) and sends each
 logical path to its shard, exactly as the Rust library ``efs-router`` (router/ in this
 repository) does; both are tested against ``tests/vectors/routing.json``. The rules are in
-router/README.md.
+router/REFERENCE.md.
 
     import efs_router
     mount_list = efs_router.MountTargetList.from_json(ssm_value)

@@ -1,7 +1,7 @@
 """Moving a file home (router/src/relocation/): the Rust router's move, through the native module.
 
 The latest version wins ("newer": the modification time, to the nanosecond; the destination wins a tie), and
-what a move removes is always the file it looked at. The rules: router/README.md, "Moving a file home"."""
+what a move removes is always the file it looked at. The rules: router/REFERENCE.md, "Moving a file home"."""
 
 from __future__ import annotations
 
