@@ -11,8 +11,13 @@
 //!
 //! - a **client operation**: write a new logical path (flat, `data/analysis/<name>.json`, which
 //!   the function counts, or nested, `data/analysis/<dir>/…/<name>.json`, which it moves but
-//!   does not count), rewrite one, read one (`read_with_fallback`) or delete one
-//!   (`Router::delete`: where the client's list says a copy can be). Every write's bytes are
+//!   does not count), rewrite one, read one (`read_with_fallback`), delete one
+//!   (`Router::delete`: where the client's list says a copy can be) or `create` one (the one
+//!   call for check-then-write: a new path is written at home; a live one must be found
+//!   wherever its writer's list put it, and left as it is: no second copy). One client of the
+//!   fleet mounts each shard apart (`Layout::per_target`, each shard's directory standing for
+//!   its `ip:root` mount: one file system, so a rename between them works where separate NFS
+//!   mounts would refuse it). Every write's bytes are
 //!   unique, so any copy found says which write it is. The files grow and shrink in phases, across
 //!   `FILE_THRESHOLD` = 20, so the function adds shards and drains them within the run
 //!   (`SCALE_IN_COOLDOWN_SECONDS` = 0);
@@ -33,9 +38,9 @@
 //!   No client works beside such a run, so a file gone is the function's doing. The harness
 //!   kills a run at its deadline, as Lambda does, and a run that answered after it fails the
 //!   soak. Faults are cleared after the run. Some runs have client operations going on beside
-//!   them (new paths, reads, and deletes while the fleet runs the published list: a rewrite
-//!   racing a move of the same path is a documented window of `relocate`, which this soak does
-//!   not claim to close);
+//!   them (new paths, reads, deletes while the fleet runs the published list, and rewrites of
+//!   a path away from home, which race the run's move of it; past a quarter of the steps with
+//!   no such race yet, a rebalance that will move has them instead of a kill);
 //! - **an ECS rollout completes** (`Proxy::complete_rollouts`; rollouts are held from the
 //!   start, as ECS's rolling update keeps old tasks running). The tasks a deployment replaced
 //!   stop slowly (`Proxy::stop_tasks_slowly`): before each step ECS moves them a status on
@@ -73,7 +78,10 @@
 //! rule (a task created no later than the list's publish and not STOPPED) holds alone. And now
 //! and then (always at step 2) a task of the service runs a **router older than reports**
 //! (it reads list versions 1 and 2, writes on the list it started with, and reports nothing;
-//! on a version 3 list, a current router built with reports off): only ECS shows it, until it stops or a forced deployment replaces it. After every run:
+//! on a version 3 list, a current router built with reports off), or is **the app on plain
+//! paths** itself, beside the routed tasks after adoption (it writes where a plain path lands,
+//! under the first shard `/`; past a quarter of the steps with no such write yet, the next one
+//! is): only ECS shows it, until it stops or a forced deployment replaces it. After every run:
 //! nothing moved or deleted while ECS showed a task the soak saw before the run that published
 //! the current list and not STOPPED yet, or a running task that writes no report; the answer
 //! names that task `unreported` in `clients_behind` (unless ECS's tasks could not be listed);
@@ -234,6 +242,11 @@ const DEFAULT_STEPS: u64 = 400;
 const THRESHOLD: u64 = 20;
 const WATCH_DIR: &str = "data/analysis";
 const CLIENTS: usize = 4;
+/// An unreported task of the service is the app on plain paths this often.
+const PLAIN_APP_PER_MILLE: u64 = 400;
+const PLAIN_APP: &str = "an app on plain paths";
+/// The client of the fleet whose router mounts each shard apart (`Layout::per_target`).
+const PER_TARGET_CLIENT: usize = 3;
 /// Two versions of one path are written at least this far apart (see the module's comment).
 const TICK: Duration = Duration::from_millis(20);
 /// Reconcile runs the end may take to settle once the faults stop.
@@ -286,6 +299,11 @@ const TASK_STOP_AFTER_PER_MILLE: u64 = 600;
 /// stops after that many, and the next rebalance resumes where it stopped.
 const VISITS_CAPPED_PER_MILLE: u64 = 600;
 const VISITS_CAP: u64 = 30;
+/// A client's new path or read is a `create` this often.
+const CREATE_PER_MILLE: u64 = 250;
+/// A client's operation on a live path beside a run is a rewrite of one away from home this
+/// often, while some is (they race the run's moves).
+const REWRITE_BESIDE_PER_MILLE: u64 = 400;
 /// A kill among moves lands within a move this often (the others after a drawn delay).
 const KILL_WITHIN_PER_MILLE: u64 = 600;
 /// A function run is a rebalance this often once ECS shows no rollout held (else 300).
@@ -543,6 +561,13 @@ const REQUIRED: &[Required] = &[
     // Check 8 read through a router on a list older than the published one: the rollouts of
     // the course leave some reader behind in every seed.
     Required::of("readers' reads on an older list", On::Both),
+    // What users do (issue 40 item 6): `create` across lists, a per-target layout, the app on
+    // plain paths beside routed tasks; and a rewrite racing a move, which needs a rebalance
+    // with files away from home while the fleet runs the list: few in 400 steps.
+    Required::of("creates of a path written on another list", On::Both),
+    Required::of("writes through a per-target layout", On::Both),
+    Required::of("writes by the app on plain paths (steered)", On::Both),
+    Required::of("rewrites racing a move (steered)", On::Both).long(),
 ];
 /// Decisions that grow: what a run must decide when it wants more shards than serve.
 const GROWTH: &[&str] = &[
@@ -775,12 +800,23 @@ impl Client {
             label: Some(format!("soak client {i}")),
             ..Reporting::default()
         };
-        let router = Router::reporting(&list.text, Layout::single_mount(mount), options)
+        let router = Router::reporting(&list.text, Client::layout(list, mount, i), options)
             .unwrap_or_else(|e| panic!("a reporting router on {}: {e}", list.label()));
         Client {
             list: list.clone(),
             router,
         }
+    }
+
+    /// How client `i` mounts the shards: one mount for all, or for `PER_TARGET_CLIENT` one a
+    /// shard (its root's directory, as `ip:root` would be mounted; one file system here, so a
+    /// rename between them works where separate NFS mounts would refuse it).
+    fn layout(list: &Published, mount: &Path, i: usize) -> Layout {
+        if i % CLIENTS != PER_TARGET_CLIENT {
+            return Layout::single_mount(mount);
+        }
+        let shards = list.list.shards();
+        Layout::per_target(shards.iter().map(|t| root_dir(mount, &t.root)).collect())
     }
 
     /// The root `path` is written to by this client.
@@ -831,6 +867,9 @@ enum Actor {
         until: u64,
         /// The list versions it reads.
         reads: &'static [u32],
+        /// The app on plain paths (no router: its "router" knows the first shard alone, where
+        /// a plain path lands); it writes, and is no reader that check 8 could hold to a list.
+        plain: bool,
     },
 }
 
@@ -863,6 +902,11 @@ impl Actor {
         match self {
             Actor::Stopping { client, .. } => Some(("a stopping task", client)),
             Actor::Standalone { client, .. } => Some(("a standalone task", client)),
+            Actor::Unreported {
+                client,
+                plain: true,
+                ..
+            } => Some((PLAIN_APP, client)),
             Actor::Unreported { client, .. } => Some(("an unreported task", client)),
             Actor::Silent { .. } | Actor::OldRouter { .. } => None,
         }
@@ -876,6 +920,19 @@ impl Actor {
 struct ServiceTask {
     arn: String,
     client: Client,
+}
+
+/// What a plain path reaches: the first shard's directory, `/`, alone (a version 1 list of
+/// its target).
+fn first_shard_only(list: &MountTargetList) -> Result<MountTargetList, String> {
+    let first = list.mount_targets.iter().find(|t| t.root == "/");
+    let first = first.ok_or_else(|| "the list has no first shard `/`".to_string())?;
+    let entry = json!({
+        "id": first.id, "ip": first.ip, "az": first.az, "az_id": first.az_id,
+        "subnet_id": first.subnet_id, "root": "/",
+    });
+    let text = json!({ "mount_targets": [entry] }).to_string();
+    MountTargetList::from_json(&text).map_err(|e| format!("the first shard's list: {e}"))
 }
 
 /// The last part of a task's ARN: its id, as the proxy names it.
@@ -1141,6 +1198,12 @@ impl Model {
             self.writes
         )
         .into_bytes()
+    }
+
+    /// How long until `path` may be written again (see `TICK`).
+    fn until_tick(&self, path: &str) -> Duration {
+        let since = self.last_write.get(path).map_or(TICK, Instant::elapsed);
+        TICK.saturating_sub(since)
     }
 
     /// Waits until `path` may be written again (see `TICK`).
@@ -1653,6 +1716,18 @@ struct Stats {
     old_writes: usize,
     /// Reads that answered a version older than the latest.
     stale_reads: usize,
+    /// Writes beside a run that closed the placements (a pass's clean end).
+    writes_beside_close: usize,
+    /// Writes by the app on plain paths (an unreported task of the service).
+    plain_writes: usize,
+    /// Writes by the client whose router mounts each shard apart.
+    per_target_writes: usize,
+    /// `create`s of a live path (found, nothing written), and those whose latest version a
+    /// client on another list wrote.
+    creates_found: usize,
+    creates_across_lists: usize,
+    /// Rewrites beside a run of a path away from home whose copy the run moved meanwhile.
+    rewrites_racing_moves: usize,
     /// Check 8's reads, and those by a reader on a list older than the published one.
     oracle_reads: usize,
     oracle_reads_old_list: usize,
@@ -1762,6 +1837,9 @@ struct Stats {
 #[derive(Clone, Debug)]
 enum Beside {
     Write(Vec<u8>),
+    /// A new version of a path that was away from home when the run began, from its copy
+    /// there (the source a move takes).
+    Rewrite(Vec<u8>, PathBuf),
     Read,
     Delete,
 }
@@ -2329,12 +2407,16 @@ impl Soak {
             .tb
             .proxy
             .start_task(&format!("service:{service}"), STANDALONE_FAMILY);
-        let router = Router::new(
-            list.list.clone(),
-            Layout::single_mount(self.views.client(CLIENTS)),
-        )
-        .map_err(|e| format!("{what} on {}: {e}", list.label()))?;
         let until = self.step + 3 + rng.below(UNREPORTED_STEPS);
+        // Some are the app itself, on plain paths, beside the routed tasks after adoption.
+        let plain_owed = self.step > self.steps / 4 && self.stats.plain_writes == 0;
+        let plain = rng.chance(PLAIN_APP_PER_MILLE) || plain_owed;
+        let (what, routed) = match plain {
+            true => (PLAIN_APP, first_shard_only(&list.list)?),
+            false => (what, list.list.clone()),
+        };
+        let router = Router::new(routed, Layout::single_mount(self.views.client(CLIENTS)))
+            .map_err(|e| format!("{what} on {}: {e}", list.label()))?;
         *self.stats.actors.entry("unreported").or_default() += 1;
         said.push(format!(
             "task {} of the service starts {what} (no report) on {}, until #{until}",
@@ -2346,6 +2428,7 @@ impl Soak {
             task: arn,
             until,
             reads,
+            plain,
         });
         Ok(())
     }
@@ -2461,6 +2544,7 @@ impl Soak {
             if client.list.text != self.published.text {
                 *self.stats.hidden_writes.entry(what).or_default() += 1;
             }
+            self.stats.plain_writes += usize::from(what == PLAIN_APP);
             said.push(format!(
                 "{what} on {} wrote {path} (write {}) -> {}",
                 client.list.label(),
@@ -3711,6 +3795,13 @@ impl Soak {
             ("runs that switched homes", count(&s.homes, "switched")),
             ("readers' reads on an older list", s.oracle_reads_old_list),
             (
+                "creates of a path written on another list",
+                s.creates_across_lists,
+            ),
+            ("writes through a per-target layout", s.per_target_writes),
+            ("writes by the app on plain paths (steered)", s.plain_writes),
+            ("rewrites racing a move (steered)", s.rewrites_racing_moves),
+            (
                 "drains held by a cut-short move",
                 s.drains_held_by_moves.min(s.private_copies.len()),
             ),
@@ -3900,12 +3991,21 @@ impl Soak {
             (false, false) => (45, 70, 92),
         };
         let live: Vec<String> = self.model.live.keys().cloned().collect();
+        // Some writes of new paths and reads are `create`s, drawn apart: the one call for
+        // check-then-write, which must find a path wherever another list's client put it.
+        let create = Rng::for_step(self.seed ^ 0xC4EA7E, self.step).chance(CREATE_PER_MILLE);
         if live.is_empty() || r < write_new {
             let path = self.model.fresh_path(rng);
+            if create {
+                return self.create(c, &path);
+            }
             *self.stats.client_ops.entry("write").or_default() += 1;
             return self.write(c, &path, "write");
         }
         let path = rng.pick(&live).clone();
+        if create && r >= rewrite && r < read {
+            return self.create(c, &path);
+        }
         if r < rewrite {
             *self.stats.client_ops.entry("rewrite").or_default() += 1;
             self.write(c, &path, "rewrite")
@@ -3916,6 +4016,58 @@ impl Soak {
             *self.stats.client_ops.entry("delete").or_default() += 1;
             self.delete(c, &path)
         }
+    }
+
+    /// The router's `create`: a new path is written at home; a live one is found, wherever
+    /// its writer's list put it, and left as it is (no second copy).
+    fn create(&mut self, c: usize, path: &str) -> Step {
+        self.model.wait_tick(path);
+        let client = &self.clients[c];
+        let head = format!("c{c}@v{} create {path}", client.list.version);
+        let bytes = self.model.next_bytes(path, c, client.list.version);
+        let mut before = copies_on_disk(&self.views.truth, path);
+        before.sort();
+        let made = client
+            .router
+            .create(path, &bytes)
+            .map_err(|e| format!("{head}: {e}"))?;
+        let at = Instant::now();
+        *self.stats.client_ops.entry("create").or_default() += 1;
+        let Some(latest) = self.model.live.get(path) else {
+            if !made.created() {
+                return Err(format!("{head}: {}, but no client wrote it", made.as_str()));
+            }
+            let root = client.home_root(path);
+            self.model.record(path, bytes, at);
+            return Ok(format!("{head}: created -> {root}"));
+        };
+        let theirs = serde_json::from_slice::<Value>(latest).ok();
+        let across = theirs.and_then(|v| v["list"].as_i64()) != Some(client.list.version);
+        // Its latest version only in a move's private name is hidden, for a bounded time
+        // (check 1): a create then writes one, as a write would.
+        if made.created() && self.stats.hidden_since.contains_key(path) {
+            self.model.record(path, bytes, at);
+            return Ok(format!("{head}: created beside a version a move hides"));
+        }
+        if made.created() {
+            return Err(format!(
+                "{head}: created a second copy under {}, beside {before:?} ({}), written on another list: {across}",
+                client.home_root(path),
+                self.model.describe(path, latest)
+            ));
+        }
+        let mut after = copies_on_disk(&self.views.truth, path);
+        after.sort();
+        if after != before {
+            return Err(format!(
+                "{head}: already there, but its copies went from {before:?} to {after:?}"
+            ));
+        }
+        self.stats.creates_found += 1;
+        self.stats.creates_across_lists += usize::from(across);
+        Ok(format!(
+            "{head}: already there (written on another list: {across})"
+        ))
     }
 
     fn write(&mut self, c: usize, path: &str, what: &str) -> Step {
@@ -3931,6 +4083,7 @@ impl Soak {
         if client.list.version != self.published.version {
             self.stats.old_writes += 1;
         }
+        self.stats.per_target_writes += usize::from(c % CLIENTS == PER_TARGET_CLIENT);
         let line = format!(
             "c{c}@v{} {what} {path} (write {}) -> {root}",
             client.list.version, self.model.writes
@@ -4061,7 +4214,18 @@ impl Soak {
         let owed = self.phase == Phase::Main
             && self.step > self.steps / 2
             && self.stats.kills_within_a_move == 0;
-        let fault = if (owed || rng.chance(if rebalance { 700 } else { 150 })) && movable {
+        // Coverage of a rewrite racing a move: past a quarter of the main steps with none yet,
+        // a rebalance that will move has rewrites beside it instead of a kill (before the kill
+        // within a move is owed, which the moments files are away from home are few for).
+        let race_owed = rebalance
+            && movable
+            && self.phase == Phase::Main
+            && self.step > self.steps / 4
+            && self.stats.rewrites_racing_moves == 0;
+        let owed = owed && !race_owed;
+        let fault = if race_owed {
+            Fault::None
+        } else if (owed || rng.chance(if rebalance { 700 } else { 150 })) && movable {
             // Most of them within a move (zero: the watcher freezes the run to find a move's
             // private name on disk, and kills it then); the others 0-4 ms after the first
             // source left.
@@ -4091,23 +4255,43 @@ impl Soak {
         // its delete removed, would set the kill off outside the function's moves.
         let burst = if matches!(fault, Fault::KillAmongMoves(_)) {
             0
+        } else if race_owed {
+            6
         } else if rng.chance(500) {
             1 + rng.index(6)
         } else {
             0
         };
         let mut deletes = Rng::for_step(self.seed ^ 0xDE1E7E, self.step);
+        // Rewrites of a misplaced path beside a run, drawn apart too: they race its move.
+        let mut rewrites = Rng::for_step(self.seed ^ 0x5E3B17E, self.step);
+        let misplaced = match burst > 0 && self.converged() {
+            true => self.misplaced_paths(),
+            false => Vec::new(),
+        };
         let mut planned = Vec::new();
         for _ in 0..burst {
+            if race_owed && misplaced.is_empty() {
+                break; // no live path away from home: nothing to race
+            }
             let c = rng.index(CLIENTS);
             let pause = Duration::from_millis(rng.below(40));
             let live: Vec<&String> = self.model.live.keys().collect();
-            if live.is_empty() || rng.chance(600) {
+            if !race_owed && (live.is_empty() || rng.chance(600)) {
                 let path = self.model.fresh_path(rng);
                 let bytes = self
                     .model
                     .next_bytes(&path, c, self.clients[c].list.version);
                 planned.push((c, pause, path, Beside::Write(bytes)));
+            } else if !misplaced.is_empty()
+                && (race_owed || rewrites.chance(REWRITE_BESIDE_PER_MILLE))
+            {
+                let (path, source) = rewrites.pick(&misplaced).clone();
+                let pause = pause.max(self.model.until_tick(&path));
+                let bytes = self
+                    .model
+                    .next_bytes(&path, c, self.clients[c].list.version);
+                planned.push((c, pause, path, Beside::Rewrite(bytes, source)));
             } else {
                 let path = (*rng.pick(&live)).clone();
                 let op = if deletes.chance(350) && self.converged() {
@@ -4145,6 +4329,10 @@ impl Soak {
             before.privates = privates_under(&self.views.truth);
         }
         let beside: BTreeSet<String> = planned.iter().map(|(_, _, p, _)| p.clone()).collect();
+        let writes_beside = planned
+            .iter()
+            .filter(|(.., op)| matches!(op, Beside::Write(_) | Beside::Rewrite(..)))
+            .count();
         let traffic = self.traffic_beside(planned);
         let swap = self.swap_in_run();
         let ran = self.invoke(event, &fault, &before.sources).await;
@@ -4174,6 +4362,11 @@ impl Soak {
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
         self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
+        // The run closed the placements while clients wrote beside it.
+        let closed = |p: &Published| open_kind(&p.list) == Some(OpenKind::Closed);
+        if closed(&self.published) && !closed(&old) {
+            self.stats.writes_beside_close += writes_beside;
+        }
         self.traffic_results(&mut line, traffic, before.version)?;
         Ok(line)
     }
@@ -4288,7 +4481,9 @@ impl Soak {
             for ((_, pause, path, op), (c, router, version)) in planned.into_iter().zip(routers) {
                 std::thread::sleep(pause);
                 let result = match &op {
-                    Beside::Write(b) => router.write(&path, b).map(|_| Answer::Wrote),
+                    Beside::Write(b) | Beside::Rewrite(b, _) => {
+                        router.write(&path, b).map(|_| Answer::Wrote)
+                    }
                     Beside::Read => router.read_with_fallback(&path).map(Answer::Read),
                     Beside::Delete => router
                         .delete(&path)
@@ -4978,6 +5173,18 @@ impl Soak {
                     let _ = write!(line, "; c{c}@v{version} wrote {path}");
                     self.model.record(&path, bytes, at);
                 }
+                // A race with a move only if the run took the misplaced copy from its place.
+                (Beside::Rewrite(bytes, source), Ok(_)) => {
+                    let moved = fs::symlink_metadata(&source).is_err();
+                    let said = if moved {
+                        "racing its move"
+                    } else {
+                        "beside the run"
+                    };
+                    let _ = write!(line, "; c{c}@v{version} rewrote misplaced {path} {said}");
+                    self.stats.rewrites_racing_moves += usize::from(moved);
+                    self.model.record(&path, bytes, at);
+                }
                 (Beside::Delete, Ok(Answer::Deleted(done, roots))) => {
                     let head = format!("c{c}@v{version} delete {path} beside the run");
                     let said = self.deleted(&head, &roots, &done)?;
@@ -5040,6 +5247,23 @@ impl Soak {
                 (truth.home_root(&logical) != root).then_some(path)
             })
             .collect()
+    }
+
+    /// The live paths whose copy under the published list's roots is away from home, with
+    /// that copy.
+    fn misplaced_paths(&self) -> Vec<(String, PathBuf)> {
+        let live = &self.model.live;
+        let at = |p: &PathBuf| {
+            p.strip_prefix(&self.views.truth)
+                .ok()
+                .map(Path::to_path_buf)
+        };
+        let paths = self.misplaced().into_iter().filter_map(|p| {
+            let rel = at(&p)?;
+            let (_, logical) = placed(&rel.to_string_lossy())?;
+            live.contains_key(&logical).then_some((logical, p))
+        });
+        paths.collect()
     }
 
     /// Where a kill among moves landed, for the log and the statistics: after some moves and
@@ -5109,9 +5333,16 @@ impl Soak {
         }
         let mut rng = Rng::for_step(self.seed ^ ORACLE_SEED, self.step);
         let fleet = self.clients.iter().map(|c| ("a client", c));
-        let tasks = self.service_tasks.iter().map(|t| ("a task of the service", &t.client));
+        let tasks = self
+            .service_tasks
+            .iter()
+            .map(|t| ("a task of the service", &t.client));
         let others = self.actors.iter().filter_map(Actor::writer);
-        let readers: Vec<(&str, &Client)> = fleet.chain(tasks).chain(others).collect();
+        let readers: Vec<(&str, &Client)> = fleet
+            .chain(tasks)
+            .chain(others)
+            .filter(|(what, _)| *what != PLAIN_APP)
+            .collect();
         let (mut reads, mut old) = (0, 0);
         for (what, c) in readers {
             for _ in 0..ORACLE_READS {
@@ -5633,6 +5864,11 @@ impl Soak {
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
             ("readers' reads of check 8", s.oracle_reads),
+            (
+                "writes beside a run that closed the placements",
+                s.writes_beside_close,
+            ),
+            ("creates that found a path", s.creates_found),
             ("deleted paths seen on disk again", s.resurrected.len()),
             ("writes", self.model.writes as usize),
             ("live paths", self.model.live.len()),
