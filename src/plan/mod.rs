@@ -422,6 +422,9 @@ impl<'a> Seen<'a> {
         let balanced = balanced.filter(|_| self.may_close);
         let mut list =
             placements::settle(list, self.published, balanced, self.fleet.clients.read_v3);
+        if !self.may_close {
+            list = placements::with_first_open(list);
+        }
         // The placements speak for what the rebalance walks: elsewhere a miss looks everywhere.
         if list.open.is_some() {
             list.scope = self.scope.clone();

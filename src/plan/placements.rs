@@ -46,6 +46,25 @@ pub(super) fn settle(
     list
 }
 
+/// `list` with `/` open for misses, as placed before any list, while a writer may be unseen
+/// (the plan's `may_close` is false): a task that reports nothing may be the app on plain
+/// paths, which writes every path under `/`, after the placements closed too. A miss then
+/// looks in one more directory; the placement closes again after a clean pass once every
+/// writer is seen.
+pub(super) fn with_first_open(mut list: MountTargetList) -> MountTargetList {
+    let first = first_placement();
+    let own = list.placement() == first;
+    if let Some(Open::Placements(open)) = list.open.as_mut() {
+        if !own && !open.contains(&first) {
+            open.push(first);
+        }
+    }
+    if list.to_json().len() > STANDARD_VALUE_LIMIT {
+        list.open = Some(Open::Everywhere(Everywhere::Everywhere));
+    }
+    list
+}
+
 /// The placements open under `list` after `published`; `None` when not known.
 fn opened(list: &MountTargetList, published: Option<&MountTargetList>) -> Option<Open> {
     let (mut open, before) = match published {
@@ -131,6 +150,29 @@ pub(super) mod tests {
             settle(three, Some(&unlisted), other.as_ref(), true).open,
             placements(&[])
         );
+    }
+
+    #[test]
+    fn while_a_writer_may_be_unseen_misses_look_in_the_first_shard() {
+        let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
+        let first = settle(two.clone(), None, None, true);
+        let balanced = ShardSet::of(&two);
+        let closed = settle(two.clone(), Some(&first), balanced.as_ref(), true);
+        assert_eq!(closed.open, placements(&[]));
+        // An unseen writer (the app on plain paths) puts every path under `/`.
+        let reopened = with_first_open(settle(two.clone(), Some(&closed), None, true));
+        assert_eq!(reopened.open, placements(&[&slash()]));
+        // Open already, it is not named twice; a list of `/` alone is its own placement.
+        assert_eq!(with_first_open(reopened.clone()).open, reopened.open);
+        let alone = with_first_open(settle(slash(), None, None, true));
+        assert_eq!(alone.open, placements(&[]));
+        // The earlier forms and `everywhere` look in `/` already.
+        assert_eq!(
+            with_first_open(settle(two.clone(), None, None, false)).open,
+            None
+        );
+        let unknown = with_first_open(settle(two.clone(), Some(&two), None, true));
+        assert_eq!(unknown.open, everywhere());
     }
 
     #[test]
