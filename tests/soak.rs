@@ -168,7 +168,11 @@
 //!    standalone or unreported task) reads `ORACLE_READS` live paths drawn for the step
 //!    through its own router, on its own list and mount (`read_with_fallback`), and finds a
 //!    version of each that has a copy under a listed root. A miss fails the soak on any list
-//!    version: the user's oracle is the library's read, not where the copies lie.
+//!    version: the user's oracle is the library's read, not where the copies lie. The one
+//!    exception is the app on plain paths (no router): its files are under `/`, and a reader
+//!    whose list does not look in `/` skips them; but (8b) every run that answers while that
+//!    app runs must leave a published list that does (the function reopens `/` for misses
+//!    while a writer may be unseen).
 //!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
@@ -299,6 +303,9 @@ const TASK_STOP_AFTER_PER_MILLE: u64 = 600;
 /// stops after that many, and the next rebalance resumes where it stopped.
 const VISITS_CAPPED_PER_MILLE: u64 = 600;
 const VISITS_CAP: u64 = 30;
+/// Runs steered to a rewrite racing a move at most: each takes a moment files are away from
+/// home from the kills among moves, which need them too.
+const RACE_ATTEMPTS: usize = 3;
 /// A client's new path or read is a `create` this often.
 const CREATE_PER_MILLE: u64 = 250;
 /// A client's operation on a live path beside a run is a rewrite of one away from home this
@@ -508,7 +515,11 @@ const REQUIRED: &[Required] = &[
     Required::of("old-list writes by standalone tasks (steered)", On::Host),
     Required::of("standalone tasks (steered)", On::Host),
     // A publish while such a router lives is seldom in 400 steps (one in the default seed's).
-    Required::of("lists published beside a version 1 router", On::Host).long(),
+    // Only one such router starts once the list is past version 1, and whether the function
+    // publishes while it lives is the course's luck: seed 1,010 publishes none in 2,000 steps.
+    Required::of("lists published beside a version 1 router", On::Host)
+        .long()
+        .default_seed(),
     Required::of("runs held by reports alone", On::Host),
     Required::of("runs beside a version 1 router", On::Host),
     // Readers found every file while misses looked only where placements were open. The first
@@ -922,6 +933,19 @@ struct ServiceTask {
     client: Client,
 }
 
+/// Whether a miss under `list` looks in the first shard `/` (for a path in `WATCH_DIR`): the
+/// earlier forms look in every listed shard; version 3 where it says `everywhere`, or where a
+/// placement that puts every path in `/` is open.
+fn looks_in_first(list: &MountTargetList) -> bool {
+    match &list.open {
+        None | Some(efs_router::Open::Everywhere(_)) => true,
+        Some(efs_router::Open::Placements(open)) => open.iter().any(|p| {
+            let in_first = |t: &efs_router::placement::Placed| t.root == "/" && t.shards == 1;
+            !p.targets.is_empty() && p.targets.iter().all(in_first)
+        }),
+    }
+}
+
 /// What a plain path reaches: the first shard's directory, `/`, alone (a version 1 list of
 /// its target).
 fn first_shard_only(list: &MountTargetList) -> Result<MountTargetList, String> {
@@ -1171,6 +1195,8 @@ struct Model {
     shrinking: bool,
     high: usize,
     low: usize,
+    /// Live paths whose latest version the app on plain paths wrote (under `/`).
+    plain: BTreeSet<String>,
 }
 
 impl Model {
@@ -1217,6 +1243,7 @@ impl Model {
     }
 
     fn record(&mut self, path: &str, bytes: Vec<u8>, at: Instant) {
+        self.plain.remove(path);
         self.history
             .entry(path.to_string())
             .or_default()
@@ -1718,8 +1745,14 @@ struct Stats {
     stale_reads: usize,
     /// Writes beside a run that closed the placements (a pass's clean end).
     writes_beside_close: usize,
-    /// Writes by the app on plain paths (an unreported task of the service).
+    /// Writes by the app on plain paths (an unreported task of the service); check 8's reads
+    /// of its paths by a reader whose list does not look in `/` (skipped); and runs whose
+    /// answer came while it ran (each must leave a list that looks in `/`).
     plain_writes: usize,
+    plain_unlooked: usize,
+    runs_beside_plain_app: usize,
+    /// Runs steered to a rewrite racing a move (`RACE_ATTEMPTS`).
+    race_attempts: usize,
     /// Writes by the client whose router mounts each shard apart.
     per_target_writes: usize,
     /// `create`s of a live path (found, nothing written), and those whose latest version a
@@ -2544,7 +2577,10 @@ impl Soak {
             if client.list.text != self.published.text {
                 *self.stats.hidden_writes.entry(what).or_default() += 1;
             }
-            self.stats.plain_writes += usize::from(what == PLAIN_APP);
+            if what == PLAIN_APP {
+                self.stats.plain_writes += 1;
+                self.model.plain.insert(path.clone());
+            }
             said.push(format!(
                 "{what} on {} wrote {path} (write {}) -> {}",
                 client.list.label(),
@@ -4221,7 +4257,9 @@ impl Soak {
             && movable
             && self.phase == Phase::Main
             && self.step > self.steps / 4
-            && self.stats.rewrites_racing_moves == 0;
+            && self.stats.rewrites_racing_moves == 0
+            && self.stats.race_attempts < RACE_ATTEMPTS;
+        self.stats.race_attempts += usize::from(race_owed);
         let owed = owed && !race_owed;
         let fault = if race_owed {
             Fault::None
@@ -4362,6 +4400,7 @@ impl Soak {
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
         self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
+        self.check_plain_app_seen(&ran)?;
         // The run closed the placements while clients wrote beside it.
         let closed = |p: &Published| open_kind(&p.list) == Some(OpenKind::Closed);
         if closed(&self.published) && !closed(&old) {
@@ -5347,6 +5386,16 @@ impl Soak {
         for (what, c) in readers {
             for _ in 0..ORACLE_READS {
                 let path = paths[rng.index(paths.len())];
+                // The plain app's files are under `/`: found by a reader whose list looks
+                // there (the function reopens `/` once it sees the app, check 8b), and until
+                // then by none but at home.
+                if self.model.plain.contains(path.as_str())
+                    && !looks_in_first(&c.list.list)
+                    && c.home_root(path) != "/"
+                {
+                    self.stats.plain_unlooked += 1;
+                    continue;
+                }
                 reads += 1;
                 old += usize::from(c.list.version < self.published.version);
                 let head = format!("check 8: {what} on {} reads {path}", c.list.label());
@@ -5368,6 +5417,26 @@ impl Soak {
         self.stats.oracle_reads += reads;
         self.stats.oracle_reads_old_list += old;
         Ok(())
+    }
+
+    /// 8b: a run that answered while the app on plain paths ran (ECS shows it, reporting
+    /// nothing) leaves a published list whose misses look in `/`, where that app writes.
+    fn check_plain_app_seen(&mut self, ran: &Ran) -> Result<(), String> {
+        let plain = self
+            .actors
+            .iter()
+            .any(|a| matches!(a, Actor::Unreported { plain: true, .. }));
+        if !plain || !matches!(ran.outcome, Some(Ok(_))) {
+            return Ok(());
+        }
+        self.stats.runs_beside_plain_app += 1;
+        match looks_in_first(&self.published.list) {
+            true => Ok(()),
+            false => Err(format!(
+                "check 8b: the run answered while an app on plain paths ran, and the published list {} does not look in /, where it writes",
+                self.published.label()
+            )),
+        }
     }
 
     /// 7: every target the function created that AWS has is its own in the state as SSM holds
@@ -5867,6 +5936,14 @@ impl Soak {
             (
                 "writes beside a run that closed the placements",
                 s.writes_beside_close,
+            ),
+            (
+                "runs answered beside the app on plain paths",
+                s.runs_beside_plain_app,
+            ),
+            (
+                "its paths skipped by check 8 (a list not looking in /)",
+                s.plain_unlooked,
             ),
             ("creates that found a path", s.creates_found),
             ("deleted paths seen on disk again", s.resurrected.len()),
