@@ -51,9 +51,6 @@ const CUT_SHORT_AT_MOST: usize = 64;
 /// Entries that hold a drain named in one run at most: enough to act on, a small response.
 const NAMED_AT_MOST: usize = 10;
 
-/// A router's temporary file or cut-short move unchanged for this long is abandoned.
-pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
-
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Moves {
     /// Moved home (including those that replaced an older copy at home).
@@ -155,7 +152,8 @@ pub struct Walk<'a> {
     pub from: Option<&'a Cursor>,
     pub max_visits: u64,
     pub comparison: &'a Comparison,
-    /// The router's names unchanged this long are abandoned ([`ABANDONED_AFTER`]).
+    /// The router's names unchanged this long are abandoned
+    /// ([`ABANDONED_AFTER`](crate::config::ABANDONED_AFTER)).
     pub abandoned_after: Duration,
 }
 
@@ -858,6 +856,7 @@ pub fn holds_files(config: &Config, dir: &Path, until: Instant) -> std::io::Resu
 
 #[cfg(test)]
 mod tests {
+    use crate::config::ABANDONED_AFTER;
     use super::*;
     use efs_router::names::new_private_name;
     use std::fs;

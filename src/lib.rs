@@ -85,6 +85,7 @@ mod state;
 /// The rebalance's walk as a run makes it, for `examples/rebalance_bench.rs`: not an API.
 #[doc(hidden)]
 pub mod bench {
-    pub use crate::homing::{rebalance, Budget, Moves, Walk, ABANDONED_AFTER};
+    pub use crate::config::ABANDONED_AFTER;
+    pub use crate::homing::{rebalance, Budget, Moves, Walk};
     pub use crate::rebalance::{comparison, Comparison, ShardSet};
 }
