@@ -81,6 +81,7 @@ mod rebalance;
 mod response;
 mod shard;
 mod state;
+mod when;
 
 /// The rebalance's walk as a run makes it, for `examples/rebalance_bench.rs`: not an API.
 #[doc(hidden)]
