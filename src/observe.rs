@@ -4,8 +4,7 @@ use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::homing;
-use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, Subnet, When};
-use crate::plan::Warning;
+use crate::observed::{LifeCycle, MountTarget, Noticed, Observed, Parameter, Subnet, When};
 use crate::shard;
 use crate::state::{self, State};
 use efs_router::dir::count_files_at;
@@ -68,7 +67,7 @@ pub async fn observe(
     let started = Instant::now();
     let counted = count(config, roots, draining_roots, walk_until).await?;
     for root in &counted.walk_cut_short {
-        warnings.push(Warning::DrainWalkCutShort { root: root.clone() });
+        warnings.push(Noticed::DrainWalkCutShort { root: root.clone() });
     }
     let count_took = started.elapsed();
     let reports = read_reports(config).await?;
@@ -77,7 +76,7 @@ pub async fn observe(
         Some(crate::reports::Repair::Made) => {
             tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports")
         }
-        Some(repair) => warnings.push(Warning::ReportsDirRepaired {
+        Some(repair) => warnings.push(Noticed::ReportsDirRepaired {
             repair: repair.clone(),
         }),
         None => {}
@@ -279,7 +278,7 @@ struct Counted {
 /// state file on the file system, read once and safely, bounded by now. Its AZs are not
 /// carried over: a file any task could have written never decides what the function deletes
 /// (an operator adds targets the function created before to `created` by hand).
-fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State {
+fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Noticed>) -> State {
     let file = state::old_file_path(&config.mount_path);
     match state::read_old_state_file(&config.mount_path) {
         Ok(None) => State::default(),
@@ -295,7 +294,7 @@ fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State
                 e.until = e.until.min(most);
                 s.excluded.insert(key, e);
             }
-            warnings.push(Warning::OldStateCarriedOver {
+            warnings.push(Noticed::OldStateCarriedOver {
                 file: file.display().to_string(),
                 parameter: config.state_parameter_name.clone(),
                 created_azs: old.created_azs.iter().cloned().collect(),
@@ -303,7 +302,7 @@ fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State
             s
         }
         Err(problem) => {
-            warnings.push(Warning::OldStateFile { problem });
+            warnings.push(Noticed::OldStateFile { problem });
             State::default()
         }
     }

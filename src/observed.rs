@@ -182,9 +182,29 @@ pub struct Observed {
     /// The state parameter exists (else the state is new or carried over and must be saved).
     pub state_stored: bool,
     /// Observed things an operator should know (the old state file, say).
-    pub warnings: Vec<crate::plan::Warning>,
+    pub warnings: Vec<Noticed>,
     /// When it was observed.
     pub now: When,
+}
+
+/// What a run's reading found that an operator should know: data here, a warning of the same
+/// name in the plan's answer (`Warning`, which words it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Noticed {
+    /// The state file of earlier versions was read once into the state parameter.
+    OldStateCarriedOver {
+        file: String,
+        parameter: String,
+        /// AZs it names as the function's own, which are not carried over.
+        created_azs: Vec<String>,
+    },
+    /// The state file of earlier versions could not be read safely.
+    OldStateFile { problem: String },
+    /// The reports' directory was missing, or not open to every router: made, or its mode set.
+    ReportsDirRepaired { repair: crate::reports::Repair },
+    /// The walk of a draining shard's tree met its time before it could tell whether the tree
+    /// is empty.
+    DrainWalkCutShort { root: String },
 }
 
 impl Observed {
