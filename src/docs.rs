@@ -385,7 +385,7 @@ fn the_runbook_covers_every_returned_error_type() {
 #[test]
 fn the_response_tables_are_the_fields() {
     use crate::homing::Moves;
-    use crate::rebalance::record::Cursor;
+    use crate::state::rebalancing::Cursor;
     use crate::response::{NewMountTarget, Response};
     let moves = Moves {
         abandoned_removed: 1,

@@ -18,8 +18,8 @@
 use crate::config::Config;
 use crate::error::Error;
 use crate::plan::{Warning, WARNINGS_PER_KIND};
-use crate::rebalance::record::{path_digest, Cursor};
-use crate::rebalance::Comparison;
+use crate::state::rebalancing::{path_digest, Cursor};
+use crate::state::comparison::Comparison;
 use crate::shard;
 use efs_router::dir::Pinned;
 use efs_router::dir::{self, Flow, Kind, NAMED_MARK};
@@ -963,7 +963,7 @@ mod tests {
             until: Instant::now() + Duration::from_secs(60),
             concurrency: 2,
         };
-        let comparison = crate::rebalance::comparison(list, None);
+        let comparison = crate::state::comparison::comparison(list, None);
         let walk = Walk {
             from,
             max_visits,
@@ -978,7 +978,7 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[
+        let list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1036,7 +1036,7 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let first = config.watch_path("/");
         let dir = first.join("d");
         fs::create_dir_all(&dir).unwrap();
@@ -1090,7 +1090,7 @@ mod tests {
     fn a_cut_short_replace_is_given_back_and_only_a_nameless_private_file_is_reported() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         // Newer than home: replaces it. Older than home: dropped.
@@ -1143,7 +1143,7 @@ mod tests {
     fn what_a_give_back_leaves_is_named_once_and_counted_on_every_pass() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         // A cut-short replace holding a newer version it can give back, and a link it never
@@ -1177,7 +1177,7 @@ mod tests {
     fn a_cut_short_move_of_a_path_deleted_since_is_not_brought_back() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[
+        let list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1214,7 +1214,7 @@ mod tests {
     fn a_drain_gives_back_an_abandoned_move_and_names_one_that_holds_it() {
         let mount = tempfile::tempdir().unwrap();
         let mut config = config(mount.path());
-        let mut list = crate::rebalance::record::tests::list(&[
+        let mut list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1328,7 +1328,7 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let mut list = crate::rebalance::record::tests::list(&[
+        let mut list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1382,7 +1382,7 @@ mod tests {
         let mount = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[
+        let list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1416,7 +1416,7 @@ mod tests {
         use std::os::unix::fs::{chown, symlink};
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[
+        let list = crate::state::rebalancing::tests::list(&[
             ("/", "use1-az1", 1),
             ("/shards/x", "use1-az2", 1),
         ]);
@@ -1475,8 +1475,8 @@ mod tests {
 
     #[test]
     fn a_pass_against_added_shards_closes_nothing_and_a_full_one_finds_a_stray() {
-        use crate::rebalance::comparison;
-        use crate::rebalance::record::{tests::list, Rebalancing, ShardSet};
+        use crate::state::comparison::comparison;
+        use crate::state::rebalancing::{tests::list, Rebalancing, ShardSet};
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
         let old = list(&[("/", "use1-az1", 1), ("/shards/x", "use1-az2", 1)]);
@@ -1560,7 +1560,7 @@ mod tests {
         with_lambdas_descriptors(name, || {
             let mount = roomy_mount();
             let config = config(mount.path());
-            let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+            let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
             let watch = config.watch_path("/");
             // Each in a directory of its own, as a task would plant them, or moves die.
             for i in 0..600 {
@@ -1592,7 +1592,7 @@ mod tests {
         with_lambdas_descriptors(name, || {
             let mount = roomy_mount();
             let config = config(mount.path());
-            let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+            let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
             let watch = config.watch_path("/");
             fs::create_dir_all(&watch).unwrap();
             // A move's private directory planted with links, which no move gives back, and
@@ -1623,7 +1623,7 @@ mod tests {
     fn entries_left_past_the_warnings_cap_are_named_by_a_later_pass() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         let pd = watch.join(new_private_name(Private::Moving));
@@ -1654,7 +1654,7 @@ mod tests {
     fn a_give_back_out_of_time_waits_for_the_next_run_and_leaves_the_pass_unclean() {
         let mount = tempfile::tempdir().unwrap();
         let config = config(mount.path());
-        let list = crate::rebalance::record::tests::list(&[("/", "use1-az1", 1)]);
+        let list = crate::state::rebalancing::tests::list(&[("/", "use1-az1", 1)]);
         let watch = config.watch_path("/");
         fs::create_dir_all(&watch).unwrap();
         let pd = cut_short_replace(&watch, "a", b"only copy", 10);

@@ -88,5 +88,6 @@ mod when;
 pub mod bench {
     pub use crate::config::ABANDONED_AFTER;
     pub use crate::homing::{rebalance, Budget, Moves, Walk};
-    pub use crate::rebalance::{comparison, Comparison, ShardSet};
+    pub use crate::state::comparison::{comparison, Comparison};
+    pub use crate::state::rebalancing::ShardSet;
 }

@@ -1,18 +1,12 @@
 //! The rebalance: misplaced files moved home under the published list, in the background, a
 //! little each run. Here is what it is:
 //! - the run ([`run`]): walks the shards within its moves and time, and saves where it stopped;
-//! - its record ([`record`], the state's `rebalancing`): where the next run goes on, and the
+//! - its record ([`crate::state::rebalancing`], the state's `rebalancing`): where the next run goes on, and the
 //!   shards of its last clean pass;
-//! - its comparison ([`comparison`]): after shards were only added, which names can have moved.
+//! - its comparison ([`crate::state::comparison`]): after shards were only added, which names can have moved.
 //!
 //! How a file moves is the router's (`efs_router::relocation`); the walk that meets misplaced
 //! files, shared with the drains, is [`crate::homing`].
-
-mod comparison;
-pub(crate) mod record;
-
-pub use comparison::{comparison, Comparison};
-pub use record::ShardSet;
 
 use crate::apply::Applied;
 use crate::aws::Aws;
@@ -21,12 +15,13 @@ use crate::error::Error;
 use crate::homing;
 use crate::observed::Observed;
 use crate::plan::{MovesWait, Plan, StepKind, Warning};
+use crate::state::comparison::comparison;
 use crate::state::State;
 use std::time::Instant;
 use tracing::{info, warn};
 
 /// The rebalance: moves misplaced files home under the published list, within `max_moves` and
-/// the time left, going on where the last run stopped ([`record::Rebalancing`]). It does not
+/// the time left, going on where the last run stopped ([`crate::state::rebalancing::Rebalancing`]). It does not
 /// go through the plan's decision because it decides nothing the plan decides: it changes no
 /// list or AWS resource, and walks the list clients use now (not the one a reconcile would
 /// publish); it changes only its own record in the state, which it returns when it changed.

@@ -7,7 +7,10 @@
 //! (`EFS_MOUNT_PATH/.efs-mount-autoscaler/state.json`) is read once, when the parameter does
 //! not exist yet, without following links and only if it is a small regular file.
 
-use crate::rebalance::record::Rebalancing;
+pub(crate) mod comparison;
+pub(crate) mod rebalancing;
+
+use rebalancing::Rebalancing;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -410,11 +413,11 @@ mod tests {
             );
             s.missing.insert(id, 1_800_000_000);
         }
-        s.rebalancing.pass = Some(crate::rebalance::record::Pass {
+        s.rebalancing.pass = Some(crate::state::rebalancing::Pass {
             shards: "f".repeat(64),
             clean: false,
         });
-        s.rebalancing.balanced = Some(crate::rebalance::record::ShardSet {
+        s.rebalancing.balanced = Some(crate::state::rebalancing::ShardSet {
             sha256: "f".repeat(64),
             targets: (1..=6)
                 .map(|az| (format!("/shards/use1-az{az}"), 255))
@@ -436,9 +439,9 @@ mod tests {
         for az in 1..=6 {
             s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.clone(), 0);
         }
-        s.rebalancing.next = Some(crate::rebalance::record::Cursor {
+        s.rebalancing.next = Some(crate::state::rebalancing::Cursor {
             root: "/shards/use1-az6.255".into(),
-            path: "é".repeat(crate::rebalance::record::MAX_PATH_CHARS),
+            path: "é".repeat(crate::state::rebalancing::MAX_PATH_CHARS),
         });
         assert!(s
             .excluded
