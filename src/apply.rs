@@ -4,7 +4,8 @@
 use crate::aws::{ssm, Aws};
 use crate::config::Config;
 use crate::error::Error;
-use crate::homing::{self, Moves};
+use crate::moves::pass::Rebalanced;
+use crate::moves::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step, StepKind, Warning};
 use crate::state::State;
@@ -28,6 +29,20 @@ pub struct Applied {
     pub warnings: Vec<Warning>,
     /// Shard directories that could not be made (each skipped; the run went on).
     pub dirs_not_made: usize,
+}
+
+impl Applied {
+    /// Folds in what a rebalance run did: its warnings and what it waited for; its moves and
+    /// the step they were, when it walked.
+    pub fn rebalanced(&mut self, done: Rebalanced) {
+        self.warnings.extend(done.warnings);
+        self.waiting_for.extend(done.waiting_for);
+        self.clients_behind.extend(done.clients_behind);
+        if let Some(moves) = done.moves {
+            self.moves = moves;
+            self.actions.push(StepKind::MoveFiles);
+        }
+    }
 }
 
 /// First and longest pause between two looks at a creating mount target.
@@ -84,14 +99,14 @@ pub async fn apply(
             Step::MoveFiles { root, list } => {
                 // A drain is bounded by the time left only: it is what stands between the
                 // run and removing the target.
-                let budget = homing::Budget {
+                let budget = moves::Budget {
                     max_moves: u64::MAX,
                     until: wait_until,
                     concurrency: config.move_concurrency,
                 };
                 let roots = std::slice::from_ref(root);
                 let moves =
-                    homing::drain_shards(config, list, roots, budget, &mut applied.warnings)?;
+                    moves::drain_shards(config, list, roots, budget, &mut applied.warnings)?;
                 applied.progressed |= moves.moved + moves.dropped_older > 0;
                 applied.moves.then(moves);
             }

@@ -3,7 +3,7 @@
 use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
-use crate::homing;
+use crate::moves;
 use crate::observed::{LifeCycle, MountTarget, Noticed, Observed, Parameter, Subnet, When};
 use crate::shard;
 use crate::state::{self, State};
@@ -230,13 +230,13 @@ async fn count(
         // walked until `walk_until`: a tree too large to walk in time holds its drain only.
         for root in draining_roots {
             let path = config.watch_path(&root);
-            match homing::holds_files(&config, &path, walk_until) {
+            match moves::holds_files(&config, &path, walk_until) {
                 Ok(holds) => {
-                    if holds == homing::Holds::Unknown {
+                    if holds == moves::Holds::Unknown {
                         out.walk_cut_short.push(root.clone());
                     }
                     out.tree_has_files
-                        .insert(root, holds != homing::Holds::Nothing);
+                        .insert(root, holds != moves::Holds::Nothing);
                 }
                 Err(e) => {
                     out.unreadable
