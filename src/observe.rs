@@ -71,16 +71,7 @@ pub async fn observe(
     }
     let count_took = started.elapsed();
     let reports = read_reports(config).await?;
-    match &reports.repaired {
-        // Day one's prerequisite, done: nothing to warn of.
-        Some(crate::reports::Repair::Made) => {
-            tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports")
-        }
-        Some(repair) => warnings.push(Noticed::ReportsDirRepaired {
-            repair: repair.clone(),
-        }),
-        None => {}
-    }
+    warnings.extend(repaired(&reports));
     Ok((
         Observed {
             file_system,
@@ -103,6 +94,21 @@ pub async fn observe(
         },
         count_took,
     ))
+}
+
+/// What the reports' directory's repair is for an operator to know, if anything.
+fn repaired(reports: &crate::reports::Reports) -> Option<Noticed> {
+    match &reports.repaired {
+        // Day one's prerequisite, done: nothing to warn of.
+        Some(crate::reports::Repair::Made) => {
+            tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports");
+            None
+        }
+        Some(repair) => Some(Noticed::ReportsDirRepaired {
+            repair: repair.clone(),
+        }),
+        None => None,
+    }
 }
 
 /// The candidate subnets (`SUBNET_IDS`, else the VPC's), and the AZs of the protected ones.

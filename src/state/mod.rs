@@ -426,23 +426,33 @@ mod tests {
         s
     }
 
-    #[test]
-    fn the_worst_state_fits_its_parameter_and_keeps_what_decides() {
-        let kept = worst_kept();
+    /// `kept` with a dozen subnets and every AZ refused, each for `aws` (AWS's longest
+    /// reasons), and the longest position a rebalance keeps.
+    fn worst_refused(kept: &State, aws: &str) -> State {
         let mut s = kept.clone();
-        // A dozen subnets and every AZ refused, each with AWS's longest reasons, and the
-        // longest position a rebalance keeps.
-        let aws = format!("NoFreeAddressesInSubnet: {}", "x".repeat(210));
         for n in 0..12 {
-            s.exclude(&format!("subnet-{n:017x}"), 1_800_000_000, aws.clone(), 0);
+            s.exclude(
+                &format!("subnet-{n:017x}"),
+                1_800_000_000,
+                aws.to_owned(),
+                0,
+            );
         }
         for az in 1..=6 {
-            s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.clone(), 0);
+            s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.to_owned(), 0);
         }
         s.rebalancing.next = Some(crate::state::rebalancing::Cursor {
             root: "/shards/use1-az6.255".into(),
             path: "é".repeat(crate::state::rebalancing::MAX_PATH_CHARS),
         });
+        s
+    }
+
+    #[test]
+    fn the_worst_state_fits_its_parameter_and_keeps_what_decides() {
+        let kept = worst_kept();
+        let aws = format!("NoFreeAddressesInSubnet: {}", "x".repeat(210));
+        let s = worst_refused(&kept, &aws);
         assert!(s
             .excluded
             .values()
