@@ -8,7 +8,7 @@
 //! # Where things are
 //!
 //! In floors, bottom to top: a module imports from its own floor and those below, never from
-//! one above, and no import circle spans two folders (`floors`, a test, holds the code to
+//! one above, and no import circle spans two folders (the test `floors` holds the code to
 //! this map). One line a module; the plan's parts each in a file of their own.
 //!
 //! Floor 0, what everything uses:
@@ -79,6 +79,7 @@
 //! - `main.rs`: logging, the settings, the AWS services' clients (`Aws`), `lambda_runtime::run`.
 //! - `bin/efs-route.rs`: the operators' routing tool.
 //! - `docs` (tests only): the docs' tables of names, defaults and fields against the code.
+//! - `floors` (tests only): the floors of this map held to the code.
 //!
 //! Beside this crate: `router/` (the routing library, `efs-router`; its map is in
 //! router/src/lib.rs), `clients/python/` (the Python client; its modules are listed in
@@ -99,6 +100,8 @@ pub mod reports;
 mod apply;
 #[cfg(test)]
 mod docs;
+#[cfg(test)]
+mod floors;
 mod moves;
 mod observe;
 mod observed;
