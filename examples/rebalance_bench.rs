@@ -7,7 +7,7 @@
 //! N empty files, each at its home under a list of SHARDS shards (5 mount targets serving
 //! SHARDS / 5 each), are made once on local disk (under the system's temporary directory,
 //! kept for later runs); then the first target serves one shard more. Each comparison walks
-//! every shard once (the run's code: `homing::rebalance`, the sorted walk from the start, no
+//! every shard once (the run's code: `moves::rebalance`, the sorted walk from the start, no
 //! move allowed, so the tree is the same for both), and the bench prints its CPU per file,
 //! the files a run visits before the default deadline (900 s less the 20 s margin) on one
 //! core and at the template's 256 MB, and the peak resident memory of the walks.

@@ -4,10 +4,12 @@
 use crate::aws::{ssm, Aws};
 use crate::config::Config;
 use crate::error::Error;
-use crate::homing::{self, Moves};
+use crate::moves::pass::Rebalanced;
+use crate::moves::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step, StepKind, Warning};
 use crate::state::State;
+use efs_router::list::MountTargetList;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -30,6 +32,58 @@ pub struct Applied {
     pub dirs_not_made: usize,
 }
 
+impl Applied {
+    /// Folds in what a rebalance run did: its warnings and what it waited for; its moves and
+    /// the step they were, when it walked.
+    pub fn rebalanced(&mut self, done: Rebalanced) {
+        self.warnings.extend(done.warnings);
+        self.waiting_for.extend(done.waiting_for);
+        self.clients_behind.extend(done.clients_behind);
+        if let Some(moves) = done.moves {
+            self.moves = moves;
+            self.actions.push(StepKind::MoveFiles);
+        }
+    }
+}
+
+/// Makes the shard directory of `root`: answers whether it is there. One that cannot be made
+/// stops only itself: the shard is not published until it exists, and the next run tries again.
+fn make_shard_dir(config: &Config, root: &str, applied: &mut Applied) -> bool {
+    let path = config.watch_path(root);
+    if let Err(source) = crate::shard::open_dir(config, &path, true) {
+        let e = Error::CreateShardDir { path, source };
+        warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
+        applied.warnings.push(Warning::ShardDirNotMade {
+            error: crate::error::chain(&e),
+        });
+        applied.dirs_not_made += 1;
+        return false;
+    }
+    info!(root = %root, path = %path.display(), "shard directory ready");
+    true
+}
+
+/// Drains the shard rooted at `root` (a `MoveFiles` step). A drain is bounded by the time left
+/// only: it is what stands between the run and removing the target.
+fn drain(
+    config: &Config,
+    root: &String,
+    list: &MountTargetList,
+    wait_until: Instant,
+    applied: &mut Applied,
+) -> Result<(), Error> {
+    let budget = moves::Budget {
+        max_moves: u64::MAX,
+        until: wait_until,
+        concurrency: config.move_concurrency,
+    };
+    let roots = std::slice::from_ref(root);
+    let moves = moves::drain_shards(config, list, roots, budget, &mut applied.warnings)?;
+    applied.progressed |= moves.moved + moves.dropped_older > 0;
+    applied.moves.then(moves);
+    Ok(())
+}
+
 /// First and longest pause between two looks at a creating mount target.
 const FIRST_POLL: Duration = Duration::from_secs(1);
 const LONGEST_POLL: Duration = Duration::from_secs(10);
@@ -48,19 +102,9 @@ pub async fn apply(
     for step in steps {
         match step {
             Step::CreateShardDir { root } => {
-                let path = config.watch_path(root);
-                // One shard directory that cannot be made stops only itself: the shard is not
-                // published until it exists, and the next run tries again.
-                if let Err(source) = crate::shard::open_dir(config, &path, true) {
-                    let e = Error::CreateShardDir { path, source };
-                    warn!(root = %root, error = %crate::error::chain(&e), "shard directory skipped");
-                    applied.warnings.push(Warning::ShardDirNotMade {
-                        error: crate::error::chain(&e),
-                    });
-                    applied.dirs_not_made += 1;
+                if !make_shard_dir(config, root, applied) {
                     continue;
                 }
-                info!(root = %root, path = %path.display(), "shard directory ready");
             }
             Step::CreateMountTarget(new) => {
                 applied.progressed = true;
@@ -81,20 +125,7 @@ pub async fn apply(
                     .await?;
                 info!(parameter = %config.state_parameter_name, state = %state.to_json(), "state saved");
             }
-            Step::MoveFiles { root, list } => {
-                // A drain is bounded by the time left only: it is what stands between the
-                // run and removing the target.
-                let budget = homing::Budget {
-                    max_moves: u64::MAX,
-                    until: wait_until,
-                    concurrency: config.move_concurrency,
-                };
-                let roots = std::slice::from_ref(root);
-                let moves =
-                    homing::drain_shards(config, list, roots, budget, &mut applied.warnings)?;
-                applied.progressed |= moves.moved + moves.dropped_older > 0;
-                applied.moves.then(moves);
-            }
+            Step::MoveFiles { root, list } => drain(config, root, list, wait_until, applied)?,
             Step::DeleteMountTarget { mount_target_id } => {
                 aws.efs.delete_mount_target(mount_target_id).await?;
                 applied.deleted.push(mount_target_id.clone());

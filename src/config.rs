@@ -31,7 +31,6 @@ pub const ENV_VARS: &[&str] = &[
 ];
 
 use crate::error::ConfigError;
-pub use crate::plan::{ClientReports, ClosePlacements};
 use efs_router::list::MAX_LIST_SHARDS;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -243,13 +242,17 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
     }
 }
 
+/// A router's temporary file or cut-short move unchanged for this long is abandoned
+/// (`ABANDONED_AFTER_SECONDS` when unset).
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
+
 /// The least `ABANDONED_AFTER_SECONDS`: a move or a write still going after that long is
 /// stalled, and giving back what it took costs a duplicate name at worst, never a file.
 pub const ABANDONED_AT_LEAST: Duration = Duration::from_secs(60);
 
 fn abandoned_after<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Duration, ConfigError> {
     match env.seconds("ABANDONED_AFTER_SECONDS")? {
-        None => Ok(crate::homing::ABANDONED_AFTER),
+        None => Ok(ABANDONED_AFTER),
         Some(d) if d < ABANDONED_AT_LEAST => Err(ConfigError {
             var: "ABANDONED_AFTER_SECONDS",
             problem: format!(
@@ -400,6 +403,44 @@ fn watch_dir(raw: &str) -> Result<String, ConfigError> {
         });
     }
     Ok(parts.join("/"))
+}
+
+/// What the fleet rule asks of the clients' reports (`CLIENT_REPORTS`). Every live report
+/// holds the moves while it names another list, either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientReports {
+    /// Every task ECS wants running in the named services and `ECS_CLIENT_FAMILIES` has a live
+    /// report naming its ARN before a file moves, a target goes or the list needs version 2:
+    /// a task on plain paths (no router) would lose sight of a moved file.
+    #[default]
+    Require,
+    /// ECS's deployments and tasks, and the reports there are: a task without one is not
+    /// waited for. Safe only once every reader and writer routes through a router.
+    EcsMayHideFiles,
+}
+
+impl ClientReports {
+    pub const REQUIRE: &'static str = "require";
+    pub const ECS_MAY_HIDE_FILES: &'static str = "ecs-may-hide-files";
+}
+
+/// When a clean rebalance pass closes the placements (`CLOSE_PLACEMENTS`). Once they are
+/// closed a miss looks at home alone, so a file a writer puts away from home is hidden until a
+/// rebalance moves it: only a writer the fleet rule sees is sure to put it where a miss looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClosePlacements {
+    /// Only while every writer ECS shows is seen: `CLIENT_REPORTS=require`, every task
+    /// reporting and ECS's tasks listed.
+    #[default]
+    WhenEveryWriterReports,
+    /// Whatever the writers: a task without a report (under `ecs-may-hide-files`, or not
+    /// reporting) may write a file that no miss finds until the rebalance moves it home.
+    UnseenWritersMayHideFiles,
+}
+
+impl ClosePlacements {
+    pub const WHEN_EVERY_WRITER_REPORTS: &'static str = "when-every-writer-reports";
+    pub const UNSEEN_WRITERS_MAY_HIDE_FILES: &'static str = "unseen-writers-may-hide-files";
 }
 
 #[cfg(test)]

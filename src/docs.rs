@@ -384,9 +384,9 @@ fn the_runbook_covers_every_returned_error_type() {
 /// The response's fields, as serialized from a response with every optional field present.
 #[test]
 fn the_response_tables_are_the_fields() {
-    use crate::homing::Moves;
-    use crate::rebalance::record::Cursor;
+    use crate::moves::Moves;
     use crate::response::{NewMountTarget, Response};
+    use crate::state::rebalancing::Cursor;
     let moves = Moves {
         abandoned_removed: 1,
         incomplete: true,

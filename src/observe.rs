@@ -3,9 +3,8 @@
 use crate::aws::Aws;
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
-use crate::homing;
-use crate::observed::{LifeCycle, MountTarget, Observed, Parameter, Subnet, When};
-use crate::plan::Warning;
+use crate::moves;
+use crate::observed::{LifeCycle, MountTarget, Noticed, Observed, Parameter, Subnet, When};
 use crate::shard;
 use crate::state::{self, State};
 use efs_router::dir::count_files_at;
@@ -68,20 +67,11 @@ pub async fn observe(
     let started = Instant::now();
     let counted = count(config, roots, draining_roots, walk_until).await?;
     for root in &counted.walk_cut_short {
-        warnings.push(Warning::DrainWalkCutShort { root: root.clone() });
+        warnings.push(Noticed::DrainWalkCutShort { root: root.clone() });
     }
     let count_took = started.elapsed();
     let reports = read_reports(config).await?;
-    match &reports.repaired {
-        // Day one's prerequisite, done: nothing to warn of.
-        Some(crate::reports::Repair::Made) => {
-            tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports")
-        }
-        Some(repair) => warnings.push(Warning::ReportsDirRepaired {
-            repair: repair.clone(),
-        }),
-        None => {}
-    }
+    warnings.extend(repaired(&reports));
     Ok((
         Observed {
             file_system,
@@ -104,6 +94,21 @@ pub async fn observe(
         },
         count_took,
     ))
+}
+
+/// What the reports' directory's repair is for an operator to know, if anything.
+fn repaired(reports: &crate::reports::Reports) -> Option<Noticed> {
+    match &reports.repaired {
+        // Day one's prerequisite, done: nothing to warn of.
+        Some(crate::reports::Repair::Made) => {
+            tracing::info!("made /.efs-router-clients, mode 1777, for the routers' reports");
+            None
+        }
+        Some(repair) => Some(Noticed::ReportsDirRepaired {
+            repair: repair.clone(),
+        }),
+        None => None,
+    }
 }
 
 /// The candidate subnets (`SUBNET_IDS`, else the VPC's), and the AZs of the protected ones.
@@ -231,13 +236,13 @@ async fn count(
         // walked until `walk_until`: a tree too large to walk in time holds its drain only.
         for root in draining_roots {
             let path = config.watch_path(&root);
-            match homing::holds_files(&config, &path, walk_until) {
+            match moves::holds_files(&config, &path, walk_until) {
                 Ok(holds) => {
-                    if holds == homing::Holds::Unknown {
+                    if holds == moves::Holds::Unknown {
                         out.walk_cut_short.push(root.clone());
                     }
                     out.tree_has_files
-                        .insert(root, holds != homing::Holds::Nothing);
+                        .insert(root, holds != moves::Holds::Nothing);
                 }
                 Err(e) => {
                     out.unreadable
@@ -279,7 +284,7 @@ struct Counted {
 /// state file on the file system, read once and safely, bounded by now. Its AZs are not
 /// carried over: a file any task could have written never decides what the function deletes
 /// (an operator adds targets the function created before to `created` by hand).
-fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State {
+fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Noticed>) -> State {
     let file = state::old_file_path(&config.mount_path);
     match state::read_old_state_file(&config.mount_path) {
         Ok(None) => State::default(),
@@ -295,7 +300,7 @@ fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State
                 e.until = e.until.min(most);
                 s.excluded.insert(key, e);
             }
-            warnings.push(Warning::OldStateCarriedOver {
+            warnings.push(Noticed::OldStateCarriedOver {
                 file: file.display().to_string(),
                 parameter: config.state_parameter_name.clone(),
                 created_azs: old.created_azs.iter().cloned().collect(),
@@ -303,7 +308,7 @@ fn carried_over(config: &Config, now: u64, warnings: &mut Vec<Warning>) -> State
             s
         }
         Err(problem) => {
-            warnings.push(Warning::OldStateFile { problem });
+            warnings.push(Noticed::OldStateFile { problem });
             State::default()
         }
     }

@@ -2,46 +2,9 @@
 
 use crate::reports::Reports;
 use crate::state::State;
+pub use crate::when::When;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, SystemTime};
-
-/// A moment, as Unix time in milliseconds: the one type for "when" in what a run observes (the
-/// list's last publish, a deployment's start, the run's own now). AWS's times carry
-/// milliseconds, and a deployment forced within a second of a publish must still count as
-/// after it. The state's timers are whole seconds, [`When::secs`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct When(u64);
-
-impl When {
-    pub fn from_millis(ms: u64) -> When {
-        When(ms)
-    }
-
-    pub fn from_secs(secs: u64) -> When {
-        When(secs.saturating_mul(1000))
-    }
-
-    /// `t`, if it is after the Unix epoch.
-    pub fn from_system(t: SystemTime) -> Option<When> {
-        let since = t.duration_since(SystemTime::UNIX_EPOCH).ok()?;
-        Some(When(u64::try_from(since.as_millis()).unwrap_or(u64::MAX)))
-    }
-
-    pub fn now() -> When {
-        When::from_system(SystemTime::now()).unwrap_or(When(0))
-    }
-
-    /// Whole seconds since the Unix epoch (how the state keeps its timers).
-    pub fn secs(self) -> u64 {
-        self.0 / 1000
-    }
-
-    /// How long after `earlier` this is (zero when it is not after it).
-    pub fn since(self, earlier: When) -> Duration {
-        Duration::from_millis(self.0.saturating_sub(earlier.0))
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LifeCycle {
@@ -219,32 +182,34 @@ pub struct Observed {
     /// The state parameter exists (else the state is new or carried over and must be saved).
     pub state_stored: bool,
     /// Observed things an operator should know (the old state file, say).
-    pub warnings: Vec<crate::plan::Warning>,
+    pub warnings: Vec<Noticed>,
     /// When it was observed.
     pub now: When,
+}
+
+/// What a run's reading found that an operator should know: data here, a warning of the same
+/// name in the plan's answer (`Warning`, which words it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Noticed {
+    /// The state file of earlier versions was read once into the state parameter.
+    OldStateCarriedOver {
+        file: String,
+        parameter: String,
+        /// AZs it names as the function's own, which are not carried over.
+        created_azs: Vec<String>,
+    },
+    /// The state file of earlier versions could not be read safely.
+    OldStateFile { problem: String },
+    /// The reports' directory was missing, or not open to every router: made, or its mode set.
+    ReportsDirRepaired { repair: crate::reports::Repair },
+    /// The walk of a draining shard's tree met its time before it could tell whether the tree
+    /// is empty.
+    DrainWalkCutShort { root: String },
 }
 
 impl Observed {
     /// When the list was last published, if it is: the one reading of that time.
     pub fn published_at(&self) -> Option<When> {
         self.parameter.as_ref().and_then(|p| p.last_modified)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_moment_keeps_its_milliseconds() {
-        let published =
-            When::from_system(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700)).unwrap();
-        let deployed = When::from_millis(1_950);
-        // Within the same second, and still after it: the fleet rule compares moments.
-        assert!(deployed > published);
-        assert_eq!((published.secs(), deployed.secs()), (1, 1));
-        assert_eq!(deployed.since(published), Duration::from_millis(250));
-        assert_eq!(published.since(deployed), Duration::ZERO);
-        assert_eq!(When::from_secs(3).secs(), 3);
     }
 }

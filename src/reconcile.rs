@@ -6,9 +6,9 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::event::Action;
 use crate::metrics;
+use crate::moves::pass;
 use crate::observe::observe;
 use crate::plan::{capped, plan, Behind, Homes, MovesWait, OldTask, Plan, Policy, Step, StepKind};
-use crate::rebalance;
 use crate::response::{NewMountTarget, Response};
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
@@ -80,17 +80,11 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
-            let after = rebalance::run(
-                config,
-                &observed,
-                &first,
-                max_moves,
-                wait_until,
-                &mut applied,
-            )?;
-            if let Some(state) = after {
-                rebalance::save(aws, config, state).await?;
+            let mut done = pass::run(config, &observed, &first, max_moves, wait_until)?;
+            if let Some(state) = done.state.take() {
+                pass::save(aws, config, state).await?;
             }
+            applied.rebalanced(done);
             None
         }
         Action::Reconcile | Action::Migrate | Action::Undo => Some(

@@ -6,7 +6,7 @@
 //! [`READ_TIME`]; what is past those bounds, or cannot be read, counts as a client that holds
 //! the moves (docs/data-plane.md, "The fleet rule").
 
-use crate::observed::When;
+use crate::when::When;
 use efs_router::names::{private_kind, Private};
 use efs_router::report::{client_of_file, Report, DIR, LIFETIME_SECS, MAX_BYTES};
 use rustix::fs::{unlinkat, AtFlags, FileType, Mode, OFlags};

@@ -1,6 +1,6 @@
 //! The invocation's answer: a superset of the original `{statusCode, new_mount_target, total}`.
 
-use crate::homing::Moves;
+use crate::moves::Moves;
 use crate::plan::{Behind, Excluded, OldTask, StepKind};
 use efs_router::list::Target;
 use serde::Serialize;

@@ -1,7 +1,7 @@
 //! A task swapping a directory the rebalance walked for a link, from another thread, while the
 //! run is under way (issue 27, items 1 and 2: no path is resolved again after the walk).
 //!
-//! Each test runs `homing::rebalance` (as a run does) over the FUSE test bed, again and again,
+//! Each test runs `moves::rebalance` (as a run does) over the FUSE test bed, again and again,
 //! while a second thread keeps moving one of the walked directories away and planting a
 //! symbolic link in its place, to a "victim" directory outside the shards that holds files of
 //! the same names, newer than everything in the shards (a "latest write wins" move would take

@@ -173,7 +173,7 @@ pub(super) fn announces(t: &Target, files: &BTreeMap<String, u64>) -> bool {
 mod tests {
     use super::*;
     use crate::plan::placements::tests::router;
-    use crate::rebalance::record::tests::list;
+    use crate::state::rebalancing::tests::list;
     use efs_router::list::Strategy;
 
     fn v3(l: MountTargetList, open: Vec<Placement>) -> MountTargetList {

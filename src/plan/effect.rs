@@ -9,8 +9,8 @@ use super::list::rebuild_list;
 use super::step::Step;
 use super::tasks::OldTask;
 use crate::observed::Observed;
-use crate::rebalance::record::list_shards_sha256;
 use crate::shard::FirstRoot;
+use crate::state::rebalancing::list_shards_sha256;
 use crate::state::{Drain, ShardDrain, State};
 use efs_router::list::MountTargetList;
 

@@ -365,7 +365,7 @@ struct Seen<'a> {
 impl<'a> Seen<'a> {
     fn of(obs: &'a Observed, policy: &Policy) -> Seen<'a> {
         let published = obs.parameter.as_ref().map(|p| &p.list);
-        let mut warnings = obs.warnings.clone();
+        let mut warnings: Vec<Warning> = obs.warnings.iter().cloned().map(Warning::from).collect();
         // The migrate event: the plan starts from the list as rendezvous would have it;
         // upkeep's comparison with what is published makes it go out.
         let migrated = policy

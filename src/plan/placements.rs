@@ -17,7 +17,7 @@
 //!   past the function does not know, and a list too long for its parameter say `everywhere`.
 
 use crate::aws::ssm::STANDARD_VALUE_LIMIT;
-use crate::rebalance::record::ShardSet;
+use crate::state::rebalancing::ShardSet;
 use efs_router::list::{MountTargetList, Strategy, Target};
 use efs_router::placement::{Everywhere, Open, Placement};
 use std::collections::BTreeSet;
@@ -98,7 +98,7 @@ fn first_placement() -> Placement {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::rebalance::record::tests::list;
+    use crate::state::rebalancing::tests::list;
     use efs_router::{Layout, Router};
     use std::path::Path;
 

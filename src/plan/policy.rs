@@ -1,5 +1,7 @@
 //! The settings that shape a plan.
 
+pub use crate::config::{ClientReports, ClosePlacements};
+
 /// The settings that shape a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -30,42 +32,4 @@ pub struct Policy {
     /// The tree, relative to each shard's root, that the rebalance walks (`WATCH_DIR`): what a
     /// version 3 list's placements speak for (its `scope`). `None`: the whole tree.
     pub scope: Option<String>,
-}
-
-/// What the fleet rule asks of the clients' reports (`CLIENT_REPORTS`). Every live report
-/// holds the moves while it names another list, either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ClientReports {
-    /// Every task ECS wants running in the named services and `ECS_CLIENT_FAMILIES` has a live
-    /// report naming its ARN before a file moves, a target goes or the list needs version 2:
-    /// a task on plain paths (no router) would lose sight of a moved file.
-    #[default]
-    Require,
-    /// ECS's deployments and tasks, and the reports there are: a task without one is not
-    /// waited for. Safe only once every reader and writer routes through a router.
-    EcsMayHideFiles,
-}
-
-impl ClientReports {
-    pub const REQUIRE: &'static str = "require";
-    pub const ECS_MAY_HIDE_FILES: &'static str = "ecs-may-hide-files";
-}
-
-/// When a clean rebalance pass closes the placements (`CLOSE_PLACEMENTS`). Once they are
-/// closed a miss looks at home alone, so a file a writer puts away from home is hidden until a
-/// rebalance moves it: only a writer the fleet rule sees is sure to put it where a miss looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ClosePlacements {
-    /// Only while every writer ECS shows is seen: `CLIENT_REPORTS=require`, every task
-    /// reporting and ECS's tasks listed.
-    #[default]
-    WhenEveryWriterReports,
-    /// Whatever the writers: a task without a report (under `ecs-may-hide-files`, or not
-    /// reporting) may write a file that no miss finds until the rebalance moves it home.
-    UnseenWritersMayHideFiles,
-}
-
-impl ClosePlacements {
-    pub const WHEN_EVERY_WRITER_REPORTS: &'static str = "when-every-writer-reports";
-    pub const UNSEEN_WRITERS_MAY_HIDE_FILES: &'static str = "unseen-writers-may-hide-files";
 }

@@ -5,6 +5,7 @@
 
 use super::fleet::MovesWait;
 use super::tasks::InUse;
+use crate::observed::Noticed;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +124,25 @@ pub enum Warning {
     /// More warnings of `kind` than one response names ([`WARNINGS_PER_KIND`]): `left_out`
     /// of them are not in it (logged, where they were found, or named by a later run).
     WarningsCapped { kind: &'static str, left_out: u64 },
+}
+
+impl From<Noticed> for Warning {
+    fn from(n: Noticed) -> Warning {
+        match n {
+            Noticed::OldStateCarriedOver {
+                file,
+                parameter,
+                created_azs,
+            } => Warning::OldStateCarriedOver {
+                file,
+                parameter,
+                created_azs,
+            },
+            Noticed::OldStateFile { problem } => Warning::OldStateFile { problem },
+            Noticed::ReportsDirRepaired { repair } => Warning::ReportsDirRepaired { repair },
+            Noticed::DrainWalkCutShort { root } => Warning::DrainWalkCutShort { root },
+        }
+    }
 }
 
 /// Warnings of one kind a response names at most: a flood of planted names makes a count,

@@ -241,7 +241,7 @@ fn a_client_behind_for_half_an_hour_is_said() {
 /// it puts away from home after the close would be hidden from every miss.
 #[test]
 fn placements_close_only_while_every_writer_is_seen() {
-    use crate::rebalance::ShardSet;
+    use crate::state::rebalancing::ShardSet;
     use efs_router::list::Strategy;
     use efs_router::placement::{Open, Placement};
     let mut o = three_shards(100, 10, 5);

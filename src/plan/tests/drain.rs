@@ -250,7 +250,7 @@ fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     // must not rely on it any more (src/rebalance/comparison.rs).
     let mut o = draining_c(100, 10, 5);
     let balanced =
-        crate::rebalance::record::ShardSet::of(&three_shards(100, 10, 5).parameter.unwrap().list);
+        crate::state::rebalancing::ShardSet::of(&three_shards(100, 10, 5).parameter.unwrap().list);
     assert!(balanced.is_some());
     o.state.rebalancing.balanced = balanced;
     let p = plan(&o, &policy());
@@ -259,7 +259,7 @@ fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     // Without a drain the record stays.
     let mut o = three_shards(100, 10, 5);
     o.state.rebalancing.balanced =
-        crate::rebalance::record::ShardSet::of(&o.parameter.as_ref().unwrap().list);
+        crate::state::rebalancing::ShardSet::of(&o.parameter.as_ref().unwrap().list);
     let p = plan(&o, &policy());
     let state = saved(&p).unwrap_or(&o.state);
     assert!(state.rebalancing.balanced.is_some());
@@ -268,7 +268,7 @@ fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
 
 #[test]
 fn a_drain_started_and_cancelled_between_two_runs_of_a_pass_leaves_it_unclean() {
-    use crate::rebalance::record::{Cursor, Rebalancing};
+    use crate::state::rebalancing::{Cursor, Rebalancing};
     let no_cooldown = Policy {
         scale_in_cooldown_secs: 0,
         ..policy()

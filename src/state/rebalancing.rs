@@ -12,7 +12,7 @@
 //! published: the plan marks it unclean otherwise), left nothing misplaced (no file remaining,
 //! none failing) and compared every file fully is recorded as `balanced`: every file in one of
 //! those shards is at home under that list, and the placements close. The next passes use it
-//! while the list only grows ([`crate::rebalance::Comparison`]); such a pass, which does not
+//! while the list only grows ([`super::comparison::Comparison`]); such a pass, which does not
 //! look for a stray in the old shards, records nothing.
 
 use super::comparison::{comparison, Comparison};

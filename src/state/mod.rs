@@ -7,7 +7,10 @@
 //! (`EFS_MOUNT_PATH/.efs-mount-autoscaler/state.json`) is read once, when the parameter does
 //! not exist yet, without following links and only if it is a small regular file.
 
-use crate::rebalance::record::Rebalancing;
+pub(crate) mod comparison;
+pub(crate) mod rebalancing;
+
+use rebalancing::Rebalancing;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -410,11 +413,11 @@ mod tests {
             );
             s.missing.insert(id, 1_800_000_000);
         }
-        s.rebalancing.pass = Some(crate::rebalance::record::Pass {
+        s.rebalancing.pass = Some(crate::state::rebalancing::Pass {
             shards: "f".repeat(64),
             clean: false,
         });
-        s.rebalancing.balanced = Some(crate::rebalance::record::ShardSet {
+        s.rebalancing.balanced = Some(crate::state::rebalancing::ShardSet {
             sha256: "f".repeat(64),
             targets: (1..=6)
                 .map(|az| (format!("/shards/use1-az{az}"), 255))
@@ -423,23 +426,33 @@ mod tests {
         s
     }
 
+    /// `kept` with a dozen subnets and every AZ refused, each for `aws` (AWS's longest
+    /// reasons), and the longest position a rebalance keeps.
+    fn worst_refused(kept: &State, aws: &str) -> State {
+        let mut s = kept.clone();
+        for n in 0..12 {
+            s.exclude(
+                &format!("subnet-{n:017x}"),
+                1_800_000_000,
+                aws.to_owned(),
+                0,
+            );
+        }
+        for az in 1..=6 {
+            s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.to_owned(), 0);
+        }
+        s.rebalancing.next = Some(crate::state::rebalancing::Cursor {
+            root: "/shards/use1-az6.255".into(),
+            path: "é".repeat(crate::state::rebalancing::MAX_PATH_CHARS),
+        });
+        s
+    }
+
     #[test]
     fn the_worst_state_fits_its_parameter_and_keeps_what_decides() {
         let kept = worst_kept();
-        let mut s = kept.clone();
-        // A dozen subnets and every AZ refused, each with AWS's longest reasons, and the
-        // longest position a rebalance keeps.
         let aws = format!("NoFreeAddressesInSubnet: {}", "x".repeat(210));
-        for n in 0..12 {
-            s.exclude(&format!("subnet-{n:017x}"), 1_800_000_000, aws.clone(), 0);
-        }
-        for az in 1..=6 {
-            s.exclude(&format!("use1-az{az}"), 1_800_000_000, aws.clone(), 0);
-        }
-        s.rebalancing.next = Some(crate::rebalance::record::Cursor {
-            root: "/shards/use1-az6.255".into(),
-            path: "é".repeat(crate::rebalance::record::MAX_PATH_CHARS),
-        });
+        let s = worst_refused(&kept, &aws);
         assert!(s
             .excluded
             .values()

@@ -22,11 +22,11 @@
 //!
 //! With nothing added, the comparison is full: that pass finds whatever a person or an old
 //! client put in the wrong shard. A pass that compared with the added shards records nothing
-//! ([`super::record::Rebalancing::after_run`]): a writer the fleet rule cannot see may have put
+//! ([`super::rebalancing::Rebalancing::after_run`]): a writer the fleet rule cannot see may have put
 //! a file outside its home in an old shard, where this comparison calls it at home, so only
 //! the full pass after it closes the placements.
 
-use crate::rebalance::record::ShardSet;
+use super::rebalancing::ShardSet;
 use efs_router::list::{MountTargetList, Shard, Strategy};
 use efs_router::{rendezvous_score, shard_index, LogicalPath, RouteError};
 use std::collections::BTreeSet;
@@ -131,8 +131,8 @@ pub fn comparison(list: &MountTargetList, balanced: Option<&ShardSet>) -> Compar
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalance::record::tests::list;
-    use crate::rebalance::record::ShardSet;
+    use crate::state::rebalancing::tests::list;
+    use crate::state::rebalancing::ShardSet;
 
     fn base() -> MountTargetList {
         list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 1)])
