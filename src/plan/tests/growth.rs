@@ -48,14 +48,19 @@ fn the_trigger_stays_true_after_a_scale_out_and_nothing_happens() {
     assert!(p.steps.is_empty(), "{:?}", p.steps);
 }
 
-#[test]
-fn azs_exhausted_new_shards_go_on_the_existing_targets() {
+/// Three targets, one in each AZ, 200,000 files: more shards wanted than targets can be.
+fn azs_exhausted() -> Observed {
     let mut o = world(100_000);
     add_shard(&mut o, "fsmt-b", 'b', 50_000);
     add_shard(&mut o, "fsmt-c", 'c', 50_000);
     // Every client reads version 2: the list may grow past one shard a target.
     reads_v2(&mut o);
-    let p = plan(&o, &policy());
+    o
+}
+
+#[test]
+fn azs_exhausted_new_shards_go_on_the_existing_targets() {
+    let p = plan(&azs_exhausted(), &policy());
     // 200,000 files at 49,113 a shard on average: 5 shards on the 3 targets.
     assert_eq!(
         (p.needed, p.desired_shards, p.desired, p.usable_azs),
@@ -90,6 +95,12 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     assert!(p.list.to_json().contains(r#""version":2"#));
     // A scale-out like a new target: the scale-in clock starts again.
     assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
+}
+
+#[test]
+fn azs_exhausted_the_new_shards_homes_switch_once_the_fleet_runs_them() {
+    let mut o = azs_exhausted();
+    let p = plan(&o, &policy());
     // Once published, the next run has nothing to add.
     o.files.insert("/shards/use1-az1.1".into(), 0);
     o.files.insert("/shards/use1-az2.1".into(), 0);
