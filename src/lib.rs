@@ -48,9 +48,11 @@
 //!   - `plan::announcement`: a change of homes announced first, switched once the fleet runs it.
 //!   - `plan::rendezvous`: a `modulo-sha256` list under rendezvous (the migrate event).
 //!   - `plan::scale_in`: what a scale-in would drain, and the drain under way.
-//!   - `plan::decision`: the one decision (`decide`, `Decision::name`, `Decision::NAMES`).
-//!   - `plan::effect`: what each decision does, one exhaustive match.
-//!   - `plan::reason`: the decision in words.
+//!   - `plan::decision`: the one decision (`decide`, `Decision::name`, `Decision::NAMES`), in
+//!     families, a file each with their decisions, names, effects and words: `grow.rs`,
+//!     `drain.rs`, `wait.rs` (a drain's waits), `scale_in.rs` (and `keep`), `event.rs`.
+//!   - `plan::effect`: what a decision does; its family says it, in an exhaustive match.
+//!   - `plan::reason`: the decision in words, its family's.
 //!   - `plan::upkeep`: what every run does whatever it decided.
 //!   - `plan::step`: the steps a plan asks for, and their order (`StepKind`).
 //!   - `plan::warning`: `Warning`, with `kind()`.

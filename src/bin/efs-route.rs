@@ -291,8 +291,6 @@ fn printable(text: &str) -> String {
 
 /// The mount targets, each with its shards and their positions among the list's shards.
 fn show(list: &MountTargetList, as_json: bool) {
-    let shards = list.shard_count();
-    let draining = list.shards().iter().filter(|s| s.draining).count();
     let mut first = 0;
     let grouped: Vec<(&Target, usize)> = list
         .mount_targets
@@ -303,8 +301,17 @@ fn show(list: &MountTargetList, as_json: bool) {
             (t, at)
         })
         .collect();
-    if as_json {
-        let targets: Vec<_> = grouped
+    match as_json {
+        true => println!("{}", list_json(list, &grouped)),
+        false => print_list(list, &grouped),
+    }
+}
+
+/// The list as `show --json` gives it: `grouped` is each target with its first shard's position.
+fn list_json(list: &MountTargetList, grouped: &[(&Target, usize)]) -> serde_json::Value {
+    let shards = list.shard_count();
+    let draining = list.shards().iter().filter(|s| s.draining).count();
+    let targets: Vec<_> = grouped
             .iter()
             .map(|(t, at)| {
                 let shards: Vec<_> = (0u32..)
@@ -324,18 +331,21 @@ fn show(list: &MountTargetList, as_json: bool) {
                 })
             })
             .collect();
-        let v = json!({
-            "strategy": list.strategy.as_str(),
-            "version": list.version(),
-            "targets": list.mount_targets.len(),
-            "shards": shards,
-            "draining_shards": draining,
-            "open": list.open,
-            "mount_targets": targets,
-        });
-        println!("{v}");
-        return;
-    }
+    json!({
+        "strategy": list.strategy.as_str(),
+        "version": list.version(),
+        "targets": list.mount_targets.len(),
+        "shards": shards,
+        "draining_shards": draining,
+        "open": list.open,
+        "mount_targets": targets,
+    })
+}
+
+/// The list as `show` prints it for a reader: `grouped` as [`list_json`]'s.
+fn print_list(list: &MountTargetList, grouped: &[(&Target, usize)]) {
+    let shards = list.shard_count();
+    let draining = list.shards().iter().filter(|s| s.draining).count();
     println!("strategy: {}", list.strategy);
     println!("version:  {}", list.version());
     println!("targets:  {}", list.mount_targets.len());
@@ -349,7 +359,7 @@ fn show(list: &MountTargetList, as_json: bool) {
             println!("open:     {} placements [{}]", p.len(), each.join("; "));
         }
     }
-    for (t, at) in grouped {
+    for &(t, at) in grouped {
         println!();
         println!(
             "{} {} {}/{} {}{}",

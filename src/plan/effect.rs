@@ -1,6 +1,8 @@
-//! What each decision does: to the function's state, to the list clients see, and the steps
-//! it adds. One exhaustive match, so a new decision cannot be added without saying what it
-//! does; the steps every run takes whatever was decided are [`mod@super::upkeep`]'s.
+//! What a decision does: to the function's state, to the list clients see, and the steps it
+//! adds. Each family says it for its own decisions (its `effect`), in an exhaustive match, so
+//! a new decision cannot be added without saying what it does; here is what every decision's
+//! effect shares. The steps every run takes whatever was decided are
+//! [`mod@super::upkeep`]'s.
 
 use super::clients::Behind;
 use super::decision::{Decision, DrainView};
@@ -11,7 +13,7 @@ use super::tasks::OldTask;
 use crate::observed::Observed;
 use crate::shard::FirstRoot;
 use crate::state::rebalancing::list_shards_sha256;
-use crate::state::{Drain, ShardDrain, State};
+use crate::state::State;
 use efs_router::list::MountTargetList;
 
 /// What a decision's effect reads.
@@ -60,12 +62,6 @@ impl Waits {
     }
 }
 
-/// The root of the list's entry for this target (none: empty).
-fn root_of(list: &MountTargetList, id: &str) -> String {
-    let entry = list.mount_targets.iter().find(|t| t.id == id);
-    entry.map(|t| t.root.clone()).unwrap_or_default()
-}
-
 /// A drain moves files where they are not at home under the shards the rebalance last
 /// balanced against: its comparison after growth must not rely on them any more. No decision's
 /// own effect: it holds after every one, a drain started in an earlier run too.
@@ -99,95 +95,12 @@ impl EffectInputs<'_> {
             steps: Vec::new(),
             waits: Waits::default(),
         };
-        let now = self.obs.now.secs();
         match decision {
-            // The list already is the migrated one; publishing it is upkeep.
-            Decision::Migrate { .. } => {}
-            Decision::Create(new) => {
-                if !self.obs.files.contains_key(&new.root) {
-                    out.steps.push(Step::CreateShardDir {
-                        root: new.root.clone(),
-                    });
-                }
-                // The scale-in timers and the targets created change only once AWS accepts the
-                // create (apply records them): a refused or conflicting create is not a scale-out.
-                out.steps.push(Step::CreateMountTarget(new.clone()));
-                self.grow(&mut out);
-            }
-            // New shards go on the targets that serve now in every run that grows (a target
-            // waited for, or none to add), not only in one that creates.
-            Decision::WaitForCreating { .. } | Decision::OneARun | Decision::AddShards { .. } => {
-                self.grow(&mut out)
-            }
-            Decision::CancelDrain { id } => {
-                out.state.draining.remove(id);
-                out.state.draining_shards.retain(|_, d| &d.target != id);
-                self.relist(&mut out);
-            }
-            Decision::StartDrain { id, .. } => {
-                let drain = Drain {
-                    root: root_of(&out.list, id),
-                    since: now,
-                    unlisted: false,
-                    gone: false,
-                };
-                out.state.draining.insert(id.clone(), drain);
-                out.state.below_since = None;
-                self.relist(&mut out);
-            }
-            Decision::StartShardDrain { id, root, .. } => {
-                let drain = ShardDrain {
-                    target: id.clone(),
-                    since: now,
-                    unlisted: false,
-                };
-                out.state.draining_shards.insert(root.clone(), drain);
-                out.state.below_since = None;
-                self.relist(&mut out);
-            }
-            Decision::MoveDrained { .. } => {
-                for root in self.drain.iter().flat_map(|d| d.with_files.iter()) {
-                    out.steps.push(Step::MoveFiles {
-                        root: root.clone(),
-                        list: out.list.clone(),
-                    });
-                }
-            }
-            Decision::Unlist { id } | Decision::DropGone { id } => {
-                if let Some(d) = out.state.draining.get_mut(id) {
-                    d.unlisted = true;
-                }
-                self.relist(&mut out);
-            }
-            Decision::DropShard { root, .. } => {
-                if let Some(d) = out.state.draining_shards.get_mut(root) {
-                    d.unlisted = true;
-                }
-                self.relist(&mut out);
-            }
-            Decision::DeleteDrained { id } => out.steps.push(Step::DeleteMountTarget {
-                mount_target_id: id.clone(),
-            }),
-            // Unlisted, the fleet on the list without it: the drain is over, the target stays.
-            Decision::Release { id } => {
-                out.state.draining.remove(id);
-            }
-            // The band holds: its clock runs from when it began.
-            Decision::Hold(_) => out.state.below_since = Some(out.state.below_since.unwrap_or(now)),
-            Decision::Keep { .. } => out.state.below_since = None,
-            // Waiting: nothing changes until that is over; the response names what it waits for.
-            Decision::WaitForFleet { services, .. } => out.waits.services = services.clone(),
-            Decision::WaitForTasks { tasks, .. } => out.waits.tasks = tasks.clone(),
-            Decision::WaitForClients { clients, .. } => out.waits.clients = clients.clone(),
-            // Waiting (a publish, clients' refresh, a target's tasks) or bounded: nothing changes.
-            Decision::PublishFirst { .. }
-            | Decision::WaitForRefresh { .. }
-            | Decision::HoldTargetInUse { .. }
-            | Decision::AtCapacity(_) => {}
-            // What the undo leaves of the shards is their directories: the empty ones go.
-            Decision::Undone { roots, .. } => out.steps.push(Step::RemoveShardDirs {
-                roots: roots.clone(),
-            }),
+            Decision::Grow(g) => g.effect(self, &mut out),
+            Decision::Drain(d) => d.effect(self, &mut out),
+            Decision::Wait(w) => w.effect(self, &mut out),
+            Decision::ScaleIn(s) => s.effect(self, &mut out),
+            Decision::Event(e) => e.effect(self, &mut out),
         }
         forget_balance_while_draining(&mut out.state, [self.published(), Some(&out.list)]);
         out
@@ -199,13 +112,13 @@ impl EffectInputs<'_> {
     }
 
     /// The list again, from the changed state.
-    fn relist(&self, out: &mut Effect) {
+    pub(super) fn relist(&self, out: &mut Effect) {
         out.list = rebuild_list(self.base, self.shards, &out.state, self.obs);
     }
 
     /// Adds the new shards to the targets that take them: a scale-out like a new target, so
     /// the scale-in clock starts again.
-    fn grow(&self, out: &mut Effect) {
+    pub(super) fn grow(&self, out: &mut Effect) {
         if self.growth.is_empty() {
             return;
         }

@@ -158,8 +158,13 @@ pub(super) fn rebuild_list(
             out.mount_targets.push(entry(s, 1));
         }
     }
-    // Shards are marked draining as the state says: only ever the last of a target's; one
-    // drained and unlisted is left out.
+    mark_draining_shards(&mut out, state);
+    out
+}
+
+/// Shards are marked draining as the state says: only ever the last of a target's; one
+/// drained and unlisted is left out.
+fn mark_draining_shards(out: &mut MountTargetList, state: &State) {
     for e in &mut out.mount_targets {
         let last = e.last_extra_root();
         let unlisted = last
@@ -180,5 +185,4 @@ pub(super) fn rebuild_list(
             marked.min(e.shards - 1)
         };
     }
-    out
 }

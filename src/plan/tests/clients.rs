@@ -65,7 +65,7 @@ fn moves_or_deletes(p: &Plan) -> bool {
 
 fn waited_for(p: &Plan) -> Vec<(&str, Why)> {
     match &p.decision {
-        Decision::WaitForClients { clients, .. } => {
+        Decision::Wait(Wait::ForClients { clients, .. }) => {
             clients.iter().map(|c| (c.client.as_str(), c.why)).collect()
         }
         other => panic!("not waiting for clients: {other:?}"),
@@ -164,10 +164,10 @@ fn version_2_waits_for_every_live_client() {
     let p = plan(&grown(), &policy());
     assert_eq!(
         p.decision,
-        Decision::AtCapacity(Bound::ListVersion {
+        Decision::Grow(Grow::AtCapacity(Bound::ListVersion {
             most: 3,
             clients: vec![]
-        })
+        }))
     );
     assert!(p.list_version_held);
     assert!(kinds(&p).contains(&"list_version_held"));
@@ -179,10 +179,10 @@ fn version_2_waits_for_every_live_client() {
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::AtCapacity(Bound::ListVersion {
+        Decision::Grow(Grow::AtCapacity(Bound::ListVersion {
             most: 3,
             clients: vec![B.into()]
-        })
+        }))
     );
     assert_eq!(p.clients_by_version["1"], 2);
     // Once that one has gone silent for its lifetime, every live client reads 2.
@@ -190,7 +190,7 @@ fn version_2_waits_for_every_live_client() {
     reporting(&mut o, A, true, &[1, 2], 10);
     reporting(&mut o, B, true, &[1], LIFETIME_SECS + 1);
     let p = plan(&o, &policy());
-    assert_eq!(p.decision, Decision::AddShards { added: 2 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 2 }));
     assert!(p.list.needs_version_2());
     assert!(!p.list_version_held);
 }

@@ -20,9 +20,9 @@ fn a_drain_moves_files_first_and_deletes_only_an_empty_shard() {
     let p = plan(&draining_c(100, 10, 0), &policy());
     assert_eq!(
         p.decision,
-        Decision::Unlist {
+        Decision::Drain(Drain::Unlist {
             id: "fsmt-c".into()
-        }
+        })
     );
     assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(p.list.mount_targets.len(), 2);
@@ -53,7 +53,7 @@ fn nothing_moves_or_goes_until_the_fleet_runs_the_list() {
         for waiting in [late, old_tasks, failed] {
             let p = plan(&waiting, &policy());
             assert!(
-                matches!(&p.decision, Decision::WaitForFleet { services, .. } if services == &["app"]),
+                matches!(&p.decision, Decision::Wait(Wait::ForFleet { services, .. }) if services == &["app"]),
                 "{:?}",
                 p.decision
             );
@@ -77,9 +77,9 @@ fn a_drain_saved_but_not_published_publishes_before_anything_moves_or_goes() {
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::PublishFirst {
+        Decision::Wait(Wait::PublishFirst {
             id: "fsmt-c".into()
-        }
+        })
     );
     assert_eq!(names(&p), ["publish", "force_deployment"]);
     assert_eq!(draining_id(&p), Some("fsmt-c"));
@@ -90,9 +90,9 @@ fn a_drain_saved_but_not_published_publishes_before_anything_moves_or_goes() {
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::PublishFirst {
+        Decision::Wait(Wait::PublishFirst {
             id: "fsmt-c".into()
-        }
+        })
     );
     assert!(!p
         .steps
@@ -108,7 +108,7 @@ fn a_drain_never_ends_on_a_shard_whose_nested_files_remain() {
     o.tree_has_files.insert("/shards/use1-az3".into(), true);
     let p = plan(&o, &policy());
     assert!(
-        matches!(p.decision, Decision::MoveDrained { .. }),
+        matches!(p.decision, Decision::Drain(Drain::MoveDrained { .. })),
         "{:?}",
         p.decision
     );
@@ -116,7 +116,7 @@ fn a_drain_never_ends_on_a_shard_whose_nested_files_remain() {
     o.tree_has_files.clear();
     let p = plan(&o, &policy());
     assert!(
-        matches!(p.decision, Decision::MoveDrained { .. }),
+        matches!(p.decision, Decision::Drain(Drain::MoveDrained { .. })),
         "{:?}",
         p.decision
     );
@@ -180,9 +180,9 @@ fn the_root_of_a_target_gone_by_hand_drains_then_leaves_and_never_blocks_growth(
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::PublishFirst {
+        Decision::Wait(Wait::PublishFirst {
             id: "fsmt-b".into()
-        }
+        })
     );
     assert_eq!(draining_id(&p), Some("fsmt-b"));
     // ... and once the services run it, the files move.
@@ -190,7 +190,7 @@ fn the_root_of_a_target_gone_by_hand_drains_then_leaves_and_never_blocks_growth(
     o.parameter.as_mut().unwrap().list = p.list.clone();
     let p = plan(&o, &policy());
     assert!(
-        matches!(p.decision, Decision::MoveDrained { .. }),
+        matches!(p.decision, Decision::Drain(Drain::MoveDrained { .. })),
         "{:?}",
         p.decision
     );
@@ -199,9 +199,9 @@ fn the_root_of_a_target_gone_by_hand_drains_then_leaves_and_never_blocks_growth(
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::DropGone {
+        Decision::Drain(Drain::DropGone {
             id: "fsmt-b".into()
-        }
+        })
     );
     assert_eq!(p.list.mount_targets.len(), 2);
     // Growth meanwhile is not held up by it.
@@ -209,7 +209,7 @@ fn the_root_of_a_target_gone_by_hand_drains_then_leaves_and_never_blocks_growth(
     o.tree_has_files.insert("/shards/use1-az2".into(), true);
     let p = plan(&o, &policy());
     assert!(
-        matches!(p.decision, Decision::Create(_)),
+        matches!(p.decision, Decision::Grow(Grow::Create(_))),
         "{:?}",
         p.decision
     );
@@ -235,9 +235,9 @@ fn growth_cancels_a_drain() {
     assert!(saved(&p).unwrap().draining.is_empty());
     assert_eq!(
         p.decision,
-        Decision::CancelDrain {
+        Decision::Drain(Drain::Cancel {
             id: "fsmt-c".into()
-        }
+        })
     );
     // Growth that two serving shards can hold does not cancel it.
     let p = plan(&draining_c(60_000, 30_000, 10), &policy());

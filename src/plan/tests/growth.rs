@@ -33,7 +33,7 @@ fn first_crossing_creates_one_in_the_first_free_az() {
     assert_eq!(new.root, "/shards/use1-az2");
     assert_eq!(new.security_groups, SecurityGroups::SameAs("fsmt-a".into()));
     assert!(
-        matches!(p.decision, Decision::Create(_)),
+        matches!(p.decision, Decision::Grow(Grow::Create(_))),
         "{:?}",
         p.decision
     );
@@ -48,14 +48,19 @@ fn the_trigger_stays_true_after_a_scale_out_and_nothing_happens() {
     assert!(p.steps.is_empty(), "{:?}", p.steps);
 }
 
-#[test]
-fn azs_exhausted_new_shards_go_on_the_existing_targets() {
+/// Three targets, one in each AZ, 200,000 files: more shards wanted than targets can be.
+fn azs_exhausted() -> Observed {
     let mut o = world(100_000);
     add_shard(&mut o, "fsmt-b", 'b', 50_000);
     add_shard(&mut o, "fsmt-c", 'c', 50_000);
     // Every client reads version 2: the list may grow past one shard a target.
     reads_v2(&mut o);
-    let p = plan(&o, &policy());
+    o
+}
+
+#[test]
+fn azs_exhausted_new_shards_go_on_the_existing_targets() {
+    let p = plan(&azs_exhausted(), &policy());
     // 200,000 files at 49,113 a shard on average: 5 shards on the 3 targets.
     assert_eq!(
         (p.needed, p.desired_shards, p.desired, p.usable_azs),
@@ -63,7 +68,7 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     );
     assert!(!p.at_capacity);
     assert!(created(&p).is_none());
-    assert_eq!(p.decision, Decision::AddShards { added: 2 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 2 }));
     // Announced first: listed, draining, homes unchanged.
     assert_eq!(p.homes, Homes::Announced);
     assert_eq!(
@@ -90,6 +95,12 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     assert!(p.list.to_json().contains(r#""version":2"#));
     // A scale-out like a new target: the scale-in clock starts again.
     assert_eq!(saved(&p).unwrap().last_scale_out, Some(NOW));
+}
+
+#[test]
+fn azs_exhausted_the_new_shards_homes_switch_once_the_fleet_runs_them() {
+    let mut o = azs_exhausted();
+    let p = plan(&o, &policy());
     // Once published, the next run has nothing to add.
     o.files.insert("/shards/use1-az1.1".into(), 0);
     o.files.insert("/shards/use1-az2.1".into(), 0);
@@ -110,9 +121,9 @@ fn azs_exhausted_new_shards_go_on_the_existing_targets() {
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::Keep {
+        Decision::ScaleIn(ScaleIn::Keep {
             fewer_would_do: false
-        }
+        })
     );
     // The fleet runs the announcement: homes switch.
     assert_eq!(p.homes, Homes::Switched);
@@ -141,14 +152,14 @@ fn a_new_target_and_new_shards_in_one_run() {
     reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!((p.needed, p.desired), (15, 3));
-    assert!(matches!(&p.decision, Decision::Create(n) if n.az_id == "use1-az3"));
+    assert!(matches!(&p.decision, Decision::Grow(Grow::Create(n)) if n.az_id == "use1-az3"));
     assert_eq!(shard_counts(&p.list), [("fsmt-a", 5, 4), ("fsmt-b", 5, 4)]);
     // The next run: c serves, not listed yet; it joins with its first shard and takes
     // the rest of its share.
     add_shard(&mut o, "fsmt-c", 'c', 0);
     o.parameter.as_mut().unwrap().list = p.list.clone();
     let p = plan(&o, &policy());
-    assert_eq!(p.decision, Decision::AddShards { added: 4 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 4 }));
     // Announced: c, new to the list, drains whole until homes switch.
     assert_eq!(
         shard_counts(&p.list),
@@ -181,10 +192,13 @@ fn max_shards_is_the_capacity_and_the_reason_says_so() {
     let p = plan(&o, &capped);
     assert_eq!((p.needed, p.desired_shards), (204, 12));
     assert!(p.at_capacity);
-    assert_eq!(p.decision, Decision::AddShards { added: 9 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 9 }));
     o.parameter.as_mut().unwrap().list = p.list.clone();
     let p = plan(&o, &capped);
-    assert_eq!(p.decision, Decision::AtCapacity(Bound::MaxShards(12)));
+    assert_eq!(
+        p.decision,
+        Decision::Grow(Grow::AtCapacity(Bound::MaxShards(12)))
+    );
     // Raising MAX_SHARDS is the way out, not the migrate event.
     assert_eq!(p.decision.lifted_by(), None);
 }
@@ -203,7 +217,7 @@ fn a_modulo_list_at_capacity_says_migrating_lifts_the_cap() {
     assert!(p.at_capacity);
     assert!(matches!(
         p.decision,
-        Decision::AtCapacity(Bound::Azs { .. })
+        Decision::Grow(Grow::AtCapacity(Bound::Azs { .. }))
     ));
     assert_eq!(p.decision.lifted_by(), Some(MIGRATE_EVENT));
     assert!(p.list.mount_targets.iter().all(|t| t.shards == 1));
@@ -223,7 +237,7 @@ fn a_target_creating_is_waited_for_and_not_doubled() {
     // Not published while creating.
     assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
     assert!(
-        matches!(&p.decision, Decision::WaitForCreating { id, .. } if id == "fsmt-b"),
+        matches!(&p.decision, Decision::Grow(Grow::WaitForCreating { id, .. }) if id == "fsmt-b"),
         "{:?}",
         p.decision
     );
@@ -246,7 +260,7 @@ fn max_mount_targets_bounds_desired() {
     assert!(!p.at_capacity);
     assert!(created(&p).is_none());
     // The two targets take the shards a third would have served.
-    assert_eq!(p.decision, Decision::AddShards { added: 9 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 9 }));
     assert_eq!(shard_counts(&p.list), [("fsmt-a", 6, 5), ("fsmt-b", 5, 4)]);
 }
 
@@ -281,16 +295,16 @@ fn a_one_zone_file_system_never_gets_a_second_target() {
     // Its one target serves all the shards.
     assert!(!p.at_capacity);
     assert_eq!((p.usable_azs, p.desired, p.desired_shards), (1, 1, 5));
-    assert_eq!(p.decision, Decision::AddShards { added: 4 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 4 }));
     // Under a modulo list, one target is one shard: at capacity, and migrating lifts it.
     o.parameter.as_mut().unwrap().list.strategy = Strategy::ModuloSha256;
     let p = plan(&o, &policy());
     assert!(p.at_capacity);
     assert_eq!(
         p.decision,
-        Decision::AtCapacity(Bound::OneZone {
+        Decision::Grow(Grow::AtCapacity(Bound::OneZone {
             az: "us-east-1a".into()
-        })
+        }))
     );
     assert_eq!(p.decision.lifted_by(), Some(MIGRATE_EVENT));
 }

@@ -19,7 +19,7 @@ fn migrate_republishes_a_modulo_list_under_rendezvous() {
     // Every client reads version 2: the list may grow past one shard a target.
     reads_v2(&mut o);
     let p = plan(&o, &migrating);
-    assert_eq!(p.decision, Decision::Migrate { entries: 2 });
+    assert_eq!(p.decision, Decision::Event(Event::Migrate { entries: 2 }));
     assert_eq!(p.list.strategy, Strategy::Rendezvous);
     let got = ids_and_roots(&p.list);
     assert_eq!(got, [("fsmt-a", "/"), ("fsmt-b", "/shards/use1-az2")]);
@@ -34,13 +34,19 @@ fn migrate_republishes_a_modulo_list_under_rendezvous() {
     o.files.insert("/shards/use1-az2".into(), 0);
     let p = plan(&o, &policy());
     assert!(
-        matches!(p.decision, Decision::Create(_) | Decision::AddShards { .. }),
+        matches!(
+            p.decision,
+            Decision::Grow(Grow::Create(_)) | Decision::Grow(Grow::AddShards { .. })
+        ),
         "{:?}",
         p.decision
     );
     // A rendezvous list is not migrated again.
     let p2 = plan(&o, &migrating);
-    assert!(!matches!(p2.decision, Decision::Migrate { .. }));
+    assert!(!matches!(
+        p2.decision,
+        Decision::Event(Event::Migrate { .. })
+    ));
     assert_eq!(kinds(&p2), ["nothing_to_migrate"]);
 }
 
@@ -217,7 +223,10 @@ fn a_modulo_list_never_loses_an_entry() {
         ..policy()
     };
     let p = plan(&o, &zero);
-    assert_eq!(p.decision, Decision::Hold(Hold::ModuloList));
+    assert_eq!(
+        p.decision,
+        Decision::ScaleIn(ScaleIn::Hold(Hold::ModuloList))
+    );
     let gone = o.mount_targets.remove(2);
     o.state.missing.insert(gone.id.clone(), NOW - 300);
     let p = plan(&o, &zero);

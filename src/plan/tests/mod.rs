@@ -1,10 +1,10 @@
 //! The plan's tests and their fixtures, built by hand (never by running `plan`).
 
-use super::decision::{Bound, Hold, MIGRATE_EVENT};
+use super::decision::{Bound, Drain, Event, Grow, Hold, ScaleIn, Wait, MIGRATE_EVENT};
 use super::*;
 use crate::observed::{Deployment, EcsTask, FileSystem, MountTarget, Parameter, When};
 use crate::observed::{LifeCycle, Observed, Subnet};
-use crate::state::{Drain, ShardDrain, State};
+use crate::state::{self, ShardDrain, State};
 use efs_router::list::{az_root, extra_root, Target};
 use std::collections::BTreeSet;
 
@@ -258,7 +258,7 @@ pub(super) fn draining_c(root: u64, b: u64, c: u64) -> Observed {
     list.mount_targets[2].draining = true;
     o.state.draining.insert(
         "fsmt-c".into(),
-        Drain {
+        state::Drain {
             root: "/shards/use1-az3".into(),
             since: NOW - 600,
             unlisted: false,

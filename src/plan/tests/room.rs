@@ -12,7 +12,7 @@ fn a_used_az_is_not_free_through_a_second_subnet() {
     reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert!(created(&p).is_none());
-    assert_eq!(p.decision, Decision::AddShards { added: 2 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 2 }));
     assert_eq!(p.usable_azs, 1);
 }
 
@@ -38,7 +38,7 @@ fn subnets_of_another_vpc_are_never_chosen() {
     o.subnets.pop();
     let p = plan(&o, &policy());
     assert!(created(&p).is_none());
-    assert_eq!(p.decision, Decision::AddShards { added: 2 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 2 }));
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn nothing_eligible_left_is_at_capacity() {
     reads_v2(&mut o);
     let p = plan(&o, &policy());
     assert_eq!(created(&p), None);
-    assert_eq!(p.decision, Decision::AddShards { added: 1 });
+    assert_eq!(p.decision, Decision::Grow(Grow::AddShards { added: 1 }));
     assert_eq!(p.usable_azs, 1);
     assert_eq!(kinds(&p), ["excluded", "excluded"]);
     assert!(
@@ -143,7 +143,11 @@ fn an_az_held_by_a_target_that_cannot_serve_is_no_room_and_the_shards_go_on_thos
         assert!(created(&p).is_none(), "{state:?}");
         assert_eq!((p.usable_azs, p.current), (2, 2), "{state:?}");
         let added = p.desired_shards - 2;
-        assert_eq!(p.decision, Decision::AddShards { added }, "{state:?}");
+        assert_eq!(
+            p.decision,
+            Decision::Grow(Grow::AddShards { added }),
+            "{state:?}"
+        );
         assert!(added > 0);
         assert!(!p.list.mount_targets.iter().any(|t| t.id == "fsmt-b"));
     }

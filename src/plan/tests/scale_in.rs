@@ -12,11 +12,11 @@ fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
     let p = plan(&sharded_a(100, 3), &no_cooldown);
     assert_eq!(
         p.decision,
-        Decision::StartShardDrain {
+        Decision::ScaleIn(ScaleIn::StartShardDrain {
             id: "fsmt-a".into(),
             root: "/shards/use1-az1.2".into(),
             held: 0
-        }
+        })
     );
     assert_eq!(
         shard_counts(&p.list),
@@ -29,11 +29,11 @@ fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
     let p = plan(&draining_shard(5), &policy());
     assert_eq!(
         p.decision,
-        Decision::MoveDrained {
+        Decision::Drain(Drain::MoveDrained {
             id: "fsmt-a".into(),
             az: "us-east-1a".into(),
             root: "/shards/use1-az1.2".into()
-        }
+        })
     );
     assert!(
         matches!(&p.steps[..], [Step::MoveFiles { root, list }] if root == "/shards/use1-az1.2" && list.mount_targets[0].draining_shards == 1)
@@ -42,16 +42,41 @@ fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
     let p = plan(&draining_shard(0), &policy());
     assert_eq!(
         p.decision,
-        Decision::DropShard {
+        Decision::Drain(Drain::DropShard {
             id: "fsmt-a".into(),
             root: "/shards/use1-az1.2".into()
-        }
+        })
     );
     assert_eq!(
         shard_counts(&p.list),
         [("fsmt-a", 2, 0), ("fsmt-b", 1, 0), ("fsmt-c", 1, 0)]
     );
     assert!(!names(&p).contains(&"delete_mount_target"));
+    // Once no target serves more than one shard, targets drain as before: c, the emptier.
+    let p = plan(&three_shards(100, 10, 5), &no_cooldown);
+    assert_eq!(
+        p.decision,
+        Decision::ScaleIn(ScaleIn::StartDrain {
+            id: "fsmt-c".into(),
+            held: 0
+        })
+    );
+    // Growth cancels a shard drain like a target's.
+    let mut o = draining_shard(5);
+    o.files.insert("/".into(), 400_000);
+    let p = plan(&o, &policy());
+    assert_eq!(
+        p.decision,
+        Decision::Drain(Drain::Cancel {
+            id: "fsmt-a".into()
+        })
+    );
+    assert_eq!(p.list.mount_targets[0].draining_shards, 0);
+}
+
+#[test]
+fn a_dropped_shard_stays_unlisted_until_the_list_without_it_is_published() {
+    let p = plan(&draining_shard(0), &policy());
     // Kept as unlisted until that list is the one published: a failed publish does not
     // bring the shard back; then it is forgotten, without a warning.
     let unlisted = saved(&p).unwrap().clone();
@@ -61,9 +86,9 @@ fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
     let again = plan(&o, &policy());
     assert_eq!(
         again.decision,
-        Decision::PublishFirst {
+        Decision::Wait(Wait::PublishFirst {
             id: "fsmt-a".into()
-        }
+        })
     );
     assert_eq!(shard_counts(&again.list), shard_counts(&p.list));
     o.parameter.as_mut().unwrap().list = p.list.clone();
@@ -71,26 +96,6 @@ fn scale_in_drains_a_targets_extra_shards_last_first_then_the_target() {
     assert!(saved(&done).unwrap().draining_shards.is_empty());
     assert!(done.warnings.is_empty(), "{:?}", done.warnings);
     assert_eq!(shard_counts(&done.list), shard_counts(&p.list));
-    // Once no target serves more than one shard, targets drain as before: c, the emptier.
-    let p = plan(&three_shards(100, 10, 5), &no_cooldown);
-    assert_eq!(
-        p.decision,
-        Decision::StartDrain {
-            id: "fsmt-c".into(),
-            held: 0
-        }
-    );
-    // Growth cancels a shard drain like a target's.
-    let mut o = draining_shard(5);
-    o.files.insert("/".into(), 400_000);
-    let p = plan(&o, &policy());
-    assert_eq!(
-        p.decision,
-        Decision::CancelDrain {
-            id: "fsmt-a".into()
-        }
-    );
-    assert_eq!(p.list.mount_targets[0].draining_shards, 0);
 }
 
 #[test]
@@ -114,7 +119,7 @@ fn a_shard_drain_the_function_did_not_start_or_that_is_not_the_last_is_not_obeye
     let p = plan(&o, &policy());
     assert!(saved(&p).unwrap().draining_shards.is_empty());
     assert!(
-        !matches!(p.decision, Decision::MoveDrained { .. }),
+        !matches!(p.decision, Decision::Drain(Drain::MoveDrained { .. })),
         "{:?}",
         p.decision
     );
@@ -126,16 +131,20 @@ fn the_scale_in_band_has_hysteresis() {
     let mut o = world(20_000);
     add_shard(&mut o, "fsmt-b", 'b', 10_000);
     let p = plan(&o, &policy());
-    assert!(matches!(p.decision, Decision::Hold(_)), "{:?}", p.decision);
+    assert!(
+        matches!(p.decision, Decision::ScaleIn(ScaleIn::Hold(_))),
+        "{:?}",
+        p.decision
+    );
     // Just above the band (30,001) and far below the scale-out line: keep both, quietly.
     let mut o = world(20_000);
     add_shard(&mut o, "fsmt-b", 'b', 10_001);
     let p = plan(&o, &policy());
     assert_eq!(
         p.decision,
-        Decision::Keep {
+        Decision::ScaleIn(ScaleIn::Keep {
             fewer_would_do: true
-        }
+        })
     );
     assert!(p.steps.is_empty(), "{:?}", p.steps);
     assert_eq!(draining_id(&p), None);
@@ -163,10 +172,10 @@ fn the_band_must_hold_for_the_cool_down() {
     assert!(p.steps.is_empty(), "{:?}", p.steps);
     assert_eq!(
         p.decision,
-        Decision::Hold(Hold::Settling {
+        Decision::ScaleIn(ScaleIn::Hold(Hold::Settling {
             held: 1799,
             cooldown: 1800
-        })
+        }))
     );
     // Held long enough: the shard with the fewest files drains; list published, redeployed.
     o.state.below_since = Some(NOW - 1800);
@@ -190,10 +199,10 @@ fn no_scale_in_soon_after_a_scale_out() {
     assert_eq!(draining_id(&p), None);
     assert_eq!(
         p.decision,
-        Decision::Hold(Hold::RecentScaleOut {
+        Decision::ScaleIn(ScaleIn::Hold(Hold::RecentScaleOut {
             ago: 600,
             cooldown: 1800
-        })
+        }))
     );
     let p = plan(
         &o,
@@ -217,7 +226,10 @@ fn protected_azs_and_the_first_shard_never_go() {
     o.protected_azs.insert("use1-az2".into()); // b
     let p = plan(&o, &zero);
     assert_eq!(draining_id(&p), None);
-    assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
+    assert_eq!(
+        p.decision,
+        Decision::ScaleIn(ScaleIn::Hold(Hold::NoCandidate))
+    );
     // The original list: every target is rooted at `/`, so none is this function's to remove.
     let mut o = world(10);
     o.mount_targets
@@ -228,7 +240,10 @@ fn protected_azs_and_the_first_shard_never_go() {
         .unwrap(), at(100)));
     let p = plan(&o, &zero);
     assert_eq!(draining_id(&p), None);
-    assert_eq!(p.decision, Decision::Hold(Hold::ModuloList));
+    assert_eq!(
+        p.decision,
+        Decision::ScaleIn(ScaleIn::Hold(Hold::ModuloList))
+    );
 }
 
 #[test]
@@ -241,7 +256,10 @@ fn targets_that_were_there_before_are_never_drained() {
     };
     let p = plan(&o, &zero);
     assert_eq!(draining_id(&p), None);
-    assert_eq!(p.decision, Decision::Hold(Hold::NoCandidate));
+    assert_eq!(
+        p.decision,
+        Decision::ScaleIn(ScaleIn::Hold(Hold::NoCandidate))
+    );
     o.state.record_created("fsmt-b", "use1-az2", 0);
     o.state.last_scale_out = None;
     assert_eq!(draining_id(&plan(&o, &zero)), Some("fsmt-b"));

@@ -12,7 +12,7 @@ fn with_tasks(mut o: Observed, tasks: Vec<EcsTask>) -> Observed {
 
 fn held(p: &Plan) -> Vec<OldTask> {
     match &p.decision {
-        Decision::WaitForTasks { tasks, .. } => tasks.clone(),
+        Decision::Wait(Wait::ForTasks { tasks, .. }) => tasks.clone(),
         _ => Vec::new(),
     }
 }
@@ -198,7 +198,7 @@ fn trusting_ecs() -> Policy {
 
 fn in_use(p: &Plan) -> Option<&InUse> {
     match &p.decision {
-        Decision::HoldTargetInUse { in_use, .. } => Some(in_use),
+        Decision::Drain(Drain::HoldTargetInUse { in_use, .. }) => Some(in_use),
         _ => None,
     }
 }
@@ -292,7 +292,7 @@ fn scale_in_drains_a_target_no_task_mounts_through_first() {
     // c has the fewest files, and would go first.
     assert_eq!(plan(&o, &trusting_ecs()).decision.name(), "start_drain");
     let drained = |o: &Observed| match plan(o, &trusting_ecs()).decision {
-        Decision::StartDrain { id, .. } => id,
+        Decision::ScaleIn(ScaleIn::StartDrain { id, .. }) => id,
         d => panic!("{d:?}"),
     };
     assert_eq!(drained(&o), "fsmt-c");

@@ -19,11 +19,11 @@ fn a_targets_extra_shards_drain_first_whatever_the_band() {
     let p = plan(&o, &undo());
     assert_eq!(
         p.decision,
-        Decision::StartShardDrain {
+        Decision::ScaleIn(ScaleIn::StartShardDrain {
             id: "fsmt-a".into(),
             root: extra_root("use1-az1", 2),
             held: 0
-        }
+        })
     );
     assert_eq!(p.desired_shards, 1);
 }
@@ -37,9 +37,9 @@ fn then_the_targets_it_created_drain_and_go() {
     let p = plan(&unlisted_c(100, 10), &undo());
     assert_eq!(
         p.decision,
-        Decision::DeleteDrained {
+        Decision::Drain(Drain::DeleteDrained {
             id: "fsmt-c".into()
-        }
+        })
     );
 }
 
@@ -59,9 +59,9 @@ fn a_target_it_did_not_create_drains_and_stays() {
     let p = plan(&o, &undo());
     assert_eq!(
         p.decision,
-        Decision::Release {
+        Decision::Drain(Drain::Release {
             id: "fsmt-c".into()
-        }
+        })
     );
     assert!(!names(&p).contains(&"delete_mount_target"), "{:?}", p.steps);
     assert!(!saved(&p).unwrap().draining.contains_key("fsmt-c"));
@@ -77,10 +77,10 @@ fn undone_once_slash_is_the_one_shard_and_it_never_grows() {
     assert!(created(&p).is_none());
     assert_eq!(
         p.decision,
-        Decision::Undone {
+        Decision::Event(Event::Undone {
             targets: vec!["fsmt-a".into(), "fsmt-b".into()],
             roots: vec![]
-        }
+        })
     );
     assert_eq!(ids_and_roots(&p.list), [("fsmt-a", "/")]);
     // What it leaves of the shards is their directories: the empty ones go.
