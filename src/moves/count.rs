@@ -18,7 +18,7 @@ pub struct Moves {
     /// refused because home holds what it must not replace (a link, a FIFO, a directory,
     /// another owner's file): each leaves a file away from home.
     pub failed: u64,
-    /// Abandoned names of writers and moves that died (unchanged for an hour), removed or
+    /// Names of writers and moves that died, unchanged for `ABANDONED_AFTER_SECONDS`: removed or
     /// given back (a rebalance's, in the part of the tree it walked).
     #[serde(skip_serializing_if = "is_zero")]
     pub abandoned_removed: u64,
