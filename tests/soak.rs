@@ -933,16 +933,21 @@ struct ServiceTask {
     client: Client,
 }
 
-/// Whether a miss under `list` looks in the first shard `/` (for a path in `WATCH_DIR`): the
-/// earlier forms look in every listed shard; version 3 where it says `everywhere`, or where a
-/// placement that puts every path in `/` is open.
+/// Whether a read under `list` looks in the first shard `/` (for a path in `WATCH_DIR`): where
+/// every home is `/`; a miss of the earlier forms, in every listed shard; of version 3 where it
+/// says `everywhere`, or where a placement that puts every path in `/` is open.
 fn looks_in_first(list: &MountTargetList) -> bool {
+    let in_first = |t: &efs_router::placement::Placed| t.root == "/" && t.shards == 1;
+    let all_in_first = |p: &efs_router::placement::Placement| {
+        !p.targets.is_empty() && p.targets.iter().all(in_first)
+    };
+    // Every path's home is `/` (the others draining): a read looks there first.
+    if all_in_first(&list.placement()) {
+        return true;
+    }
     match &list.open {
         None | Some(efs_router::Open::Everywhere(_)) => true,
-        Some(efs_router::Open::Placements(open)) => open.iter().any(|p| {
-            let in_first = |t: &efs_router::placement::Placed| t.root == "/" && t.shards == 1;
-            !p.targets.is_empty() && p.targets.iter().all(in_first)
-        }),
+        Some(efs_router::Open::Placements(open)) => open.iter().any(all_in_first),
     }
 }
 
