@@ -247,7 +247,7 @@ fn growth_cancels_a_drain() {
 #[test]
 fn a_drain_makes_the_rebalance_forget_what_its_last_pass_balanced_against() {
     // A drain moves files out of their homes under that list: the comparison after growth
-    // must not rely on it any more (src/rebalance/comparison.rs).
+    // must not rely on it any more (src/state/comparison.rs).
     let mut o = draining_c(100, 10, 5);
     let balanced =
         crate::state::rebalancing::ShardSet::of(&three_shards(100, 10, 5).parameter.unwrap().list);
