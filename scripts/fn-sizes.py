@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The size rules of docs/code.md, counted: no function over MAX lines in the given folders,
+"""The size rules of docs/code.md, counted: no function over MAX lines in the given folders
+(SRC_MAX in the function crate's src/, for headroom as decisions are added),
 and `plan()` (src/plan/mod.rs) within PLAN_MAX. A function's lines run from its `fn` line to its
 closing brace, both included, found by matching braces outside comments, strings and chars.
 
@@ -12,6 +13,7 @@ import re
 import sys
 
 MAX = 100
+SRC_MAX = 80
 PLAN_MAX = 80
 PLAN_FILE = pathlib.Path("src/plan/mod.rs")
 
@@ -111,10 +113,13 @@ def main():
     for d in opts.dirs:
         for path in sorted(pathlib.Path(d).rglob("*.rs")):
             all_fns += [(path, *f) for f in functions(path)]
+    def limit(p):
+        return SRC_MAX if p.parts[0] == "src" else MAX
+
     faults = [
-        f"{p}:{line}: fn {name} is {size} lines, over {MAX}"
+        f"{p}:{line}: fn {name} is {size} lines, over {limit(p)}"
         for p, name, line, size in all_fns
-        if size > MAX
+        if size > limit(p)
     ]
     plans = [f for f in all_fns if f[0] == PLAN_FILE and f[1] == "plan"]
     if any(d in ("src", "src/") for d in opts.dirs):
