@@ -54,11 +54,14 @@ pub(super) fn settle(
 pub(super) fn with_first_open(mut list: MountTargetList) -> MountTargetList {
     let first = first_placement();
     let own = list.placement() == first;
-    if let Some(Open::Placements(open)) = list.open.as_mut() {
-        if !own && !open.contains(&first) {
-            open.push(first);
-        }
+    // The earlier forms, and `everywhere`, look in `/` already: nothing to change there.
+    let Some(Open::Placements(open)) = list.open.as_mut() else {
+        return list;
+    };
+    if own || open.contains(&first) {
+        return list;
     }
+    open.push(first);
     if list.to_json().len() > STANDARD_VALUE_LIMIT {
         list.open = Some(Open::Everywhere(Everywhere::Everywhere));
     }
@@ -166,11 +169,19 @@ pub(super) mod tests {
         assert_eq!(with_first_open(reopened.clone()).open, reopened.open);
         let alone = with_first_open(settle(slash(), None, None, true));
         assert_eq!(alone.open, placements(&[]));
-        // The earlier forms and `everywhere` look in `/` already.
+        // The earlier forms and `everywhere` look in `/` already, and stay as they are, a list
+        // too long for its parameter too (its run fails on it, naming the parameter).
         assert_eq!(
             with_first_open(settle(two.clone(), None, None, false)).open,
             None
         );
+        let mut long = two.clone();
+        for k in 0..200 {
+            long.mount_targets
+                .push(Target::new(format!("fsmt-{k}"), "10.0.0.9", "/"));
+        }
+        assert!(long.to_json().len() > STANDARD_VALUE_LIMIT);
+        assert_eq!(with_first_open(long).open, None);
         let unknown = with_first_open(settle(two.clone(), Some(&two), None, true));
         assert_eq!(unknown.open, everywhere());
     }
