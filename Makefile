@@ -19,7 +19,7 @@ test: tools lint unit python-lint python-test template-test nfs-test
 tools: netfs-tools
 	scripts/ensure-tools.sh moto cfn-lint sam mypy ruff
 
-## The size rules (docs/code.md): plan() within 80 lines, no function over 100 in src/ or router/src/.
+## The size rules (docs/code.md): plan() within 80 lines, no function over 80 in src/ or 100 in router/src/.
 lint:
 	$(PYTHON) scripts/fn-sizes.py
 	$(CARGO) fmt --all -- --check
