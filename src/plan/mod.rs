@@ -48,6 +48,7 @@ pub use effect::Waits;
 use effect::{Effect, EffectInputs};
 use fleet::Fleet;
 use list::{rebuild_list, serving_shards};
+use placements::Writers;
 use reason::reason;
 use rendezvous::to_rendezvous;
 use room::Room;
@@ -418,13 +419,12 @@ impl<'a> Seen<'a> {
     /// The list with its open placements: what is open follows the shards, and the shards the
     /// rebalance last balanced against (`state`'s), which close them only while they may.
     fn settle(&self, list: MountTargetList, state: &State) -> MountTargetList {
-        let balanced = state.rebalancing.balanced.as_ref();
-        let balanced = balanced.filter(|_| self.may_close);
+        let writers = match self.may_close {
+            true => Writers::Seen(state.rebalancing.balanced.as_ref()),
+            false => Writers::MayBeUnseen,
+        };
         let mut list =
-            placements::settle(list, self.published, balanced, self.fleet.clients.read_v3);
-        if !self.may_close {
-            list = placements::with_first_open(list);
-        }
+            placements::settle(list, self.published, writers, self.fleet.clients.read_v3);
         // The placements speak for what the rebalance walks: elsewhere a miss looks everywhere.
         if list.open.is_some() {
             list.scope = self.scope.clone();

@@ -22,11 +22,24 @@ use efs_router::list::{MountTargetList, Strategy, Target};
 use efs_router::placement::{Everywhere, Open, Placement};
 use std::collections::BTreeSet;
 
+/// What the plan knows of the writers, for closing the placements (`CLOSE_PLACEMENTS`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Writers<'a> {
+    /// Every writer is seen: a clean pass over these shards (the rebalance's record, if any)
+    /// closes the placements.
+    Seen(Option<&'a ShardSet>),
+    /// A writer may be unseen (a task that reports nothing, ECS's tasks unknown, or
+    /// `ecs-may-hide-files` without the opt-in): nothing closes, and `/` stays open, closed or
+    /// not, for the app on plain paths may be one, writing every path under `/` (after a
+    /// close too). A miss looks in one more directory while it lasts.
+    MayBeUnseen,
+}
+
 /// `list` with the placements open once it is published in place of `published`.
 pub(super) fn settle(
     mut list: MountTargetList,
     published: Option<&MountTargetList>,
-    balanced: Option<&ShardSet>,
+    writers: Writers,
     read_v3: bool,
 ) -> MountTargetList {
     let was_v3 = published.is_some_and(|p| p.open.is_some());
@@ -35,35 +48,23 @@ pub(super) fn settle(
         return list;
     }
     let everywhere = Open::Everywhere(Everywhere::Everywhere);
-    let closed = balanced.is_some() && ShardSet::of(&list).as_ref() == balanced;
-    list.open = Some(match closed {
+    let closed = match writers {
+        Writers::Seen(balanced) => balanced.is_some() && ShardSet::of(&list).as_ref() == balanced,
+        Writers::MayBeUnseen => false,
+    };
+    let mut open = match closed {
         true => Open::Placements(Vec::new()),
         false => opened(&list, published).unwrap_or(everywhere.clone()),
-    });
+    };
+    if let (Writers::MayBeUnseen, Open::Placements(placements)) = (writers, &mut open) {
+        let first = first_placement();
+        if list.placement() != first && !placements.contains(&first) {
+            placements.push(first);
+        }
+    }
+    list.open = Some(open);
     if list.to_json().len() > STANDARD_VALUE_LIMIT {
         list.open = Some(everywhere);
-    }
-    list
-}
-
-/// `list` with `/` open for misses, as placed before any list, while a writer may be unseen
-/// (the plan's `may_close` is false): a task that reports nothing may be the app on plain
-/// paths, which writes every path under `/`, after the placements closed too. A miss then
-/// looks in one more directory; the placement closes again after a clean pass once every
-/// writer is seen.
-pub(super) fn with_first_open(mut list: MountTargetList) -> MountTargetList {
-    let first = first_placement();
-    let own = list.placement() == first;
-    // The earlier forms, and `everywhere`, look in `/` already: nothing to change there.
-    let Some(Open::Placements(open)) = list.open.as_mut() else {
-        return list;
-    };
-    if own || open.contains(&first) {
-        return list;
-    }
-    open.push(first);
-    if list.to_json().len() > STANDARD_VALUE_LIMIT {
-        list.open = Some(Open::Everywhere(Everywhere::Everywhere));
     }
     list
 }
@@ -116,6 +117,11 @@ pub(super) mod tests {
         ))
     }
 
+    /// Every writer seen, no pass recorded.
+    fn seen() -> Writers<'static> {
+        Writers::Seen(None)
+    }
+
     fn slash() -> MountTargetList {
         list(&[("/", "use1-az1", 1)])
     }
@@ -125,64 +131,75 @@ pub(super) mod tests {
         let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
         let four = list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 2)]);
         // Not every client reads version 3: the earlier forms, as before.
-        assert_eq!(settle(two.clone(), None, None, false).open, None);
+        assert_eq!(settle(two.clone(), None, seen(), false).open, None);
         // The first list: the app's files are in `/`.
-        let first = settle(two.clone(), None, None, true);
+        let first = settle(two.clone(), None, seen(), true);
         assert_eq!(first.open, placements(&[&slash()]));
-        assert_eq!(settle(slash(), None, None, true).open, placements(&[]));
+        assert_eq!(settle(slash(), None, seen(), true).open, placements(&[]));
         // Growth opens the list it replaces, and keeps what was open.
-        let grown = settle(four.clone(), Some(&first), None, false);
+        let grown = settle(four.clone(), Some(&first), seen(), false);
         assert_eq!(grown.open, placements(&[&slash(), &two]));
         // A drain's start opens the list with that shard active.
         let mut draining = four.clone();
         draining.mount_targets[1].draining_shards = 1;
-        let drain = settle(draining.clone(), Some(&grown), None, true);
+        let drain = settle(draining.clone(), Some(&grown), seen(), true);
         assert_eq!(drain.open, placements(&[&slash(), &two, &four]));
         // The shard drained and left the list: each placement keeps the shards still listed,
         // and one that became the list's own is closed.
         let three = list(&[("/", "use1-az1", 2), ("/shards/use1-az2", "use1-az2", 1)]);
-        let unlisted = settle(three.clone(), Some(&drain), None, true);
+        let unlisted = settle(three.clone(), Some(&drain), seen(), true);
         assert_eq!(unlisted.open, placements(&[&slash(), &two]));
         // A pass over these shards left every file at home: all closed.
         let balanced = ShardSet::of(&three);
-        let closed = settle(three.clone(), Some(&unlisted), balanced.as_ref(), true);
+        let closed = settle(
+            three.clone(),
+            Some(&unlisted),
+            Writers::Seen(balanced.as_ref()),
+            true,
+        );
         assert_eq!(closed.open, placements(&[]));
         // A record of other shards closes nothing.
         let other = ShardSet::of(&two);
         assert_ne!(
-            settle(three, Some(&unlisted), other.as_ref(), true).open,
+            settle(three, Some(&unlisted), Writers::Seen(other.as_ref()), true).open,
             placements(&[])
         );
     }
 
     #[test]
     fn while_a_writer_may_be_unseen_misses_look_in_the_first_shard() {
+        let unseen = Writers::MayBeUnseen;
         let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
-        let first = settle(two.clone(), None, None, true);
+        let first = settle(two.clone(), None, seen(), true);
         let balanced = ShardSet::of(&two);
-        let closed = settle(two.clone(), Some(&first), balanced.as_ref(), true);
+        let closed = settle(
+            two.clone(),
+            Some(&first),
+            Writers::Seen(balanced.as_ref()),
+            true,
+        );
         assert_eq!(closed.open, placements(&[]));
         // An unseen writer (the app on plain paths) puts every path under `/`.
-        let reopened = with_first_open(settle(two.clone(), Some(&closed), None, true));
+        let reopened = settle(two.clone(), Some(&closed), unseen, true);
         assert_eq!(reopened.open, placements(&[&slash()]));
         // Open already, it is not named twice; a list of `/` alone is its own placement.
-        assert_eq!(with_first_open(reopened.clone()).open, reopened.open);
-        let alone = with_first_open(settle(slash(), None, None, true));
+        assert_eq!(
+            settle(two.clone(), Some(&reopened), unseen, true).open,
+            reopened.open
+        );
+        let alone = settle(slash(), None, unseen, true);
         assert_eq!(alone.open, placements(&[]));
         // The earlier forms and `everywhere` look in `/` already, and stay as they are, a list
         // too long for its parameter too (its run fails on it, naming the parameter).
-        assert_eq!(
-            with_first_open(settle(two.clone(), None, None, false)).open,
-            None
-        );
+        assert_eq!(settle(two.clone(), None, unseen, false).open, None);
         let mut long = two.clone();
         for k in 0..200 {
             long.mount_targets
                 .push(Target::new(format!("fsmt-{k}"), "10.0.0.9", "/"));
         }
         assert!(long.to_json().len() > STANDARD_VALUE_LIMIT);
-        assert_eq!(with_first_open(long).open, None);
-        let unknown = with_first_open(settle(two.clone(), Some(&two), None, true));
+        assert_eq!(settle(long, None, unseen, false).open, None);
+        let unknown = settle(two.clone(), Some(&two), unseen, true);
         assert_eq!(unknown.open, everywhere());
     }
 
@@ -191,17 +208,23 @@ pub(super) mod tests {
         let two = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 1)]);
         // A list of an earlier form: where its files went is not known, until a pass.
         assert_eq!(
-            settle(two.clone(), Some(&two), None, true).open,
+            settle(two.clone(), Some(&two), seen(), true).open,
             everywhere()
         );
         let balanced = ShardSet::of(&two);
         assert_eq!(
-            settle(two.clone(), Some(&two), balanced.as_ref(), true).open,
+            settle(
+                two.clone(),
+                Some(&two),
+                Writers::Seen(balanced.as_ref()),
+                true
+            )
+            .open,
             placements(&[])
         );
         // A version 3 list stays so, whoever reads.
-        let v3 = settle(two.clone(), None, None, true);
-        assert!(settle(two.clone(), Some(&v3), None, false).open.is_some());
+        let v3 = settle(two.clone(), None, seen(), true);
+        assert!(settle(two.clone(), Some(&v3), seen(), false).open.is_some());
         // A modulo placement that lost a shard would home the rest elsewhere.
         let mut modulo = MountTargetList::new(Strategy::ModuloSha256);
         for (i, root) in ["/", "/", "/"].iter().enumerate() {
@@ -219,7 +242,7 @@ pub(super) mod tests {
         )]));
         let shrunk = slash();
         assert_eq!(
-            settle(shrunk, Some(&migrated), None, true).open,
+            settle(shrunk, Some(&migrated), seen(), true).open,
             everywhere()
         );
         // Too long for the parameter: everywhere.
@@ -240,7 +263,7 @@ pub(super) mod tests {
         ));
         let mut wide = list(&[("/", "use1-az1", 1), ("/shards/use1-az2", "use1-az2", 250)]);
         wide.open = None;
-        assert_eq!(settle(wide, Some(&long), None, true).open, everywhere());
+        assert_eq!(settle(wide, Some(&long), seen(), true).open, everywhere());
     }
 
     /// A router on `list` as published (its text parsed back) over `mount`.
@@ -271,7 +294,7 @@ pub(super) mod tests {
             (
                 "an old list's writer",
                 two.clone(),
-                Some(settle(two.clone(), None, None, true)),
+                Some(settle(two.clone(), None, seen(), true)),
                 four.clone(),
             ),
             (
@@ -279,8 +302,8 @@ pub(super) mod tests {
                 four.clone(),
                 Some(settle(
                     four.clone(),
-                    Some(&settle(two.clone(), None, None, true)),
-                    None,
+                    Some(&settle(two.clone(), None, seen(), true)),
+                    seen(),
                     true,
                 )),
                 draining,
@@ -288,12 +311,12 @@ pub(super) mod tests {
             (
                 "a list migrated from modulo",
                 modulo.clone(),
-                Some(settle(modulo.clone(), None, None, true)),
+                Some(settle(modulo.clone(), None, seen(), true)),
                 two.clone(),
             ),
         ];
         for (who, writer, published, next) in cases {
-            let now = settle(next, published.as_ref(), None, true);
+            let now = settle(next, published.as_ref(), seen(), true);
             let Some(Open::Placements(open)) = &now.open else {
                 panic!("{who}: {:?}", now.open)
             };
