@@ -8,6 +8,7 @@ test fails, naming the variable. Each probe first shows the hazard with plain ca
 stale, so the test could fail), then that the client answers as the server does.
 """
 
+import importlib.util
 import os
 import random
 import shutil
@@ -15,6 +16,7 @@ import threading
 import time
 import unittest
 from collections import Counter
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import efs_router
@@ -281,20 +283,16 @@ NOT_CALLS = {"SEQUENCE", "RENEW", "GET_LEASE_TIME", "NULL"}
 
 
 def nfs_ops(mount: str) -> Dict[str, int]:
-    """This process's count of each NFS operation sent so far through ``mount`` (/proc/self/mountstats)."""
-    out: Dict[str, int] = {}
-    mine = per_op = False
-    with open("/proc/self/mountstats") as f:
-        for line in f:
-            if line.startswith("device "):
-                mine, per_op = (" mounted on %s " % mount) in line, False
-            elif mine and line.strip() == "per-op statistics":
-                per_op = True
-            elif mine and per_op and ":" in line:
-                name, rest = line.strip().split(":", 1)
-                fields = rest.split()
-                if fields and fields[0].isdigit():
-                    out[name] = int(fields[0])
+    """This process's count of each NFS operation sent so far through ``mount``, as the tier's benches count
+    them (scripts/nfs-tier/mountstats.py, read from the repository this test runs in)."""
+    path = Path(__file__).resolve().parents[3] / "scripts" / "nfs-tier" / "mountstats.py"
+    spec = importlib.util.spec_from_file_location("mountstats", path)
+    if spec is None or spec.loader is None:
+        raise AssertionError("%s: cannot load" % path)
+    mountstats = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mountstats)
+    per_op: Dict[str, Tuple[int, int, int]] = mountstats.per_op(mount)
+    out = {name: calls for name, (calls, _, _) in per_op.items()}
     if not out:
         raise AssertionError("%s: no per-op statistics" % mount)
     return out
