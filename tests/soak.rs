@@ -4253,7 +4253,12 @@ impl Soak {
         // Late in a long wind-down no more kills land among moves: each may hold a drain for
         // `ABANDONED_AFTER`, and the wind-down must end.
         let late = self.phase == Phase::WindingDown && self.step > self.steps + WIND_DOWN_STEPS;
-        let movable = !late && self.converged() && !self.misplaced().is_empty();
+        // One walk of the files away from home serves the kill's draw and the rewrites.
+        let misplaced = match self.converged() {
+            true => self.misplaced(),
+            false => Vec::new(),
+        };
+        let movable = !late && !misplaced.is_empty();
         // Coverage: past half the main steps with no kill within a move yet (one that moved
         // a single file may end before the watcher finds it), every run that will move is one.
         let owed = self.phase == Phase::Main
@@ -4312,10 +4317,7 @@ impl Soak {
         let mut deletes = Rng::for_step(self.seed ^ 0xDE1E7E, self.step);
         // Rewrites of a misplaced path beside a run, drawn apart too: they race its move.
         let mut rewrites = Rng::for_step(self.seed ^ 0x5E3B17E, self.step);
-        let misplaced = match burst > 0 && self.converged() {
-            true => self.misplaced_paths(),
-            false => Vec::new(),
-        };
+        let misplaced = self.live_paths_of(&misplaced);
         let mut planned = Vec::new();
         for _ in 0..burst {
             if race_owed && misplaced.is_empty() {
@@ -5297,19 +5299,14 @@ impl Soak {
             .collect()
     }
 
-    /// The live paths whose copy under the published list's roots is away from home, with
-    /// that copy.
-    fn misplaced_paths(&self) -> Vec<(String, PathBuf)> {
+    /// The live paths of `copies` (files on disk, as [`Soak::misplaced`] gives them), each with
+    /// its copy.
+    fn live_paths_of(&self, copies: &[PathBuf]) -> Vec<(String, PathBuf)> {
         let live = &self.model.live;
-        let at = |p: &PathBuf| {
-            p.strip_prefix(&self.views.truth)
-                .ok()
-                .map(Path::to_path_buf)
-        };
-        let paths = self.misplaced().into_iter().filter_map(|p| {
-            let rel = at(&p)?;
+        let paths = copies.iter().filter_map(|p| {
+            let rel = p.strip_prefix(&self.views.truth).ok()?;
             let (_, logical) = placed(&rel.to_string_lossy())?;
-            live.contains_key(&logical).then_some((logical, p))
+            live.contains_key(&logical).then(|| (logical, p.clone()))
         });
         paths.collect()
     }
