@@ -129,7 +129,8 @@ nfs-test: python-install
 
 ## The long soaks, with a record (docs/testing.md): 10 seeds of 2,000 steps on the host, then 3 on the NFS tier,
 ## taken in turn from scripts/soak-seeds.txt; their tables replace a section of docs/benchmarks.md. A failure
-## prints the command that runs it again. Smaller: SOAK_LONG_HOST=N SOAK_LONG_TIER=N SOAK_LONG_STEPS=N.
+## prints the command that runs it again. Smaller: SOAK_LONG_HOST=N SOAK_LONG_TIER=N SOAK_LONG_STEPS=N;
+## SOAK_LONG_JOBS=2 runs two host seeds at a time.
 .PHONY: soak-long
 soak-long:
 	scripts/ensure-tools.sh moto

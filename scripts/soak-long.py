@@ -6,8 +6,8 @@ test binary, as `make soak-local` runs it), then SOAK_LONG_TIER seeds (default 3
 tier (`make soak`), each of SOAK_LONG_STEPS steps (default 2,000), one after the other. The
 seeds come from scripts/soak-seeds.txt: the next HOST + TIER of them, wrapping around, from
 the index (commits in HEAD's history x seeds a run) mod the list's length, or SOAK_LONG_START;
-the host takes the first ones. On the tier the VM gets SOAK_LONG_TIER_TIMEOUT s (default
-1,200 + 4 a step) and the soak 200 s less.
+the host takes the first ones, SOAK_LONG_JOBS of them at a time (default 1). On the tier the
+VM gets SOAK_LONG_TIER_TIMEOUT s (default 1,200 + 4 a step) and the soak 200 s less.
 
 It reads the line `soak-statistics: {json}` each soak prints at its end, and replaces the
 section of docs/benchmarks.md between the markers below (added at the end if missing) with a
@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,6 +172,7 @@ def main() -> int:
     host_n = env_int("SOAK_LONG_HOST", 10)
     tier_n = env_int("SOAK_LONG_TIER", 3)
     steps = env_int("SOAK_LONG_STEPS", 2000)
+    jobs = max(1, env_int("SOAK_LONG_JOBS", 1))
     tier_timeout = env_int("SOAK_LONG_TIER_TIMEOUT", 1200 + 4 * steps)
     seeds = read_seeds()
     count = int(git("rev-list", "--count", "HEAD"))
@@ -186,12 +188,18 @@ def main() -> int:
     runs = []
     if host_n:
         binary = soak_binary()
-        for seed in chosen[:host_n]:
+
+        def host(seed: int) -> dict:
             env = dict(os.environ, SOAK_SEED=str(seed), SOAK_STEPS=str(steps),
                        CARGO_MANIFEST_DIR=str(ROOT))
             cmd = [binary, "--exact", TEST, "--test-threads", "1", "--nocapture", "--color", "never"]
-            runs.append(run_one("host", seed, steps, cmd, env,
-                                f"make soak-local SEED={seed} STEPS={steps}", logs))
+            return run_one("host", seed, steps, cmd, env,
+                           f"make soak-local SEED={seed} STEPS={steps}", logs)
+
+        # Each host run is one soak binary on its own directory and moto: JOBS of them share
+        # the cores (the runs' timing, and so some of their statistics, move with the load).
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            runs += list(pool.map(host, chosen[:host_n]))
     for seed in chosen[host_n:]:
         args = [f"SEED={seed}", f"STEPS={steps}", f"SOAK_TIER_TIMEOUT={tier_timeout}"]
         cmd = ["make", "--no-print-directory", "soak", *args]
@@ -203,7 +211,9 @@ def main() -> int:
         f"Written on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `make soak-long` "
         f"(SOAK_LONG_HOST={host_n} SOAK_LONG_TIER={tier_n} SOAK_LONG_STEPS={steps}"
         f"{f' SOAK_LONG_TIER_TIMEOUT={tier_timeout}' if tier_n else ''}), seeds from index "
-        f"{start} of scripts/soak-seeds.txt, one run at a time; load average {load:.1f} at the end."
+        f"{start} of scripts/soak-seeds.txt, "
+        f"{'one host run at a time' if jobs == 1 else f'{jobs} host runs at a time'}, the tier's one "
+        f"at a time; load average {load:.1f} at the end."
     )
     write_doc(section(runs, settings, commit))
     print(f"soak-long: the tables are in {DOC.relative_to(ROOT)}; logs in {logs}")
