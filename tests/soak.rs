@@ -170,9 +170,10 @@
 //!    version of each that has a copy under a listed root. A miss fails the soak on any list
 //!    version: the user's oracle is the library's read, not where the copies lie. The one
 //!    exception is the app on plain paths (no router): its files are under `/`, and a reader
-//!    whose list does not look in `/` skips them; but (8b) every run that answers while that
-//!    app runs must leave a published list that does (the function reopens `/` for misses
-//!    while a writer may be unseen).
+//!    whose list does not look in `/` skips them; but (8b) every reconcile run that answers
+//!    naming that app's task unreported must leave a published list that does (the function
+//!    reopens `/` for misses while a writer may be unseen). A run that could not list ECS's
+//!    tasks has not seen it, and is counted apart; a rebalance run publishes nothing.
 //!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
@@ -1778,6 +1779,11 @@ struct Stats {
     plain_writes: usize,
     plain_unlooked: usize,
     runs_beside_plain_app: usize,
+    /// Runs that answered beside it without naming it (ECS's tasks not listed).
+    runs_beside_plain_app_unseen: usize,
+    /// Routed deletes of a path it wrote last that left its copy under `/`, where the
+    /// deleting client's list did not look.
+    plain_left_by_delete: usize,
     /// Runs steered to a rewrite racing a move (`RACE_ATTEMPTS`).
     race_attempts: usize,
     /// Writes by the client whose router mounts each shard apart.
@@ -2604,17 +2610,18 @@ impl Soak {
             if client.list.text != self.published.text {
                 *self.stats.hidden_writes.entry(what).or_default() += 1;
             }
-            if what == PLAIN_APP {
-                self.stats.plain_writes += 1;
-                self.model.plain.insert(path.clone());
-            }
             said.push(format!(
                 "{what} on {} wrote {path} (write {}) -> {}",
                 client.list.label(),
                 self.model.writes,
                 client.home_root(&path)
             ));
+            // Recorded first: a routed write of the path takes it out of the app's again.
             self.model.record(&path, bytes, at);
+            if what == PLAIN_APP {
+                self.stats.plain_writes += 1;
+                self.model.plain.insert(path.clone());
+            }
         }
         Ok(())
     }
@@ -4229,8 +4236,23 @@ impl Soak {
         let list = client.list.clone();
         let roots = shard_roots(&client.router);
         let line = self.deleted(&head, &roots, &done)?;
-        self.model.live.remove(path);
         let left = copies_on_disk(&self.views.truth, path);
+        // The app on plain paths wrote it last, under `/`, where this client's list does not
+        // look: the delete cannot reach that copy, which stays the path's latest version until
+        // the list that reopens `/` (the window data-plane.md gives). It stays live.
+        let listed: Vec<&String> = left.iter().filter(|r| list.roots().contains(*r)).collect();
+        if self.model.plain.contains(path)
+            && !looks_in_first(&list.list)
+            && listed.iter().all(|r| r.as_str() == "/")
+            && !listed.is_empty()
+        {
+            self.stats.plain_left_by_delete += 1;
+            return Ok(format!(
+                "{line}; the app on plain paths' copy under / stays, where its list {} does not look",
+                list.label()
+            ));
+        }
+        self.model.live.remove(path);
         if let Some(root) = left.iter().find(|r| list.roots().contains(*r)) {
             return Err(format!(
                 "{line}: a copy under {root}, a root of the deleting client's list {}, is left",
@@ -4430,7 +4452,7 @@ impl Soak {
         self.check_deleted_targets(&mut line, &before.targets)?;
         self.count_created(&mut line, &before.targets);
         self.lists_and_fleet(&mut line, &old, forced, &before, rebalanced_all);
-        self.check_plain_app_seen(&ran)?;
+        self.check_plain_app_seen(&action, &ran)?;
         // The run closed the placements while clients wrote beside it.
         let closed = |p: &Published| open_kind(&p.list) == Some(OpenKind::Closed);
         if closed(&self.published) && !closed(&old) {
@@ -5444,22 +5466,45 @@ impl Soak {
         Ok(())
     }
 
-    /// 8b: a run that answered while the app on plain paths ran (ECS shows it, reporting
-    /// nothing) leaves a published list whose misses look in `/`, where that app writes.
-    fn check_plain_app_seen(&mut self, ran: &Ran) -> Result<(), String> {
-        let plain = self
+    /// 8b: a run of the reconcile that answered naming the app on plain paths unreported (ECS
+    /// shows its task, which reports nothing) leaves a published list whose misses look in
+    /// `/`, where that app writes.
+    fn check_plain_app_seen(&mut self, action: &str, ran: &Ran) -> Result<(), String> {
+        let tasks: Vec<&String> = self
             .actors
             .iter()
-            .any(|a| matches!(a, Actor::Unreported { plain: true, .. }));
-        if !plain || !matches!(ran.outcome, Some(Ok(_))) {
+            .filter_map(|a| match a {
+                Actor::Unreported {
+                    plain: true, task, ..
+                } => Some(task),
+                _ => None,
+            })
+            .collect();
+        let Some(Ok(r)) = &ran.outcome else {
+            return Ok(());
+        };
+        // The rebalance publishes nothing (it moves files under the published list): the
+        // reconcile does, on its own schedule.
+        if tasks.is_empty() || action == "rebalance" {
+            return Ok(());
+        }
+        // Seen: the answer names its task unreported. A run that could not list ECS's tasks
+        // has not seen it, and holds everything (the window data-plane.md gives).
+        let behind = r["clients_behind"].as_array().cloned().unwrap_or_default();
+        let seen = behind.iter().any(|c| {
+            c["why"] == json!("unreported") && tasks.iter().any(|t| c["client"] == json!(t))
+        });
+        if !seen {
+            self.stats.runs_beside_plain_app_unseen += 1;
             return Ok(());
         }
         self.stats.runs_beside_plain_app += 1;
         match looks_in_first(&self.published.list) {
             true => Ok(()),
             false => Err(format!(
-                "check 8b: the run answered while an app on plain paths ran, and the published list {} does not look in /, where it writes",
-                self.published.label()
+                "check 8b: the reconcile answered naming the app on plain paths unreported, and the published list {} does not look in /, where it writes; clients behind {}",
+                self.published.label(),
+                r["clients_behind"]
             )),
         }
     }
@@ -5967,8 +6012,16 @@ impl Soak {
                 s.runs_beside_plain_app,
             ),
             (
+                "runs answered beside it, ECS's tasks not listed",
+                s.runs_beside_plain_app_unseen,
+            ),
+            (
                 "its paths skipped by check 8 (a list not looking in /)",
                 s.plain_unlooked,
+            ),
+            (
+                "its copies left by a routed delete (a list not looking in /)",
+                s.plain_left_by_delete,
             ),
             ("creates that found a path", s.creates_found),
             ("deleted paths seen on disk again", s.resurrected.len()),
