@@ -6,7 +6,8 @@ test binary, as `make soak-local` runs it), then SOAK_LONG_TIER seeds (default 3
 tier (`make soak`), each of SOAK_LONG_STEPS steps (default 2,000), one after the other. The
 seeds come from scripts/soak-seeds.txt: the next HOST + TIER of them, wrapping around, from
 the index (commits in HEAD's history x seeds a run) mod the list's length, or SOAK_LONG_START;
-the host takes the first ones, SOAK_LONG_JOBS of them at a time (default 1). On the tier the
+the host takes the first ones, SOAK_LONG_JOBS of them at a time (default 1); SOAK_LONG_SEEDS
+(seeds, space-separated) runs those alone, on the host. On the tier the
 VM gets SOAK_LONG_TIER_TIMEOUT s (default 1,200 + 4 a step) and the soak 200 s less.
 
 It reads the line `soak-statistics: {json}` each soak prints at its end, and replaces the
@@ -178,6 +179,12 @@ def main() -> int:
     count = int(git("rev-list", "--count", "HEAD"))
     start = env_int("SOAK_LONG_START", count * (host_n + tier_n)) % len(seeds)
     chosen = [seeds[(start + i) % len(seeds)] for i in range(host_n + tier_n)]
+    # Seeds named (a failure's again, after a fix): on the host, these alone.
+    named = os.environ.get("SOAK_LONG_SEEDS", "").split()
+    if named:
+        if not all(w.isdigit() for w in named):
+            sys.exit(f"soak-long: SOAK_LONG_SEEDS={' '.join(named)!r}: whole numbers are needed")
+        chosen, host_n, tier_n = [int(w) for w in named], len(named), 0
     commit = git("rev-parse", "--short", "HEAD")
     if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/benchmarks.md"):
         commit += " + changes"
@@ -210,8 +217,9 @@ def main() -> int:
     settings = (
         f"Written on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `make soak-long` "
         f"(SOAK_LONG_HOST={host_n} SOAK_LONG_TIER={tier_n} SOAK_LONG_STEPS={steps}"
-        f"{f' SOAK_LONG_TIER_TIMEOUT={tier_timeout}' if tier_n else ''}), seeds from index "
-        f"{start} of scripts/soak-seeds.txt, "
+        f"{f' SOAK_LONG_TIER_TIMEOUT={tier_timeout}' if tier_n else ''}"
+        f"{f' SOAK_LONG_SEEDS={chr(34)}{chr(32).join(named)}{chr(34)}' if named else ''}), "
+        f"{'seeds named' if named else f'seeds from index {start} of scripts/soak-seeds.txt'}, "
         f"{'one host run at a time' if jobs == 1 else f'{jobs} host runs at a time'}, the tier's one "
         f"at a time; load average {load:.1f} at the end."
     )
