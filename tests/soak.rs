@@ -5280,8 +5280,21 @@ impl Soak {
                     let head = format!("c{c}@v{version} delete {path} beside the run");
                     let said = self.deleted(&head, &roots, &done)?;
                     let _ = write!(line, "; {said}");
-                    self.model.live.remove(&path);
                     self.stats.deletes_beside_runs += 1;
+                    // As between runs (`Soak::delete`): the app on plain paths' copy under
+                    // `/`, where the client's list did not look, stays the path's latest.
+                    let in_first = done.removed.iter().any(|&i| roots[i] == "/");
+                    if self.model.plain.contains(&path)
+                        && !in_first
+                        && copies_on_disk(&self.views.truth, &path)
+                            .iter()
+                            .any(|r| r == "/")
+                    {
+                        self.stats.plain_left_by_delete += 1;
+                        let _ = write!(line, " (the app on plain paths' copy under / stays)");
+                    } else {
+                        self.model.live.remove(&path);
+                    }
                 }
                 (Beside::Read, Ok(Answer::Read(read))) => {
                     if !self.model.is_version(&path, &read.data) {
