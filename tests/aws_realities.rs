@@ -437,6 +437,18 @@ async fn a_value_ssm_refuses_as_too_large_is_an_error_naming_the_parameter() {
 
 // ----------------------------------------------------------------------------- SSM lagging
 
+/// An SSM client whose calls go through the proxy, as the function's do.
+fn ssm_through_the_proxy(tb: &Testbed) -> aws_sdk_ssm::Client {
+    aws_sdk_ssm::Client::from_conf(
+        tb.aws
+            .ssm
+            .config()
+            .to_builder()
+            .endpoint_url(tb.proxy.endpoint())
+            .build(),
+    )
+}
+
 /// SSM's reads can lag a write: right after a PutParameter a GetParameter may answer the
 /// previous version, or `ParameterNotFound` for a parameter the write created. The proxy
 /// plays it; moto never does.
@@ -445,14 +457,7 @@ async fn the_proxy_answers_a_read_right_after_a_write_with_what_ssm_held_before(
     let tb = testbed(World::builder(), 0).await;
     tb.proxy
         .lag_parameter_reads(1000, 1, std::time::Duration::from_secs(30), 7);
-    let ssm = aws_sdk_ssm::Client::from_conf(
-        tb.aws
-            .ssm
-            .config()
-            .to_builder()
-            .endpoint_url(tb.proxy.endpoint())
-            .build(),
-    );
+    let ssm = ssm_through_the_proxy(&tb);
     let put = |value: &'static str| {
         ssm.put_parameter()
             .name("/lagging")
@@ -610,4 +615,57 @@ async fn a_read_that_lags_the_last_write_is_read_again() {
     );
     let stale: usize = tb.proxy.stale_reads().values().sum();
     assert!(stale > 0, "no read lagged: the test tested nothing");
+}
+
+/// A run whose read of the state lags a write, and whose check of the next version lags too
+/// (SSM's versioned reads may), plans from the older state; no read can tell. Its first change
+/// is then the save of that state, whose answer shows the version it never read: the run puts
+/// that version back and stops before anything else changes. Here it would have published the
+/// list an operator deleted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_fooled_by_an_older_state_changes_nothing() {
+    let tb = testbed(World::builder(), 100).await;
+    tb.world.put_state(&json!({})).await;
+    for _ in 0..2 {
+        let inv = tb.invoke(&event("reconcile")).await;
+        check_eq!(inv, error_type(&inv), "", "the run failed");
+    }
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["actions"], json!([]), "not settled");
+    let older = tb.world.state().await;
+    tb.aws
+        .ssm
+        .delete_parameter()
+        .name(&tb.world.parameter_name)
+        .send()
+        .await
+        .expect("DeleteParameter");
+    // A newer state, written through SSM's lag: its next two reads (the value, then the
+    // check of the version after it) answer what was there before.
+    let mut newer = older.clone();
+    newer["excluded"] = json!({"subnet-0fooled": {"until": 4_000_000_000u64, "reason": "newer"}});
+    tb.proxy
+        .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(60), 3);
+    ssm_through_the_proxy(&tb)
+        .put_parameter()
+        .name(support::world::STATE_PARAMETER_NAME)
+        .value(newer.to_string())
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("PutParameter");
+    let inv = tb.invoke(&event("reconcile")).await;
+    let served = tb.proxy.stale_reads();
+    let lagged = |kind| served.get(&(support::world::STATE_PARAMETER_NAME.to_owned(), kind));
+    check_eq!(inv, lagged("previous version"), Some(&1), "{served:?}");
+    check_eq!(inv, lagged("version not found"), Some(&1), "{served:?}");
+    check_eq!(inv, error_type(&inv), "StaleWrite");
+    check!(inv, tb.world.parameter().await.is_none(), "a list went out");
+    check_eq!(
+        inv,
+        tb.world.state().await,
+        newer,
+        "the newer state is not back"
+    );
 }

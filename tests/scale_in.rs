@@ -1909,14 +1909,15 @@ async fn undo_brings_every_file_home_to_slash_and_deletes_only_the_targets_it_cr
         strings(inv.response(), "warnings"),
         Vec::<String>::new()
     );
-    // Undone again: nothing left to remove, and only the removal's look done.
+    // Undone again: nothing left to remove, and only the removal's look done (the state saved
+    // before it, unchanged).
     tb.fleet_reports(&[1, 2]).await;
     let (again, _) = run_checked(&tb, &files, &json!({"action": "undo"})).await;
     check_eq!(again, again.response()["decision"], json!("undone"));
     check_eq!(
         again,
         again.response()["actions"],
-        json!(["remove_shard_directories"])
+        json!(["save_state", "remove_shard_directories"])
     );
     check_eq!(again, strings(again.response(), "warnings").len(), 0);
     for step in [

@@ -186,6 +186,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
         (&list, &next),
         &mut steps,
     );
+    saved_first(&mut steps, &state);
     steps.sort_by_key(Step::kind);
     let mut decided = Decided {
         decision,
@@ -199,6 +200,17 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     };
     decided.homes(homes, seen.published, obs);
     Plan::assemble(seen, obs, &state, list, steps, decided)
+}
+
+/// A plan that changes anything saves the state first, changed or not. SSM's reads, versioned
+/// ones too, may lag its writes, so no read shows that the state planned from is the newest;
+/// a write's answer does ([`crate::aws::ssm::Ssm`]'s check of what it wrote over). A run
+/// fooled by an older state stops at that save, before it changed anything.
+fn saved_first(steps: &mut Vec<Step>, state: &State) {
+    let saves = steps.iter().any(|s| s.kind() == StepKind::SaveState);
+    if !saves && steps.iter().any(|s| s.kind().changes_outside_state()) {
+        steps.push(Step::SaveState(state.clone()));
+    }
 }
 
 /// What the decision's part of a plan made, for [`Plan::assemble`].

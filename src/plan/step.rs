@@ -101,6 +101,23 @@ impl StepKind {
         )
     }
 
+    /// Steps that change something outside the state: a plan with one saves the state first.
+    /// A shard directory made, or a wait, changes no file's place: no list names it yet. A
+    /// create saves its intent in the state itself, before it asks AWS.
+    pub fn changes_outside_state(self) -> bool {
+        match self {
+            StepKind::SaveState
+            | StepKind::CreateShardDir
+            | StepKind::Wait
+            | StepKind::CreateMountTarget => false,
+            StepKind::MoveFiles
+            | StepKind::DeleteMountTarget
+            | StepKind::Publish
+            | StepKind::ForceDeployment
+            | StepKind::RemoveShardDirs => true,
+        }
+    }
+
     /// Publishing and redeploying: done once what is observed has settled.
     pub fn is_announcement(self) -> bool {
         matches!(self, StepKind::Publish | StepKind::ForceDeployment)

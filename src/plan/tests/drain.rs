@@ -5,8 +5,8 @@ use super::*;
 #[test]
 fn a_drain_moves_files_first_and_deletes_only_an_empty_shard() {
     let p = plan(&draining_c(100, 10, 5), &policy());
-    assert_eq!(names(&p), ["move_files"]);
-    match &p.steps[0] {
+    assert_eq!(names(&p), ["save_state", "move_files"]);
+    match &p.steps[1] {
         Step::MoveFiles { root, list } => {
             assert_eq!(root, "/shards/use1-az3");
             assert!(
@@ -30,7 +30,7 @@ fn a_drain_moves_files_first_and_deletes_only_an_empty_shard() {
     // ... then, once the fleet runs that list, the target goes.
     let p = plan(&unlisted_c(100, 10), &policy());
     assert_eq!(
-        p.steps,
+        p.steps[1..],
         [Step::DeleteMountTarget {
             mount_target_id: "fsmt-c".into()
         }]
@@ -81,7 +81,7 @@ fn a_drain_saved_but_not_published_publishes_before_anything_moves_or_goes() {
             id: "fsmt-c".into()
         })
     );
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(draining_id(&p), Some("fsmt-c"));
     // Unlisted in the state, but still published: the list without it goes first, no delete.
     let mut o = unlisted_c(100, 10);

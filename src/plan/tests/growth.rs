@@ -127,7 +127,7 @@ fn azs_exhausted_the_new_shards_homes_switch_once_the_fleet_runs_them() {
     );
     // The fleet runs the announcement: homes switch.
     assert_eq!(p.homes, Homes::Switched);
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(
         shard_counts(&p.list),
         [("fsmt-a", 2, 0), ("fsmt-b", 2, 0), ("fsmt-c", 1, 0)]

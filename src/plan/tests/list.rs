@@ -23,7 +23,7 @@ fn migrate_republishes_a_modulo_list_under_rendezvous() {
     assert_eq!(p.list.strategy, Strategy::Rendezvous);
     let got = ids_and_roots(&p.list);
     assert_eq!(got, [("fsmt-a", "/"), ("fsmt-b", "/shards/use1-az2")]);
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     // Files wait for the fleet to run it; nothing else is decided in that run.
     assert_eq!(p.moves_wait, Some(MovesWait::ListPending));
     // Without the event, the modulo list stays as it is.
@@ -55,7 +55,7 @@ fn a_missing_parameter_is_published_and_services_redeployed() {
     let mut o = world(10);
     o.parameter = None;
     let p = plan(&o, &policy());
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(p.list.strategy, Strategy::Rendezvous);
     assert_eq!(p.list.mount_targets.len(), 1);
     assert_eq!(p.list.mount_targets[0].root, "/");
@@ -67,7 +67,19 @@ fn a_parameter_newer_than_the_deployment_redeploys_only() {
     let mut o = world(10);
     o.parameter.as_mut().unwrap().last_modified = at(300);
     let p = plan(&o, &policy());
-    assert_eq!(names(&p), ["force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "force_deployment"]);
+}
+
+/// SSM's reads may lag, versioned ones too: only a save's answer shows that the state planned
+/// from is the newest. So a plan that changes anything saves it first, unchanged; one that
+/// changes nothing writes nothing.
+#[test]
+fn a_plan_that_changes_anything_saves_the_state_first_even_unchanged() {
+    let mut o = world(10);
+    assert_eq!(names(&plan(&o, &policy())), Vec::<&str>::new());
+    o.parameter.as_mut().unwrap().last_modified = at(300);
+    let p = plan(&o, &policy());
+    assert_eq!(p.steps[0], Step::SaveState(o.state.clone()));
 }
 
 #[test]
@@ -155,7 +167,7 @@ fn a_run_that_died_after_creating_is_finished_without_a_second_target() {
     o.files.insert("/shards/use1-az2".into(), 0);
     let p = plan(&o, &policy());
     assert!(created(&p).is_none());
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(p.list.mount_targets[1].root, "/shards/use1-az2");
 }
 
@@ -167,17 +179,22 @@ fn a_pre_existing_second_target_gets_a_shard_directory_before_it_is_published() 
     o.mount_targets
         .push(target("fsmt-b", 'b', LifeCycle::Available));
     let p = plan(&o, &policy());
-    assert_eq!(names(&p), ["publish", "force_deployment"]);
+    assert_eq!(names(&p), ["save_state", "publish", "force_deployment"]);
     assert_eq!(ids_and_roots(&p.list), [("fsmt-a", "/")]);
     // Files for two shards: it takes the second, its directory made before any list names it.
     o.files.insert("/".into(), 60_000);
     let p = plan(&o, &policy());
     assert_eq!(
         names(&p),
-        ["create_shard_directory", "publish", "force_deployment"]
+        [
+            "save_state",
+            "create_shard_directory",
+            "publish",
+            "force_deployment"
+        ]
     );
     assert_eq!(
-        p.steps[0],
+        p.steps[1],
         Step::CreateShardDir {
             root: "/shards/use1-az2".into()
         }
