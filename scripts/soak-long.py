@@ -214,11 +214,13 @@ def main() -> int:
                             "make soak " + " ".join(args), logs))
 
     load = os.getloadavg()[0]
+    seeds = " ".join(named)
+    seeds_named = f' SOAK_LONG_SEEDS="{seeds}"' if named else ""
     settings = (
         f"Written on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `make soak-long` "
         f"(SOAK_LONG_HOST={host_n} SOAK_LONG_TIER={tier_n} SOAK_LONG_STEPS={steps}"
         f"{f' SOAK_LONG_TIER_TIMEOUT={tier_timeout}' if tier_n else ''}"
-        f"{f' SOAK_LONG_SEEDS={chr(34)}{chr(32).join(named)}{chr(34)}' if named else ''}), "
+        f"{seeds_named}), "
         f"{'seeds named' if named else f'seeds from index {start} of scripts/soak-seeds.txt'}, "
         f"{'one host run at a time' if jobs == 1 else f'{jobs} host runs at a time'}, the tier's one "
         f"at a time; load average {load:.1f} at the end."
