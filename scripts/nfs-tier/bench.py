@@ -61,22 +61,38 @@ NOT_CALLS = {"SEQUENCE", "NULL", "RENEW", "GET_LEASE_TIME", "EXCHANGE_ID", "CREA
              "PATHCONF", "LOOKUP_ROOT", "STATFS"}
 
 
-def ops(mount: str) -> Dict[str, int]:
-    """The mount's count of each NFS operation sent so far."""
-    return {name: calls for name, (calls, _, _) in per_op(mount).items()}
+def measured(mount: str, fn: Callable[[], object]) -> Dict[str, Tuple[int, int, int]]:
+    """What ``fn`` sent through ``mount``: each NFS operation's calls, bytes sent and bytes received."""
+    before = per_op(mount)
+    fn()
+    out: Dict[str, Tuple[int, int, int]] = {}
+    for k, now in per_op(mount).items():
+        was = before.get(k, (0, 0, 0))
+        if now[0] > was[0] and k not in NOT_CALLS:
+            out[k] = (now[0] - was[0], now[1] - was[1], now[2] - was[2])
+    return out
 
 
 def counted(mount: str, fn: Callable[[], object]) -> Dict[str, int]:
-    before = ops(mount)
-    fn()
-    after = ops(mount)
-    return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) and k not in NOT_CALLS}
+    return calls(measured(mount, fn))
+
+
+def calls(m: Dict[str, Tuple[int, int, int]]) -> Dict[str, int]:
+    return {k: v[0] for k, v in m.items()}
+
+
+def sizes(m: Dict[str, Tuple[int, int, int]], n: int) -> str:
+    """Bytes each operation, n of them: in all, and each kind of call's mean (sent + received), which EFS meters at
+    4 KiB at least."""
+    sent, received = sum(v[1] for v in m.values()), sum(v[2] for v in m.values())
+    each = ", ".join("%s %d" % (k, (v[1] + v[2]) // v[0]) for k, v in sorted(m.items()))
+    return "%.0f B sent, %.0f B received; a call's mean: %s" % (sent / n, received / n, each)
 
 
 def rust_mover(mount: str, mode: str, pairs: List[Tuple[str, str]],
-               concurrency: int = 16) -> Tuple[Dict[str, int], float]:
-    """Runs router/examples/nfs_moves.rs over ``pairs``: the NFS calls it sent through ``mount``, and moves per second
-    (timed by the mover itself, not counting its start)."""
+               concurrency: int = 16) -> Tuple[Dict[str, Tuple[int, int, int]], float]:
+    """Runs router/examples/nfs_moves.rs over ``pairs``: the NFS calls it sent through ``mount`` (``measured``), and
+    moves per second (timed by the mover itself, not counting its start)."""
     listing = "/tmp/bench-pairs-%s" % mode
     with open(listing, "w") as f:
         f.writelines("%s\t%s\n" % p for p in pairs)
@@ -87,7 +103,7 @@ def rust_mover(mount: str, mode: str, pairs: List[Tuple[str, str]],
                              capture_output=True, text=True).stdout
         result.update(json.loads(out))
 
-    c = counted(mount, run)
+    c = measured(mount, run)
     if result["outcomes"] != {"moved": len(pairs)}:
         raise SystemExit("nfs_moves %s: %s" % (mode, result["outcomes"]))
     return c, len(pairs) / float(str(result["seconds"]))
@@ -458,13 +474,18 @@ def main() -> None:
 
     # The function's moves (Rust): relocate_many, MOVE_CONCURRENCY's default of 16 at a time, against the plain
     # mover in Rust, one at a time.
-    c, many_rate = rust_mover(fn, "many", misplaced("many"), 16)
+    m, many_rate = rust_mover(fn, "many", misplaced("many"), 16)
+    c = calls(m)
     rows.append(("relocate_many, Rust (16 at a time)", "%s; %s; %.0f moves/s"
                  % (summary(c, n), under_source_lock(c, n, True), many_rate)))
-    c, one_rate = rust_mover(fn, "one", misplaced("one"))
+    # What a drain's or a rebalance's moves send and receive, which EFS meters (operations-reference.md's costs).
+    rows.append(("relocate_many, Rust: bytes a move", sizes(m, n)))
+    m, one_rate = rust_mover(fn, "one", misplaced("one"))
+    c = calls(m)
     rows.append(("relocate, Rust (one at a time)", "%s; %s; %.0f moves/s"
                  % (summary(c, n), under_source_lock(c, n, True), one_rate)))
-    c, rust_plain_rate = rust_mover(fn, "plain", misplaced("rplain"))
+    m, rust_plain_rate = rust_mover(fn, "plain", misplaced("rplain"))
+    c = calls(m)
     rows.append(("plain link + unlink, Rust (one at a time)", "%s; %s; %.0f moves/s"
                  % (summary(c, n), under_source_lock(c, n, False), rust_plain_rate)))
     rows.append(("relocate_many / plain, Rust", "%.2f x" % (many_rate / rust_plain_rate)))
