@@ -437,18 +437,6 @@ async fn a_value_ssm_refuses_as_too_large_is_an_error_naming_the_parameter() {
 
 // ----------------------------------------------------------------------------- SSM lagging
 
-/// An SSM client whose calls go through the proxy, as the function's do.
-fn ssm_through_the_proxy(tb: &Testbed) -> aws_sdk_ssm::Client {
-    aws_sdk_ssm::Client::from_conf(
-        tb.aws
-            .ssm
-            .config()
-            .to_builder()
-            .endpoint_url(tb.proxy.endpoint())
-            .build(),
-    )
-}
-
 /// SSM's reads can lag a write: right after a PutParameter a GetParameter may answer the
 /// previous version, or `ParameterNotFound` for a parameter the write created. The proxy
 /// plays it; moto never does.
@@ -457,7 +445,7 @@ async fn the_proxy_answers_a_read_right_after_a_write_with_what_ssm_held_before(
     let tb = testbed(World::builder(), 0).await;
     tb.proxy
         .lag_parameter_reads(1000, 1, std::time::Duration::from_secs(30), 7);
-    let ssm = ssm_through_the_proxy(&tb);
+    let ssm = tb.ssm_through_the_proxy();
     let put = |value: &'static str| {
         ssm.put_parameter()
             .name("/lagging")
@@ -646,7 +634,7 @@ async fn a_run_fooled_by_an_older_state_changes_nothing() {
     newer["excluded"] = json!({"subnet-0fooled": {"until": 4_000_000_000u64, "reason": "newer"}});
     tb.proxy
         .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(60), 3);
-    ssm_through_the_proxy(&tb)
+    tb.ssm_through_the_proxy()
         .put_parameter()
         .name(support::world::STATE_PARAMETER_NAME)
         .value(newer.to_string())

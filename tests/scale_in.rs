@@ -2069,14 +2069,7 @@ async fn a_state_read_as_not_found_after_its_creation_is_never_taken_for_none() 
     // Five reads answer "not found": four in the first run, one in the next.
     tb.proxy
         .lag_parameter_reads(1000, 5, Duration::from_secs(120), 5);
-    let ssm = aws_sdk_ssm::Client::from_conf(
-        tb.aws
-            .ssm
-            .config()
-            .to_builder()
-            .endpoint_url(tb.proxy.endpoint())
-            .build(),
-    );
+    let ssm = tb.ssm_through_the_proxy();
     let state = json!({ "created": { &b: { "az_id": tb.world.az_id('b'), "at": 1 } } });
     ssm.put_parameter()
         .name(support::world::STATE_PARAMETER_NAME)

@@ -33,6 +33,19 @@ pub struct Testbed {
 }
 
 impl Testbed {
+    /// An SSM client whose calls go through the proxy, as the function's do: its writes open
+    /// the proxy's windows of lagging reads.
+    pub fn ssm_through_the_proxy(&self) -> aws_sdk_ssm::Client {
+        aws_sdk_ssm::Client::from_conf(
+            self.aws
+                .ssm
+                .config()
+                .to_builder()
+                .endpoint_url(self.proxy.endpoint())
+                .build(),
+        )
+    }
+
     /// Starts moto, builds `world`, and sets up the function (`binary`) against it through a
     /// proxy, with `EFS_MOUNT_PATH` an empty temporary mount.
     pub async fn new(binary: impl Into<PathBuf>, world: WorldBuilder) -> Testbed {
