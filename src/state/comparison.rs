@@ -24,7 +24,10 @@
 //! client put in the wrong shard. A pass that compared with the added shards records nothing
 //! ([`super::rebalancing::Rebalancing::after_run`]): a writer the fleet rule cannot see may have put
 //! a file outside its home in an old shard, where this comparison calls it at home, so only
-//! the full pass after it closes the placements.
+//! the full pass after it closes the placements. A file the comparison would move is sent to
+//! its home over every shard (|N| hashes, for moving files only): for a file at home under O
+//! that is the first of {s} ∪ A, and a stray is never moved to an added shard that is not its
+//! home, where no router would look for it.
 
 use super::rebalancing::ShardSet;
 use efs_router::list::{MountTargetList, Shard, Strategy};
@@ -79,7 +82,15 @@ impl Comparison {
     ) -> Result<&'a str, RouteError> {
         match self {
             Comparison::Added { old, added } if old.contains(at) => {
-                Ok(outranking(&LogicalPath::parse(raw)?, at, added))
+                let first = outranking(&LogicalPath::parse(raw)?, at, added);
+                if first == at {
+                    return Ok(at);
+                }
+                // It moves: to its home over every shard, which for a file at home under the
+                // old list is `first` (the rule), and for a stray an unseen writer put in an
+                // old shard may be another old shard. Never an added shard that outranks
+                // only where the stray lies: no router would look there.
+                shard_index(raw, shards, strategy).map(|i| shards[i].root.as_str())
             }
             _ => shard_index(raw, shards, strategy).map(|i| shards[i].root.as_str()),
         }
@@ -182,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn for_files_at_home_under_the_old_list_it_agrees_with_the_full_comparison() {
+    fn it_agrees_with_the_full_comparison_and_sends_a_stray_only_home() {
         // Lists grown from random ones by random additions; files at home under the old.
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move |n: u64| {
@@ -238,6 +249,14 @@ mod tests {
                 let full = &new_shards[shard_index(&raw, &new_shards, new.strategy).unwrap()].root;
                 let got = two.home(&raw, at, &new_shards, new.strategy).unwrap();
                 assert_eq!(got, full, "case {case}, {raw}");
+                // A stray in another old shard: left, or sent to its home, never elsewhere.
+                for stray in old_roots.iter().filter(|r| *r != at) {
+                    let got = two.home(&raw, stray, &new_shards, new.strategy).unwrap();
+                    assert!(
+                        got == stray || got == full,
+                        "case {case}, {raw} in {stray}: {got}"
+                    );
+                }
                 // Found in an added shard: compared with every shard.
                 let elsewhere = two.home(&raw, &added[0].root, &new_shards, new.strategy);
                 assert_eq!(elsewhere.unwrap(), full);
