@@ -170,10 +170,12 @@
 //!    version of each that has a copy under a listed root. A miss fails the soak on any list
 //!    version: the user's oracle is the library's read, not where the copies lie. The one
 //!    exception is the app on plain paths (no router): its files are under `/`, and a reader
-//!    whose list does not look in `/` skips them; but (8b) every reconcile run that answers
-//!    naming that app's task unreported must leave a published list that does (the function
-//!    reopens `/` for misses while a writer may be unseen). A run that could not list ECS's
-//!    tasks has not seen it, and is counted apart; a rebalance run publishes nothing.
+//!    whose list does not look in `/` skips them, as the clients' own reads, creates and
+//!    deletes may miss them (one judgement, `Model::out_of_sight`); but (8b) every reconcile
+//!    run that answers naming that app's task unreported must leave a published list that
+//!    does (the function reopens `/` for misses while a writer may be unseen). A run that
+//!    could not list ECS's tasks has not seen it, and is counted apart; a rebalance run
+//!    publishes nothing.
 //!
 //! **The wind-down.** After the main steps the clients delete down to a few paths, while
 //! faults, kills and the clients ECS does not show go on, until AWS has only the mount target
@@ -956,6 +958,11 @@ struct ServiceTask {
 /// Whether a read under `list` looks in the first shard `/` (for a path in `WATCH_DIR`): where
 /// every home is `/`; a miss of the earlier forms, in every listed shard; of version 3 where it
 /// says `everywhere`, or where a placement that puts every path in `/` is open.
+/// Whether `client`'s router looks in `/` for `path`: its home there, or `/` open for misses.
+fn looks_for_in_first(client: &Client, path: &str) -> bool {
+    looks_in_first(&client.list.list) || client.home_root(path) == "/"
+}
+
 fn looks_in_first(list: &MountTargetList) -> bool {
     let in_first = |t: &efs_router::placement::Placed| t.root == "/" && t.shards == 1;
     let all_in_first = |p: &efs_router::placement::Placement| {
@@ -1222,6 +1229,8 @@ struct Model {
     low: usize,
     /// Live paths whose latest version the app on plain paths wrote (under `/`).
     plain: BTreeSet<String>,
+    /// Every version the app on plain paths wrote: which copies under `/` are its.
+    plain_versions: BTreeSet<Vec<u8>>,
 }
 
 impl Model {
@@ -1265,6 +1274,14 @@ impl Model {
                 std::thread::sleep(TICK - since);
             }
         }
+    }
+
+    /// Whether `path`'s latest version is the app on plain paths' copy under `/`, where
+    /// `client`'s router does not look for it (`looks_for_in_first`). Until a list reopens
+    /// `/` (check 8b), the window docs/data-plane.md gives, a routed read or create misses
+    /// that copy.
+    fn out_of_sight(&self, path: &str, client: &Client) -> bool {
+        self.plain.contains(path) && !looks_for_in_first(client, path)
     }
 
     fn record(&mut self, path: &str, bytes: Vec<u8>, at: Instant) {
@@ -1778,6 +1795,9 @@ struct Stats {
     /// answer came while it ran (each must leave a list that looks in `/`).
     plain_writes: usize,
     plain_unlooked: usize,
+    /// Routed reads (a client's, between or beside runs) and creates that missed its copy
+    /// under `/`.
+    plain_missed: usize,
     runs_beside_plain_app: usize,
     /// Runs that answered beside it without naming it (ECS's tasks not listed).
     runs_beside_plain_app_unseen: usize,
@@ -2617,10 +2637,11 @@ impl Soak {
                 client.home_root(&path)
             ));
             // Recorded first: a routed write of the path takes it out of the app's again.
-            self.model.record(&path, bytes, at);
+            self.model.record(&path, bytes.clone(), at);
             if what == PLAIN_APP {
                 self.stats.plain_writes += 1;
                 self.model.plain.insert(path.clone());
+                self.model.plain_versions.insert(bytes);
             }
         }
         Ok(())
@@ -4120,6 +4141,15 @@ impl Soak {
             self.model.record(path, bytes, at);
             return Ok(format!("{head}: created beside a version a move hides"));
         }
+        // The app on plain paths' copy under `/`, out of this client's sight: the create
+        // misses it as a read would, and writes the path's latest version at home.
+        if made.created() && self.plain_missed(path, &self.clients[c]) {
+            self.stats.plain_missed += 1;
+            self.model.record(path, bytes, at);
+            return Ok(format!(
+                "{head}: created beside the app on plain paths' copy under /, out of its list's sight"
+            ));
+        }
         if made.created() {
             return Err(format!(
                 "{head}: created a second copy under {}, beside {before:?} ({}), written on another list: {across}",
@@ -4187,6 +4217,13 @@ impl Soak {
             }
             Err(efs_router::Error::NotFound { .. }) => {
                 *self.stats.reads.entry("not found").or_default() += 1;
+                if self.plain_missed(path, client) {
+                    self.stats.plain_missed += 1;
+                    return Ok(format!(
+                        "{head}: not found; the app on plain paths' copy is under /, where its list {} does not look",
+                        client.list.label()
+                    ));
+                }
                 if client.list.version == self.published.version {
                     return Err(format!(
                         "{head}: not found, by a client on the published list {}",
@@ -4237,28 +4274,26 @@ impl Soak {
         let roots = shard_roots(&client.router);
         let line = self.deleted(&head, &roots, &done)?;
         let left = copies_on_disk(&self.views.truth, path);
-        // The app on plain paths wrote it last, under `/`, where this client's list does not
-        // look: the delete cannot reach that copy, which stays the path's latest version until
-        // the list that reopens `/` (the window data-plane.md gives). It stays live.
-        let listed: Vec<&String> = left.iter().filter(|r| list.roots().contains(*r)).collect();
-        if self.model.plain.contains(path)
-            && !looks_in_first(&list.list)
-            && listed.iter().all(|r| r.as_str() == "/")
-            && !listed.is_empty()
+        // The app on plain paths' copy under `/`, where this client does not look for it,
+        // stays, as the path's latest version.
+        let stays = self.plain_copy_unseen(path, &self.clients[c]);
+        if let Some(root) = left
+            .iter()
+            .find(|r| list.roots().contains(*r) && !(stays && r.as_str() == "/"))
         {
-            self.stats.plain_left_by_delete += 1;
+            return Err(format!(
+                "{line}: a copy under {root}, a root of the deleting client's list {}, is left",
+                list.label()
+            ));
+        }
+        if stays {
+            self.plain_copy_stays(path);
             return Ok(format!(
                 "{line}; the app on plain paths' copy under / stays, where its list {} does not look",
                 list.label()
             ));
         }
         self.model.live.remove(path);
-        if let Some(root) = left.iter().find(|r| list.roots().contains(*r)) {
-            return Err(format!(
-                "{line}: a copy under {root}, a root of the deleting client's list {}, is left",
-                list.label()
-            ));
-        }
         if left.is_empty() {
             return Ok(line);
         }
@@ -4267,6 +4302,31 @@ impl Soak {
             "{line}; copies under {left:?}, which its list {} does not name, stay",
             list.label()
         ))
+    }
+
+    /// Whether a routed read or create by `client` may miss `path`: its latest version is
+    /// the app on plain paths' copy under `/`, out of the client's sight.
+    fn plain_missed(&self, path: &str, client: &Client) -> bool {
+        self.model.out_of_sight(path, client) && self.plain_copy_unseen(path, client)
+    }
+
+    /// Whether `/` holds a copy of `path` the app on plain paths wrote, where `client`'s router
+    /// does not look for it: a routed delete leaves it, whichever version was the latest. One
+    /// judgement for the deletes between runs and beside them.
+    fn plain_copy_unseen(&self, path: &str, client: &Client) -> bool {
+        !looks_for_in_first(client, path)
+            && fs::read(root_dir(&self.views.truth, "/").join(path))
+                .is_ok_and(|b| self.model.plain_versions.contains(&b))
+    }
+
+    /// After a routed delete that left the app on plain paths' copy under `/`: that copy is
+    /// the path's latest version now, live, as the app sees it.
+    fn plain_copy_stays(&mut self, path: &str) {
+        self.stats.plain_left_by_delete += 1;
+        if let Ok(bytes) = fs::read(root_dir(&self.views.truth, "/").join(path)) {
+            self.model.live.insert(path.to_string(), bytes);
+            self.model.plain.insert(path.to_string());
+        }
     }
 
     /// The log line of a delete by a router whose shards have `roots`, counted; what it left
@@ -5283,14 +5343,8 @@ impl Soak {
                     self.stats.deletes_beside_runs += 1;
                     // As between runs (`Soak::delete`): the app on plain paths' copy under
                     // `/`, where the client's list did not look, stays the path's latest.
-                    let in_first = done.removed.iter().any(|&i| roots[i] == "/");
-                    if self.model.plain.contains(&path)
-                        && !in_first
-                        && copies_on_disk(&self.views.truth, &path)
-                            .iter()
-                            .any(|r| r == "/")
-                    {
-                        self.stats.plain_left_by_delete += 1;
+                    if self.plain_copy_unseen(&path, &self.clients[c]) {
+                        self.plain_copy_stays(&path);
                         let _ = write!(line, " (the app on plain paths' copy under / stays)");
                     } else {
                         self.model.live.remove(&path);
@@ -5308,6 +5362,15 @@ impl Soak {
                         line,
                         "; c{c}@v{version} read {path}: {}",
                         read.place.as_str()
+                    );
+                }
+                (Beside::Read, Err(efs_router::Error::NotFound { .. }))
+                    if self.plain_missed(&path, &self.clients[c]) =>
+                {
+                    self.stats.plain_missed += 1;
+                    let _ = write!(
+                        line,
+                        "; c{c}@v{version} read {path}: not found (the app on plain paths' copy under /)"
                     );
                 }
                 (Beside::Read, Err(efs_router::Error::NotFound { .. })) => {
@@ -5449,10 +5512,7 @@ impl Soak {
                 // The plain app's files are under `/`: found by a reader whose list looks
                 // there (the function reopens `/` once it sees the app, check 8b), and until
                 // then by none but at home.
-                if self.model.plain.contains(path.as_str())
-                    && !looks_in_first(&c.list.list)
-                    && c.home_root(path) != "/"
-                {
+                if self.model.out_of_sight(path, c) {
                     self.stats.plain_unlooked += 1;
                     continue;
                 }
@@ -6035,6 +6095,10 @@ impl Soak {
             (
                 "its copies left by a routed delete (a list not looking in /)",
                 s.plain_left_by_delete,
+            ),
+            (
+                "its paths missed by a routed read or create (a list not looking in /)",
+                s.plain_missed,
             ),
             ("creates that found a path", s.creates_found),
             ("deleted paths seen on disk again", s.resurrected.len()),
