@@ -307,8 +307,11 @@ const TASK_STOP_AFTER_PER_MILLE: u64 = 600;
 const VISITS_CAPPED_PER_MILLE: u64 = 600;
 const VISITS_CAP: u64 = 30;
 /// Runs steered to a rewrite racing a move at most: each takes a moment files are away from
-/// home from the kills among moves, which need them too.
+/// home from the kills among moves, which need them too. A steered run that took none of the
+/// rewritten paths' sources (it waited for a task, switched homes, or met a fault) raced
+/// nothing and gives its attempt back, up to `RACE_STEERED` steered runs in all.
 const RACE_ATTEMPTS: usize = 3;
+const RACE_STEERED: usize = 12;
 /// A client's new path or read is a `create` this often.
 const CREATE_PER_MILLE: u64 = 250;
 /// A client's operation on a live path beside a run is a rewrite of one away from home this
@@ -1804,8 +1807,10 @@ struct Stats {
     /// Routed deletes of a path it wrote last that left its copy under `/`, where the
     /// deleting client's list did not look.
     plain_left_by_delete: usize,
-    /// Runs steered to a rewrite racing a move (`RACE_ATTEMPTS`).
+    /// Runs steered to a rewrite racing a move that took a rewritten path's source
+    /// (`RACE_ATTEMPTS`), and all runs steered so (`RACE_STEERED`).
     race_attempts: usize,
+    race_steered: usize,
     /// Writes by the client whose router mounts each shard apart.
     per_target_writes: usize,
     /// `create`s of a live path (found, nothing written), and those whose latest version a
@@ -4373,8 +4378,10 @@ impl Soak {
             && self.phase == Phase::Main
             && self.step > self.steps / 4
             && self.stats.rewrites_racing_moves == 0
-            && self.stats.race_attempts < RACE_ATTEMPTS;
+            && self.stats.race_attempts < RACE_ATTEMPTS
+            && self.stats.race_steered < RACE_STEERED;
         self.stats.race_attempts += usize::from(race_owed);
+        self.stats.race_steered += usize::from(race_owed);
         let owed = owed && !race_owed;
         let fault = if race_owed {
             Fault::None
@@ -4394,8 +4401,9 @@ impl Soak {
         };
         // REBALANCE_MAX_VISITS, drawn apart (the step's own draws stay as they were).
         let mut caps = Rng::for_step(self.seed ^ 0xCA95, self.step);
-        let cap =
-            (rebalance && caps.chance(VISITS_CAPPED_PER_MILLE)).then(|| 1 + caps.below(VISITS_CAP));
+        // Not on a run steered to race a move: a cap could stop it before the misplaced paths.
+        let cap = (rebalance && !race_owed && caps.chance(VISITS_CAPPED_PER_MILLE))
+            .then(|| 1 + caps.below(VISITS_CAP));
         let event = if rebalance {
             json!({"action": "rebalance", "max_moves": max_moves})
         } else {
@@ -4456,7 +4464,18 @@ impl Soak {
             Some(n) => self.tb.env("REBALANCE_MAX_VISITS", n.to_string()),
             None => self.tb.unset("REBALANCE_MAX_VISITS"),
         };
+        let sources: Vec<PathBuf> = planned
+            .iter()
+            .filter_map(|(.., op)| match op {
+                Beside::Rewrite(_, source) => Some(source.clone()),
+                _ => None,
+            })
+            .collect();
         let mut line = self.run_function(&event, fault, planned).await?;
+        if race_owed && sources.iter().all(|s| fs::symlink_metadata(s).is_ok()) {
+            self.stats.race_attempts -= 1;
+            let _ = write!(line, " [steered to race a move; it took none]");
+        }
         if let Some(n) = cap {
             let _ = write!(line, " [visits capped at {n}]");
         }
