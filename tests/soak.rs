@@ -4990,7 +4990,10 @@ impl Soak {
             *self.stats.homes.entry(homes.to_owned()).or_default() += 1;
         }
         let m = &r["moves"];
+        // A drain's moves (`move_drained`) walk the draining shards alone: no pass ends there,
+        // whatever its moves say.
         let walked_all = action == "rebalance"
+            && r["decision"] != json!("move_drained")
             && actions.iter().any(|a| a == "move_files")
             && m["remaining"] == json!(0)
             && m["incomplete"] != json!(true);
