@@ -5044,7 +5044,10 @@ impl Soak {
             ));
         }
         self.check_ecs_answer(line, r, before, moved)?;
-        if action == "rebalance" && actions.iter().any(|a| a == "move_files") {
+        if action == "rebalance"
+            && r["decision"] != json!("move_drained")
+            && actions.iter().any(|a| a == "move_files")
+        {
             let ended = m["incomplete"] != json!(true);
             self.last_walk = Some((before.resumes, ended));
             self.stats.rebalances_resumed += usize::from(before.resumes);
