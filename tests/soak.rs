@@ -4990,13 +4990,12 @@ impl Soak {
             *self.stats.homes.entry(homes.to_owned()).or_default() += 1;
         }
         let m = &r["moves"];
-        // A drain's moves (`move_drained`) walk the draining shards alone: no pass ends there,
-        // whatever its moves say.
-        let walked_all = action == "rebalance"
+        // A step of a rebalance pass. A drain's moves (`move_drained`) walk the draining shards
+        // alone: no pass ends or goes on there, whatever its moves say.
+        let pass_walk = action == "rebalance"
             && r["decision"] != json!("move_drained")
-            && actions.iter().any(|a| a == "move_files")
-            && m["remaining"] == json!(0)
-            && m["incomplete"] != json!(true);
+            && actions.iter().any(|a| a == "move_files");
+        let walked_all = pass_walk && m["remaining"] == json!(0) && m["incomplete"] != json!(true);
         // The co-tenant's links are skipped and its names that are not UTF-8 fail: then every
         // client's file must be at home on disk.
         let clean = m["failed"] == json!(0) && m["skipped"] == json!(0);
@@ -5044,10 +5043,7 @@ impl Soak {
             ));
         }
         self.check_ecs_answer(line, r, before, moved)?;
-        if action == "rebalance"
-            && r["decision"] != json!("move_drained")
-            && actions.iter().any(|a| a == "move_files")
-        {
+        if pass_walk {
             let ended = m["incomplete"] != json!(true);
             self.last_walk = Some((before.resumes, ended));
             self.stats.rebalances_resumed += usize::from(before.resumes);
