@@ -8,7 +8,7 @@ use crate::moves::pass::Rebalanced;
 use crate::moves::{self, Moves};
 use crate::observed::{LifeCycle, MountTarget};
 use crate::plan::{NewTarget, SecurityGroups, Step, StepKind, Warning};
-use crate::state::State;
+use crate::state::{Published, State};
 use efs_router::list::MountTargetList;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -132,10 +132,7 @@ pub async fn apply(
                 applied.progressed = true;
                 info!(mount_target = %mount_target_id, "deleted a drained mount target");
             }
-            Step::Publish { list } => {
-                aws.ssm.write(&config.parameter_name, list).await?;
-                info!(parameter = %config.parameter_name, targets = list.mount_targets.len(), list = %list.to_json(), "published");
-            }
+            Step::Publish { list } => publish(aws, config, list).await?,
             Step::RemoveShardDirs { roots } => {
                 // What is not empty stays, named, and the next run's undo says so again.
                 for (path, error) in crate::shard::remove_empty_shard_dirs(config, roots) {
@@ -157,6 +154,23 @@ pub async fn apply(
         applied.actions.push(step.kind());
     }
     Ok(applied.progressed)
+}
+
+/// Publishes `list`, then records it in the state: a later run whose read of the list lags
+/// this write reads it again rather than move files by an older list ([`State::published`]).
+/// A run that dies between the two leaves the record one publish behind.
+async fn publish(aws: &Aws, config: &Config, list: &MountTargetList) -> Result<(), Error> {
+    let version = aws.ssm.write(&config.parameter_name, list).await?;
+    info!(parameter = %config.parameter_name, version, targets = list.mount_targets.len(), list = %list.to_json(), "published");
+    // SSM's answer names the version it made; without one there is nothing to record.
+    if version > 0 {
+        let at = crate::state::now();
+        update_state(aws, config, |s| {
+            s.published = Some(Published { version, at })
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 /// Every list and state the steps would write fits its parameter: checked before the first

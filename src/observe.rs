@@ -62,6 +62,7 @@ pub async fn observe(
         Some(state) => state,
         None => carried_over(config, state::now(), &mut warnings),
     };
+    let parameter = list_since(aws, config, parameter, &state).await?;
 
     let (roots, draining_roots) = roots_to_count(parameter.as_ref(), &mount_targets, &state);
     let started = Instant::now();
@@ -94,6 +95,25 @@ pub async fn observe(
         },
         count_took,
     ))
+}
+
+/// The list as new as the one the state records as published last: a read older than that
+/// lagged SSM's write, and a run that moved files by it would break the fleet rule (nothing
+/// moves until the fleet runs the list published last). Read again while it lags; the run
+/// stops with [`Error::StaleParameter`] when it still does. A state read that lagged records
+/// an older list, and the run's save before any change stops it ([`crate::plan`]).
+async fn list_since(
+    aws: &Aws,
+    config: &Config,
+    read: Option<Parameter>,
+    state: &State,
+) -> Result<Option<Parameter>, Error> {
+    let Some(version) = state.published.and_then(|p| read.as_ref()?.lags(p)) else {
+        return Ok(read);
+    };
+    warn!(parameter = %config.parameter_name, read = read.as_ref().map_or(0, |p| p.version), published = version,
+          "the list read is older than the one the state records as published last: reading it again");
+    aws.ssm.read_since(&config.parameter_name, version).await
 }
 
 /// What the reports' directory's repair is for an operator to know, if anything.

@@ -1,7 +1,7 @@
 //! What a run observes, as plain data: the input of `plan`.
 
 use crate::reports::Reports;
-use crate::state::State;
+use crate::state::{Published, State};
 pub use crate::when::When;
 use efs_router::list::MountTargetList;
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,6 +70,8 @@ pub struct Subnet {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parameter {
     pub list: MountTargetList,
+    /// SSM's version of the parameter, as read (0 when not known).
+    pub version: i64,
     pub last_modified: Option<When>,
     /// `efs_router::report::list_sha256` of the value as read: the identity clients report.
     pub sha256: String,
@@ -81,9 +83,18 @@ impl Parameter {
         let sha256 = efs_router::report::list_sha256(&list.to_json());
         Parameter {
             list,
+            version: 0,
             last_modified,
             sha256,
         }
+    }
+
+    /// The version the state records as published last, when this read is older: SSM's read
+    /// lagged that write. A parameter written since (by hand, or made again) is newer whatever
+    /// its version.
+    pub fn lags(&self, published: Published) -> Option<i64> {
+        let written_since = self.last_modified.is_some_and(|t| t.secs() > published.at);
+        (self.version < published.version && !written_since).then_some(published.version)
     }
 }
 
@@ -211,5 +222,33 @@ impl Observed {
     /// When the list was last published, if it is: the one reading of that time.
     pub fn published_at(&self) -> Option<When> {
         self.parameter.as_ref().and_then(|p| p.last_modified)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(version: i64, at: u64) -> Parameter {
+        let list =
+            MountTargetList::from_json(r#"{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"}]}"#);
+        Parameter {
+            version,
+            ..Parameter::new(list.expect("a list"), Some(When::from_secs(at)))
+        }
+    }
+
+    #[test]
+    fn a_read_older_than_the_recorded_publish_lags_unless_written_since() {
+        let published = Published {
+            version: 5,
+            at: 1_000,
+        };
+        // Version 4, written before the publish: SSM's read lagged it.
+        assert_eq!(read(4, 990).lags(published), Some(5));
+        assert_eq!(read(5, 1_000).lags(published), None);
+        assert_eq!(read(6, 1_100).lags(published), None);
+        // Made again by hand after the publish: its versions start over, and it is newer.
+        assert_eq!(read(1, 1_200).lags(published), None);
     }
 }

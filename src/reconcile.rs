@@ -80,6 +80,7 @@ pub async fn run(
             None
         }
         Action::Rebalance { max_moves } => {
+            pass::saved_first(aws, config, &observed, &first).await?;
             let mut done = pass::run(config, &observed, &first, max_moves, wait_until)?;
             if let Some(state) = done.state.take() {
                 pass::save(aws, config, state).await?;

@@ -588,6 +588,12 @@ async fn a_read_that_lags_the_last_write_is_read_again() {
         "no shards added: {}",
         grown.value
     );
+    // Its publish is recorded: a later read older than it is known to lag.
+    check_eq!(
+        inv,
+        tb.world.state().await["published"]["version"],
+        json!(grown.version)
+    );
     // A client that reads version 1 only reports now: a list of version 1 would be held so,
     // but this one is version 2 already and stays so, however SSM's first read lags.
     tb.mount.report("00000000000000aa", &grown.value, &[1]);
@@ -656,4 +662,107 @@ async fn a_run_fooled_by_an_older_state_changes_nothing() {
         newer,
         "the newer state is not back"
     );
+}
+
+/// A newer list (version 2) written through SSM's lag: its next two reads (the value, then the
+/// check of the version after it) answer version 1. With `record`, the state says version 2
+/// was the function's last publish, as a run's publish records it.
+async fn publish_through_the_lag(tb: &Testbed, record: bool, seed: u64) {
+    let older = tb.world.published().await.value;
+    // Other bytes, the same targets: a fleet that reports version 1 runs an older list.
+    let newer = format!("{older} ");
+    tb.proxy
+        .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(60), seed);
+    tb.ssm_through_the_proxy()
+        .put_parameter()
+        .name(&tb.world.parameter_name)
+        .value(newer)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("PutParameter");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let published = json!({"published": {"version": 2, "at": now}});
+    if record {
+        tb.world.put_state(&published).await;
+    } else {
+        tb.world.put_state(&json!({})).await;
+        // The record, written through the lag as well: the run reads the state before it.
+        tb.ssm_through_the_proxy()
+            .put_parameter()
+            .name(support::world::STATE_PARAMETER_NAME)
+            .value(published.to_string())
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .expect("PutParameter (state)");
+    }
+}
+
+/// Files in b's shard, by name.
+fn in_b(tb: &Testbed) -> BTreeSet<String> {
+    let text = tb.world.seeded_parameter.clone().expect("a seeded list");
+    let list = efs_router::MountTargetList::from_json(&text).expect("the seeded list");
+    let dir = tb.mount.dir_of_root(&list.mount_targets[1].root);
+    std::fs::read_dir(dir)
+        .expect("b's shard")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Misplaced files in b's shard, a fleet on version 1 of the list, then version 2 published
+/// through SSM's lag (`publish_through_the_lag`), and a rebalance: its run, and b's files
+/// before it.
+async fn rebalance_after_a_lagging_publish(
+    record: bool,
+    seed: u64,
+) -> (Testbed, support::Invocation, BTreeSet<String>) {
+    let tb = testbed(World::builder().mount_targets_in(&['a', 'b']), 0).await;
+    assert!(misplace_files(&tb) > 0);
+    tb.fleet_reports(&[1, 2]).await;
+    publish_through_the_lag(&tb, record, seed).await;
+    let before = in_b(&tb);
+    let inv = tb
+        .invoke(&json!({"action": "rebalance", "max_moves": 100}))
+        .await;
+    (tb, inv, before)
+}
+
+/// The function published version 2 of the list, and the fleet still runs version 1. A
+/// rebalance's read of the list lags, and so does its check of the version after it: the list
+/// and the fleet look converged, and its files could move by version 1. The state records
+/// version 2 as published, so the run reads the list again, finds the fleet behind, and waits;
+/// no file moves (the soak, seed 707, found a run that moved a drain's files so).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_fooled_by_an_older_list_moves_nothing() {
+    let (tb, inv, before) = rebalance_after_a_lagging_publish(true, 5).await;
+    let served = tb.proxy.stale_reads();
+    let lagged = |kind| served.get(&(tb.world.parameter_name.clone(), kind));
+    check_eq!(inv, lagged("previous version"), Some(&1), "{served:?}");
+    check_eq!(inv, lagged("version not found"), Some(&1), "{served:?}");
+    check_eq!(inv, error_type(&inv), "");
+    check!(inv, !has_action(inv.response(), "move_files"));
+    check_eq!(inv, in_b(&tb), before, "files moved");
+}
+
+/// As above, and the state's read lags too (the record of version 2 with it): nothing read
+/// shows that the list is older. The rebalance saves the state before it moves anything, and
+/// that save shows the version it never read: it stops there, and no file moves.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_fooled_by_an_older_state_and_list_moves_nothing() {
+    let (tb, inv, before) = rebalance_after_a_lagging_publish(false, 9).await;
+    let served = tb.proxy.stale_reads();
+    let state = support::world::STATE_PARAMETER_NAME.to_owned();
+    let lagged = served.get(&(state, "previous version"));
+    check_eq!(inv, lagged, Some(&1), "{served:?}");
+    check_eq!(inv, error_type(&inv), "StaleWrite");
+    check_eq!(inv, in_b(&tb), before, "files moved");
+    let recorded = tb.world.state().await["published"]["version"].clone();
+    check_eq!(inv, recorded, json!(2));
 }

@@ -41,7 +41,7 @@ impl Ssm {
     /// The published list; `None` when the parameter does not exist. A value that is not a
     /// list of the contract's shape is an error naming the parameter.
     pub async fn read(&self, name: &str) -> Result<Option<Parameter>, Error> {
-        let Some((text, last_modified)) = self.get(name).await? else {
+        let Some((text, last_modified, version)) = self.get(name).await? else {
             return Ok(None);
         };
         let list = MountTargetList::from_json(&text).map_err(|source| Error::CorruptParameter {
@@ -50,21 +50,30 @@ impl Ssm {
         })?;
         Ok(Some(Parameter {
             list,
+            version,
             last_modified,
             sha256: efs_router::report::list_sha256(&text),
         }))
     }
 
+    /// The published list as new as `version` at least (the one the state records as
+    /// published last): read again while SSM's read lags; [`Error::StaleParameter`] when it
+    /// still does.
+    pub async fn read_since(&self, name: &str, version: i64) -> Result<Option<Parameter>, Error> {
+        self.saw(name, version);
+        self.read(name).await
+    }
+
     /// Publishes `list`; over a version the run never read, puts that version back
-    /// ([`Ssm::write_checked`]).
-    pub async fn write(&self, name: &str, list: &MountTargetList) -> Result<(), Error> {
+    /// ([`Ssm::write_checked`]). The version it made.
+    pub async fn write(&self, name: &str, list: &MountTargetList) -> Result<i64, Error> {
         self.write_checked(name, list.to_json(), LIST_FIX, Ok).await
     }
 
     /// The function's state; `None` when the parameter does not exist yet. A value that is
     /// not a state is an error naming the parameter: only the function writes it.
     pub async fn read_state(&self, name: &str) -> Result<Option<State>, Error> {
-        let Some((text, _)) = self.get(name).await? else {
+        let Some((text, ..)) = self.get(name).await? else {
             return Ok(None);
         };
         State::from_json(&text)
@@ -91,7 +100,7 @@ impl Ssm {
     /// A versioned read may lag as well, and then says nothing newer exists: a read older than
     /// a version this process already read or wrote is stale whatever it says, and a write
     /// checks what it wrote over ([`Ssm::write_checked`]).
-    async fn get(&self, name: &str) -> Result<Option<(String, Option<When>)>, Error> {
+    async fn get(&self, name: &str) -> Result<Option<(String, Option<When>, i64)>, Error> {
         for attempt in 1..=FRESH_READS {
             let read = self.get_once(name).await?;
             let version = read.as_ref().map_or(0, |(_, _, v)| *v);
@@ -99,7 +108,7 @@ impl Ssm {
                 Some(known) => known,
                 None if !self.has_version(name, version + 1).await? => {
                     self.saw(name, version);
-                    return Ok(read.map(|(text, when, _)| (text, when)));
+                    return Ok(read);
                 }
                 None => version + 1,
             };
@@ -161,6 +170,7 @@ impl Ssm {
     pub async fn write_state(&self, name: &str, state: &State) -> Result<(), Error> {
         self.write_checked(name, fitted(name, state), STATE_FIX, Ok)
             .await
+            .map(drop)
     }
 
     /// Reads the state, changes it and writes it back (one run at a time). Written over a
@@ -180,6 +190,7 @@ impl Ssm {
         };
         self.write_checked(name, fitted(name, &state), STATE_FIX, redo)
             .await
+            .map(drop)
     }
 
     /// Writes `value`, then checks what it wrote over. SSM has no conditional write, and its
@@ -189,18 +200,19 @@ impl Ssm {
     /// is read (again while it lags: it exists), and one that is not this run's own value (a
     /// retried put's) is put back as `redo` makes it, the newest such; the run then stops
     /// with [`Error::StaleWrite`]. Not checked when this process never read the parameter.
+    /// The version it made.
     async fn write_checked(
         &self,
         name: &str,
         value: String,
         fix: &'static str,
         redo: impl Fn(String) -> Result<String, Error>,
-    ) -> Result<(), Error> {
+    ) -> Result<i64, Error> {
         let read = self.known(name);
         let wrote = self.put(name, value.clone(), fix).await?;
         self.saw(name, wrote);
         let Some(read) = read else {
-            return Ok(());
+            return Ok(wrote);
         };
         for missed in (read + 1..wrote).rev() {
             let text = self.version_value(name, missed, read).await?;
@@ -216,7 +228,7 @@ impl Ssm {
                 missed,
             });
         }
-        Ok(())
+        Ok(wrote)
     }
 
     /// The value of version `version`, which exists (a later one was written), read again
@@ -564,5 +576,25 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(rule.num_calls(), FRESH_READS as usize);
+    }
+
+    /// The state records version 3 as published; the read answers version 1 and says nothing
+    /// newer exists (SSM's versioned read lags too): it is read again, then refused.
+    #[tokio::test]
+    async fn a_read_older_than_the_recorded_publish_is_read_again_then_refused() {
+        let rule = holding(r#"{"mount_targets":[{"id":"fsmt-1","ip":"10.0.1.4"}]}"#);
+        let newer = next_version(false);
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&rule, &newer]
+        ));
+        assert_eq!(ssm.read("/p").await.unwrap().map(|p| p.version), Some(1));
+        let err = ssm.read_since("/p", 3).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::StaleParameter { name, read: 1, newer: 3 } if name == "/p"),
+            "{err:?}"
+        );
+        assert_eq!(rule.num_calls(), 1 + FRESH_READS as usize);
     }
 }

@@ -101,6 +101,24 @@ pub(crate) fn run(
     Ok(done)
 }
 
+/// Saves the state as read before the walk moves anything, as a reconcile's plan does: SSM's
+/// reads, versioned ones too, may lag its writes, and only a write's answer shows that the
+/// state read was the newest, and with it its record of the list published last, which the
+/// walk's list was held to ([`crate::observe`]). A run fooled by an older state stops here.
+pub(crate) async fn saved_first(
+    aws: &Aws,
+    config: &Config,
+    observed: &Observed,
+    first: &Plan,
+) -> Result<(), Error> {
+    if first.moves_wait.is_some() || observed.parameter.is_none() {
+        return Ok(());
+    }
+    aws.ssm
+        .write_state(&config.state_parameter_name, &observed.state)
+        .await
+}
+
 /// Saves the state with the rebalance's new record. A position too long for the parameter
 /// (beside what else the state holds) falls back to its shard's start ([`State::within`]).
 pub(crate) async fn save(aws: &Aws, config: &Config, state: State) -> Result<(), Error> {

@@ -171,7 +171,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
     } = inputs.of(&decision, state.clone(), list);
     // Saved when it changed, or when it was carried over from the old file.
     if state != obs.state || (!obs.state_stored && state != State::default()) {
-        steps.push(Step::SaveState(state.clone()));
+        steps.push(Step::SaveState(Box::new(state.clone())));
     }
     // The effect may have changed the shards: what is open follows them.
     let next = seen.settle(list, &state);
@@ -209,7 +209,7 @@ pub fn plan(obs: &Observed, policy: &Policy) -> Plan {
 fn saved_first(steps: &mut Vec<Step>, state: &State) {
     let saves = steps.iter().any(|s| s.kind() == StepKind::SaveState);
     if !saves && steps.iter().any(|s| s.kind().changes_outside_state()) {
-        steps.push(Step::SaveState(state.clone()));
+        steps.push(Step::SaveState(Box::new(state.clone())));
     }
 }
 

@@ -30,8 +30,9 @@ pub enum Step {
     Wait {
         mount_target_id: String,
     },
-    /// Keep the function's state (timers, drains, missing targets) in its parameter.
-    SaveState(State),
+    /// Keep the function's state (timers, drains, missing targets) in its parameter (boxed:
+    /// by far the largest step).
+    SaveState(Box<State>),
     /// Move the files of a draining shard to their homes.
     MoveFiles {
         root: String,

@@ -64,6 +64,21 @@ pub struct State {
     /// Where the rebalance's walk stands, and what its last clean pass balanced against.
     #[serde(default, skip_serializing_if = "is_default")]
     pub rebalancing: Rebalancing,
+    /// The list this function published last. SSM's reads, versioned ones too, may lag its
+    /// writes, so no read of the list shows that it is the newest; this record does, once a
+    /// save has proved the state read the newest (`crate::plan`'s save first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<Published>,
+}
+
+/// A list the function published: the parameter's version that write made, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    /// SSM's version of the list parameter.
+    pub version: i64,
+    /// Unix seconds, once SSM had taken it.
+    pub at: u64,
 }
 
 /// Why a text is not a state this build reads.
@@ -108,6 +123,7 @@ impl Default for State {
             draining_shards: BTreeMap::new(),
             missing: BTreeMap::new(),
             rebalancing: Rebalancing::default(),
+            published: None,
         }
     }
 }
@@ -413,6 +429,10 @@ mod tests {
             );
             s.missing.insert(id, 1_800_000_000);
         }
+        s.published = Some(Published {
+            version: i64::MAX,
+            at: 1_800_000_000,
+        });
         s.rebalancing.pass = Some(crate::state::rebalancing::Pass {
             shards: "f".repeat(64),
             clean: false,
@@ -471,6 +491,7 @@ mod tests {
                 s.draining.clone(),
                 s.draining_shards.clone(),
                 s.missing.clone(),
+                s.published,
                 s.rebalancing.pass.clone(),
                 s.rebalancing.balanced.clone(),
             )

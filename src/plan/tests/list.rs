@@ -79,7 +79,7 @@ fn a_plan_that_changes_anything_saves_the_state_first_even_unchanged() {
     assert_eq!(names(&plan(&o, &policy())), Vec::<&str>::new());
     o.parameter.as_mut().unwrap().last_modified = at(300);
     let p = plan(&o, &policy());
-    assert_eq!(p.steps[0], Step::SaveState(o.state.clone()));
+    assert_eq!(p.steps[0], Step::SaveState(Box::new(o.state.clone())));
 }
 
 #[test]

@@ -239,7 +239,7 @@ pub(super) fn draining_id(p: &Plan) -> Option<&str> {
 
 pub(super) fn saved(p: &Plan) -> Option<&State> {
     p.steps.iter().find_map(|s| match s {
-        Step::SaveState(st) => Some(st),
+        Step::SaveState(st) => Some(&**st),
         _ => None,
     })
 }
