@@ -9,7 +9,8 @@
 
 Each invocation gives the run `budget_seconds` (default 40): its waits and moves stop by then, as
 at Lambda's deadline, so it answers within the AWS SDKs' and CLI's 60 s read timeout, which
-otherwise retries a long call while the first goes on unseen. Invocations are never retried.
+otherwise retries a long call while the first goes on unseen. A call is made again only when
+it never ran, or its run stopped on SSM's lag (below).
 The function is level-triggered, so an interrupted drive goes on where it was when run again.
 
 - plan: one `{"action":"plan"}`, its response printed (a plan counts every file and changes
@@ -22,7 +23,9 @@ The function is level-triggered, so an interrupted drive goes on where it was wh
 - rebalance: rebalances until a pass ends with no file left to move.
 
 A call refused because a run is going (reserved concurrency 1: `TooManyRequestsException`) was
-never run, so it is made again after `--interval`. Each invocation prints one line: the decision, files moved (this run, in all), files left that the
+never run, so it is made again after `--interval`; so is a run that stopped because SSM's reads
+lagged a write (`StaleParameter`, `StaleWrite`: it changed nothing the next run does not take
+up), up to LAGGED_TRIES times in a row. Each invocation prints one line: the decision, files moved (this run, in all), files left that the
 run saw, mount targets listed, and an estimate from the pace so far. Exit status: 0 done; 1 failed
 (an invocation failed: the function's error is printed); 3 held (the operator must act: a decision
 that needs a migration, a `shard_dir_left` warning, or no change for `--patience` seconds: a
@@ -58,6 +61,10 @@ NEEDS_OPERATOR = {"hold_modulo_list"}
 MIGRATE_EVENT = {"action": "migrate", "strategy": "rendezvous"}
 # A plan has no budget (it counts every file): Lambda's longest run.
 PLAN_READ_TIMEOUT = 900
+# Errors of a run that SSM's lag stopped; the next run reads again (docs/operations.md).
+LAGGED = {"StaleParameter", "StaleWrite"}
+# Such runs in a row before the drive fails: a lag that lasts is something else writing.
+LAGGED_TRIES = 5
 
 
 class Failed(Exception):
@@ -267,7 +274,8 @@ def lambda_invoker(
     client = session.client("lambda", config=config)
     function = args.function or function_of_stack(session, args.stack_name)
 
-    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+    def once(event: dict[str, Any]) -> tuple[str, bytes]:
+        """The function's error type ("" when it answered) and its payload."""
         while True:
             try:
                 out = client.invoke(
@@ -281,9 +289,29 @@ def lambda_invoker(
                     flush=True,
                 )
                 time.sleep(args.interval)
-        body = out["Payload"].read()
-        if out.get("FunctionError"):
-            raise Failed(f"{out['FunctionError']}: {body.decode(errors='replace')}")
+        body: bytes = out["Payload"].read()
+        if not out.get("FunctionError"):
+            return "", body
+        try:
+            kind = str(json.loads(body).get("errorType", "")) or out["FunctionError"]
+        except (ValueError, AttributeError):
+            kind = out["FunctionError"]
+        return kind, body
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        for tries in range(1, LAGGED_TRIES + 1):
+            kind, body = once(event)
+            if kind in LAGGED and tries < LAGGED_TRIES:
+                print(
+                    f"lagged: {kind}: SSM's reads lagged a write; the run stopped, "
+                    f"again in {args.interval:.0f} s",
+                    flush=True,
+                )
+                time.sleep(args.interval)
+                continue
+            if kind:
+                raise Failed(f"{kind}: {body.decode(errors='replace')}")
+            break
         answer: dict[str, Any] = json.loads(body)
         return answer
 

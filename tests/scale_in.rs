@@ -2118,19 +2118,54 @@ async fn a_state_read_as_not_found_after_its_creation_is_never_taken_for_none() 
 
 // ----------------------------------------------------------------------------- the drive
 
+/// What the drive's first call meets.
+#[derive(Clone, Copy, PartialEq)]
+enum First {
+    /// Refused, as Lambda does while a scheduled run is going.
+    Throttled,
+    /// The state was written through SSM's lag just before: the run reads the older one and
+    /// stops at its first save (`StaleWrite`), as may the next while the lag lasts.
+    Lagged,
+}
+
+/// A newer state written through SSM's lag: its next two reads (the value, then the check of
+/// the version after it) answer the state before it. It differs only by a refusal of a subnet
+/// that does not exist.
+async fn state_through_the_lag(tb: &Testbed) {
+    let mut newer = tb.world.state().await;
+    newer["excluded"] = json!({"subnet-0lagged": {"until": 4_000_000_000u64, "reason": "lag"}});
+    tb.proxy
+        .lag_parameter_reads(1000, 2, Duration::from_secs(60), 3);
+    tb.ssm_through_the_proxy()
+        .put_parameter()
+        .name(support::world::STATE_PARAMETER_NAME)
+        .value(newer.to_string())
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("PutParameter (state)");
+    // Only that write lags; the next one closes its window.
+    tb.proxy.lag_parameter_reads(0, 0, Duration::ZERO, 0);
+}
+
 /// Runs scripts/efs-drive.py with `args` against `api`, answering each invocation it makes
 /// through `run_checked` (the fleet reporting the list published now before each, as it
 /// would in the time between two invocations); `interrupt_after` sends it SIGINT once that
-/// many invocations were answered; `throttle_first` refuses its first call as Lambda does while
-/// a scheduled run is going. Returns its exit status, its printed lines, and the events it sent
-/// that ran, with their decisions.
+/// many invocations were answered; `first` says what its first call meets ([`First`]; a run
+/// stopped by the lag is answered as it ran, unchecked). Returns its exit status, its printed
+/// lines, and the events it sent that ran to an answer, with their decisions.
 async fn drive(
     tb: &Testbed,
     files: &BTreeMap<String, Vec<u8>>,
     api: &mut support::lambda_api::LambdaApi,
     args: &[&str],
-    (interrupt_after, mut throttle_first): (Option<usize>, bool),
+    (interrupt_after, first): (Option<usize>, First),
 ) -> (Option<i32>, Vec<String>, Vec<(Value, String)>) {
+    let (mut throttle_first, mut lagging) = (first == First::Throttled, first == First::Lagged);
+    if lagging {
+        state_through_the_lag(tb).await;
+    }
     let out = tempfile::NamedTempFile::new().expect("a file for the drive's output");
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/efs-drive.py");
@@ -2163,7 +2198,19 @@ async fn drive(
                     continue;
                 }
                 tb.fleet_reports(&[1, 2]).await;
-                let (inv, _) = run_checked(tb, files, &req.event).await;
+                let inv = if lagging {
+                    let inv = tb.invoke(&req.event).await;
+                    let kind = inv.result.as_ref().err().map(|e| e["errorType"].clone());
+                    if let Some(kind) = kind {
+                        check_eq!(inv, kind, json!("StaleWrite"));
+                        req.answer(inv.result.clone());
+                        continue;
+                    }
+                    lagging = false;
+                    inv
+                } else {
+                    run_checked(tb, files, &req.event).await.0
+                };
                 let decision = inv.response()["decision"].as_str().unwrap_or_default().to_owned();
                 seen.push((req.event.clone(), decision));
                 req.answer(inv.result.clone());
@@ -2191,14 +2238,21 @@ async fn the_drive_takes_undo_to_its_end_in_short_invocations_and_resumes_after_
     let first_target = list.mount_targets[0].id.clone();
     let mut api = support::lambda_api::LambdaApi::start().await;
 
-    // Interrupted after two invocations: it stops, saying so (a third it had sent already
+    // Its first run stops on SSM's lag (`StaleWrite`): the call is made again. Interrupted
+    // after two invocations that answered: it stops, saying so (a third it had sent already
     // goes on, as on Lambda, where a call's run does not stop with its caller).
-    let (status, lines, first) = drive(&tb, &files, &mut api, &["undo"], (Some(2), false)).await;
+    let (status, lines, first) =
+        drive(&tb, &files, &mut api, &["undo"], (Some(2), First::Lagged)).await;
     assert_eq!(status, Some(130), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("lagged: StaleWrite:")),
+        "{lines:#?}"
+    );
     assert!((2..=3).contains(&first.len()), "{first:?}");
     // Run again, it goes on from where the file system and the list are, to the end; its first
     // call, refused while "a scheduled run" is going, is made again.
-    let (status, lines, rest) = drive(&tb, &files, &mut api, &["undo"], (None, true)).await;
+    let (status, lines, rest) =
+        drive(&tb, &files, &mut api, &["undo"], (None, First::Throttled)).await;
     assert_eq!(status, Some(0), "{lines:#?}");
     let all: Vec<_> = first.iter().chain(&rest).collect();
     // Every invocation was an undo with a budget inside the CLI's 60 s read timeout, which the
