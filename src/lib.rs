@@ -106,6 +106,9 @@ mod docs;
 mod floors;
 mod moves;
 mod observe;
+/// The log `kind` of a run whose list read was older than the recorded publish (the soak
+/// counts such runs).
+pub use observe::LIST_OLDER_THAN_PUBLISHED;
 mod observed;
 mod plan;
 mod response;

@@ -97,6 +97,9 @@ pub async fn observe(
     ))
 }
 
+/// The `kind` of the log event of a list read older than the recorded publish.
+pub const LIST_OLDER_THAN_PUBLISHED: &str = "list_older_than_published";
+
 /// The list as new as the one the state records as published last: a read older than that
 /// lagged SSM's write, and a run that moved files by it would break the fleet rule (nothing
 /// moves until the fleet runs the list published last). Read again while it lags; the run
@@ -112,7 +115,7 @@ async fn list_since(
         return Ok(read);
     };
     warn!(parameter = %config.parameter_name, read = read.as_ref().map_or(0, |p| p.version), published = version,
-          "the list read is older than the one the state records as published last: reading it again");
+          kind = LIST_OLDER_THAN_PUBLISHED, "the list read is older than the one the state records as published last: reading it again");
     aws.ssm.read_since(&config.parameter_name, version).await
 }
 

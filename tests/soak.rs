@@ -1772,6 +1772,9 @@ struct Stats {
     /// they never read, which they put back; `StaleParameter`: still lagging after reading
     /// again), by kind.
     stale_stops: BTreeMap<String, usize>,
+    /// Runs whose read of the list was older than the publish the state records, by their
+    /// log's `kind`: each read it again, and went on or stopped (`StaleParameter`).
+    list_older_than_published: usize,
     /// When the last of them was: its private name may hold a drain for `ABANDONED_AFTER`.
     last_within_a_move: Option<Instant>,
     client_ops: BTreeMap<&'static str, usize>,
@@ -4719,6 +4722,9 @@ impl Soak {
             proxy.count("ListTasks").saturating_sub(listings_before),
         );
         let logs = instance.stop().await;
+        if logs.contains(efs_mount_autoscaler::LIST_OLDER_THAN_PUBLISHED) {
+            self.stats.list_older_than_published += 1;
+        }
         self.stats.run_time += took;
         self.stats.longest_run = self.stats.longest_run.max(took);
         self.stats.most_calls = self.stats.most_calls.max(calls);
@@ -6094,6 +6100,10 @@ impl Soak {
             ("wind-down steps", s.wind_down_steps as usize),
             ("targets deleted in the wind-down", s.deleted_winding_down),
             ("runs stopped by a stale read", s.stale_stops.values().sum()),
+            (
+                "runs that read a list older than the recorded publish",
+                s.list_older_than_published,
+            ),
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
             ("readers' reads of check 8", s.oracle_reads),
