@@ -4431,6 +4431,8 @@ impl Soak {
         let mut rewrites = Rng::for_step(self.seed ^ 0x5E3B17E, self.step);
         let misplaced = self.live_paths_of(&misplaced);
         let mut planned = Vec::new();
+        // The wind-down keeps a few files, beside runs too: the last pass resumes over them.
+        let mut deleting = BTreeSet::new();
         for _ in 0..burst {
             if race_owed && misplaced.is_empty() {
                 break; // no live path away from home: nothing to race
@@ -4455,7 +4457,11 @@ impl Soak {
                 planned.push((c, pause, path, Beside::Rewrite(bytes, source)));
             } else {
                 let path = (*rng.pick(&live)).clone();
-                let op = if deletes.chance(350) && self.converged() {
+                let kept = self.phase == Phase::WindingDown
+                    && !deleting.contains(&path)
+                    && live.len() <= WIND_DOWN_KEEPS + deleting.len();
+                let op = if deletes.chance(350) && self.converged() && !kept {
+                    deleting.insert(path.clone());
                     Beside::Delete
                 } else {
                     Beside::Read
