@@ -640,15 +640,8 @@ async fn a_run_fooled_by_an_older_state_changes_nothing() {
     newer["excluded"] = json!({"subnet-0fooled": {"until": 4_000_000_000u64, "reason": "newer"}});
     tb.proxy
         .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(60), 3);
-    tb.ssm_through_the_proxy()
-        .put_parameter()
-        .name(support::world::STATE_PARAMETER_NAME)
-        .value(newer.to_string())
-        .r#type(aws_sdk_ssm::types::ParameterType::String)
-        .overwrite(true)
-        .send()
-        .await
-        .expect("PutParameter");
+    tb.put_through_the_proxy(support::world::STATE_PARAMETER_NAME, &newer.to_string())
+        .await;
     let inv = tb.invoke(&event("reconcile")).await;
     let served = tb.proxy.stale_reads();
     let lagged = |kind| served.get(&(support::world::STATE_PARAMETER_NAME.to_owned(), kind));
@@ -673,15 +666,8 @@ async fn publish_through_the_lag(tb: &Testbed, record: bool, seed: u64) {
     let newer = format!("{older} ");
     tb.proxy
         .lag_parameter_reads(1000, 2, std::time::Duration::from_secs(60), seed);
-    tb.ssm_through_the_proxy()
-        .put_parameter()
-        .name(&tb.world.parameter_name)
-        .value(newer)
-        .r#type(aws_sdk_ssm::types::ParameterType::String)
-        .overwrite(true)
-        .send()
-        .await
-        .expect("PutParameter");
+    tb.put_through_the_proxy(&tb.world.parameter_name, &newer)
+        .await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -692,15 +678,8 @@ async fn publish_through_the_lag(tb: &Testbed, record: bool, seed: u64) {
     } else {
         tb.world.put_state(&json!({})).await;
         // The record, written through the lag as well: the run reads the state before it.
-        tb.ssm_through_the_proxy()
-            .put_parameter()
-            .name(support::world::STATE_PARAMETER_NAME)
-            .value(published.to_string())
-            .r#type(aws_sdk_ssm::types::ParameterType::String)
-            .overwrite(true)
-            .send()
-            .await
-            .expect("PutParameter (state)");
+        tb.put_through_the_proxy(support::world::STATE_PARAMETER_NAME, &published.to_string())
+            .await;
     }
 }
 

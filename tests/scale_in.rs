@@ -2136,15 +2136,8 @@ async fn state_through_the_lag(tb: &Testbed) {
     newer["excluded"] = json!({"subnet-0lagged": {"until": 4_000_000_000u64, "reason": "lag"}});
     tb.proxy
         .lag_parameter_reads(1000, 2, Duration::from_secs(60), 3);
-    tb.ssm_through_the_proxy()
-        .put_parameter()
-        .name(support::world::STATE_PARAMETER_NAME)
-        .value(newer.to_string())
-        .r#type(aws_sdk_ssm::types::ParameterType::String)
-        .overwrite(true)
-        .send()
-        .await
-        .expect("PutParameter (state)");
+    tb.put_through_the_proxy(support::world::STATE_PARAMETER_NAME, &newer.to_string())
+        .await;
     // Only that write lags; the next one closes its window.
     tb.proxy.lag_parameter_reads(0, 0, Duration::ZERO, 0);
 }

@@ -46,6 +46,20 @@ impl Testbed {
         )
     }
 
+    /// Puts `value` in SSM parameter `name` through the proxy, as another writer would: the
+    /// proxy's SSM lag, when a test set one, applies to its reads.
+    pub async fn put_through_the_proxy(&self, name: &str, value: &str) {
+        self.ssm_through_the_proxy()
+            .put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PutParameter {name}: {e:?}"));
+    }
+
     /// Starts moto, builds `world`, and sets up the function (`binary`) against it through a
     /// proxy, with `EFS_MOUNT_PATH` an empty temporary mount.
     pub async fn new(binary: impl Into<PathBuf>, world: WorldBuilder) -> Testbed {
