@@ -493,7 +493,10 @@ const REQUIRED: &[Required] = &[
     Required::of("faults that fired", On::Both),
     Required::of("runs killed", On::Both),
     Required::of("kills among moves", On::Both),
-    Required::of("killed runs that moved files, judged on disk", On::Both),
+    Required::of(
+        "killed runs that moved files, judged on disk (steered)",
+        On::Both,
+    ),
     Required::of("kills within a move (steered)", On::Both),
     Required::of("targets created", On::Both),
     Required::of("drains", On::Both),
@@ -1511,7 +1514,9 @@ fn kill_among_moves(
                     return false;
                 }
                 wait_stopped(pid);
-                if !beside().is_subset(&before) {
+                // A private name alone may be a directory made before its first retire: the
+                // kill waits for a source to have left its place too, so it takes a file.
+                if !beside().is_subset(&before) && sources.iter().any(gone) {
                     return signal(libc::SIGKILL);
                 }
                 signal(libc::SIGCONT);
@@ -3836,7 +3841,7 @@ impl Soak {
             ("kills among moves", s.kills_among_moves),
             // Judged on disk: a killed run took files from their place, with no answer to say so.
             (
-                "killed runs that moved files, judged on disk",
+                "killed runs that moved files, judged on disk (steered)",
                 s.changed_on_disk.get("killed").copied().unwrap_or(0),
             ),
             // Inside the function's move phase: a private name of a move left on disk (issue 29).
@@ -4368,11 +4373,14 @@ impl Soak {
             false => Vec::new(),
         };
         let movable = !late && !misplaced.is_empty();
-        // Coverage: past half the main steps with no kill within a move yet (one that moved
-        // a single file may end before the watcher finds it), every run that will move is one.
-        let owed = self.phase == Phase::Main
+        // Coverage: past half the main steps with no kill within a move, or none judged on
+        // disk to have moved files, yet (one that moved a single file may end before the
+        // watcher finds it), every run that will move is one, in the wind-down too (its
+        // drains move files where the main steps' fleet held them).
+        let killed_moved = self.stats.changed_on_disk.get("killed").copied();
+        let owed = !late
             && self.step > self.steps / 2
-            && self.stats.kills_within_a_move == 0;
+            && (self.stats.kills_within_a_move == 0 || killed_moved.unwrap_or(0) == 0);
         // Coverage of a rewrite racing a move: past a quarter of the main steps with none yet,
         // a rebalance that will move has rewrites beside it instead of a kill (before the kill
         // within a move is owed, which the moments files are away from home are few for).
