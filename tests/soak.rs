@@ -484,6 +484,9 @@ impl Required {
     }
 }
 
+/// Runs that only ECS's task rule held: a task started before the list, not STOPPED yet.
+const HELD_BY_TASKS_ALONE: &str = "runs held by ECS's task rule alone (steered)";
+
 /// Every statistic the soak asserts, in the order it asserts them. Where one is not `Both`, or
 /// not of every seed, the course that makes it rests on timing the NFS tier changes, or on
 /// what some seeds lack, as each comment says.
@@ -560,7 +563,8 @@ const REQUIRED: &[Required] = &[
     Required::of("steps of ECS stopping tasks", On::Both),
     // Of the course and its timing, as the hidden clients' are, and seldom in 400 steps.
     Required::of("runs that moved once it was gone", On::Host).long(),
-    Required::of("runs held by ECS's task rule alone", On::Host).long(),
+    // Steered where it is asserted (`Soak::tasks_rule_owed`).
+    Required::of(HELD_BY_TASKS_ALONE, On::Host).long(),
     // The resumable rebalance (issue 29): capped runs stop, the next resume.
     Required::of("rebalances stopped by their cap", On::Both),
     Required::of("rebalances resumed", On::Both),
@@ -2320,6 +2324,17 @@ impl Soak {
         self.phase == Phase::Main && self.step > self.steps / 2 && met == 0
     }
 
+    /// A run held by ECS's task rule alone is owed, where it is asserted: ECS then takes its
+    /// stopping tasks no further than DEPROVISIONING (their routers gone, their reports with
+    /// them), so that a run after a completed rollout meets one that only the rule holds. (A
+    /// seed's course may otherwise stop every task before a run comes: seed 202's did.)
+    fn tasks_rule_owed(&self) -> bool {
+        let asserted = REQUIRED.iter().any(|r| {
+            r.name == HELD_BY_TASKS_ALONE && r.applies(self.steps, self.views.tier, self.seed)
+        });
+        asserted && self.owed(self.stats.held_by_tasks_alone)
+    }
+
     /// Runs beside a task whose router writes no report, and answers naming one, are owed.
     fn unreported_owed(&self) -> bool {
         let s = &self.stats;
@@ -2446,7 +2461,7 @@ impl Soak {
             _ => TASK_STOP_PER_MILLE,
         };
         if !from.is_empty() && rng.chance(per_mille) {
-            let moved = self.advance_tasks_counted(&from);
+            let moved = self.advance_tasks_counted(&from, self.tasks_rule_owed());
             said.push(format!(
                 "ECS moves its stopping tasks one status on from {from:?}: {moved} moved"
             ));
@@ -2456,8 +2471,11 @@ impl Soak {
 
     /// ECS moves its stopping tasks one status on; how many of `from` moved, and the step
     /// counted among the steps of ECS stopping tasks as [`stop_step_counts`] says.
-    fn advance_tasks_counted(&mut self, from: &[(String, String)]) -> usize {
-        self.tb.proxy.advance_tasks();
+    fn advance_tasks_counted(&mut self, from: &[(String, String)], short: bool) -> usize {
+        match short {
+            true => self.tb.proxy.advance_tasks_short_of_stopped(),
+            false => self.tb.proxy.advance_tasks(),
+        }
         let now = self.task_statuses();
         self.stats.task_stop_steps += usize::from(stop_step_counts(self.phase, from, &now));
         moved_statuses(from, &now)
@@ -2468,7 +2486,7 @@ impl Soak {
     fn stop_tasks_now(&mut self) {
         for _ in 0..4 {
             let from = self.stopping_tasks();
-            self.advance_tasks_counted(&from);
+            self.advance_tasks_counted(&from, false);
         }
         self.follow_tasks();
     }
@@ -3889,7 +3907,7 @@ impl Soak {
             ("answers naming it unreported (steered)", s.unreported_named),
             ("steps of ECS stopping tasks", s.task_stop_steps),
             ("runs that moved once it was gone", s.unreported_released),
-            ("runs held by ECS's task rule alone", s.held_by_tasks_alone),
+            (HELD_BY_TASKS_ALONE, s.held_by_tasks_alone),
             ("rebalances stopped by their cap", s.rebalances_stopped),
             ("rebalances resumed", s.rebalances_resumed),
             ("resumes in the last pass", s.final_pass_resumes),

@@ -167,12 +167,14 @@ pub(super) fn stop_slowly(state: &Mutex<State>) {
     state.lock().unwrap().tasks.slowly = true;
 }
 
-/// Every task on its way to STOPPED goes one step further.
-pub(super) fn advance(state: &Mutex<State>) {
+/// Every task on its way to STOPPED goes one step further; with `short`, no further than the
+/// status before STOPPED.
+pub(super) fn advance(state: &Mutex<State>, short: bool) {
     let mut s = state.lock().unwrap();
     let run = s.tasks.runs;
+    let last = STOPPING.len() - 1 - usize::from(short);
     for t in s.tasks.all.iter_mut().filter(|t| t.desired == "STOPPED") {
-        t.stage = (t.stage + 1).min(STOPPING.len() - 1);
+        t.stage = (t.stage + 1).min(last.max(t.stage));
         if t.stage == STOPPING.len() - 1 {
             t.stopped_in.get_or_insert(run);
         }
@@ -435,7 +437,7 @@ mod tests {
         }
         assert_eq!(listed(&state, "STOPPED"), std::slice::from_ref(&arn));
         for _ in 1..STOPPING.len() {
-            advance(&state);
+            advance(&state, false);
         }
         for _ in 1..RUNS_AN_HOUR {
             next_run(&state);
@@ -443,5 +445,22 @@ mod tests {
         assert_eq!(listed(&state, "STOPPED"), [arn]);
         next_run(&state);
         assert!(listed(&state, "STOPPED").is_empty());
+    }
+
+    /// Advanced short of STOPPED, a stopping task waits at the status before it, however often;
+    /// one plain advance then stops it.
+    #[test]
+    fn a_task_advanced_short_of_stopped_waits_before_it() {
+        let state = Mutex::new(State::default());
+        stop_slowly(&state);
+        let arn = start(&state, "family:batch", "batch");
+        stop_task(&state, arn.rsplit('/').next().unwrap());
+        for _ in 0..STOPPING.len() * 2 {
+            advance(&state, true);
+        }
+        let last = |s: &Mutex<State>| described(s, &arn)["tasks"][0]["lastStatus"].clone();
+        assert_eq!(last(&state), STOPPING[STOPPING.len() - 2]);
+        advance(&state, false);
+        assert_eq!(last(&state), "STOPPED");
     }
 }
