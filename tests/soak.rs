@@ -1784,6 +1784,9 @@ struct Stats {
     /// Runs whose read of the list was older than the publish the state records, by their
     /// log's `kind`: each read it again, and went on or stopped (`StaleParameter`).
     list_older_than_published: usize,
+    /// Steps begun while a kill among moves was owed (`Soak::quiet`): a course the steering
+    /// changed.
+    quiet_steps: usize,
     /// When the last of them was: its private name may hold a drain for `ABANDONED_AFTER`.
     last_within_a_move: Option<Instant>,
     client_ops: BTreeMap<&'static str, usize>,
@@ -2335,6 +2338,32 @@ impl Soak {
         asserted && self.owed(self.stats.held_by_tasks_alone)
     }
 
+    /// Late in a long wind-down: no more kills land among moves (each may hold a drain for
+    /// `ABANDONED_AFTER`, and the wind-down must end).
+    fn late_in_wind_down(&self) -> bool {
+        self.phase == Phase::WindingDown && self.step > self.steps + WIND_DOWN_STEPS
+    }
+
+    /// Coverage: past half the main steps with no kill within a move, or none judged on disk
+    /// to have moved files, yet (one that moved a single file may end before the watcher finds
+    /// it), every run that will move is one, in the wind-down too (its drains move files
+    /// where the main steps' fleet held them).
+    fn kill_owed(&self) -> bool {
+        let killed_moved = self.stats.changed_on_disk.get("killed").copied();
+        !self.late_in_wind_down()
+            && self.step > self.steps / 2
+            && (self.stats.kills_within_a_move == 0 || killed_moved.unwrap_or(0) == 0)
+    }
+
+    /// While a kill among moves is owed, no client that holds the moves starts by chance (a
+    /// silent one, an old router, a standalone or unreported task, a stopping or lagging
+    /// one), and those live run out: the default seed's course otherwise held all but three
+    /// or four runs that would move in its thousand steps, and under load none was killed
+    /// among its moves. The ones a statistic of their own is owed still start.
+    fn quiet(&self) -> bool {
+        self.kill_owed()
+    }
+
     /// Runs beside a task whose router writes no report, and answers naming one, are owed.
     fn unreported_owed(&self) -> bool {
         let s = &self.stats;
@@ -2500,6 +2529,7 @@ impl Soak {
         let per_mille = match self.step {
             2 => 1000,
             _ if self.unreported_owed() => 1000,
+            _ if self.quiet() => 0,
             _ => UNREPORTED_PER_MILLE,
         };
         let live = self
@@ -2566,7 +2596,7 @@ impl Soak {
             .actors
             .iter()
             .any(|a| matches!(a, Actor::Standalone { .. }))
-            && (self.standalone_write_owed() || rng.chance(STANDALONE_PER_MILLE))
+            && (self.standalone_write_owed() || (rng.chance(STANDALONE_PER_MILLE) && !self.quiet()))
         {
             said.push(self.start_standalone(&mut rng).await?);
         }
@@ -2691,6 +2721,7 @@ impl Soak {
             && self.previous.is_some()
             && self.rebalance_next()
             && rng.chance(SILENT_PER_MILLE)
+            && !self.quiet()
             && !self.misplaced().is_empty()
         {
             let list = self
@@ -2730,7 +2761,11 @@ impl Soak {
             1 => 1000,
             _ => OLD_ROUTER_PER_MILLE,
         };
-        if !self.old_router_live() && self.published.form() == 1 && rng.chance(per_mille) {
+        if !self.old_router_live()
+            && self.published.form() == 1
+            && rng.chance(per_mille)
+            && (self.step == 1 || !self.quiet())
+        {
             let client = format!("{:016x}", rng.next());
             let file = report_file(&self.views.function, &client);
             let report = report_of(
@@ -2923,7 +2958,7 @@ impl Soak {
     fn replace_client(&mut self, i: usize, new: Client, rng: &mut Rng) {
         let old = std::mem::replace(&mut self.clients[i], new);
         self.lagging.remove(&i);
-        if self.phase != Phase::Healing && rng.chance(STOPPING_PER_MILLE) {
+        if self.phase != Phase::Healing && rng.chance(STOPPING_PER_MILLE) && !self.quiet() {
             let until = self.step + 1 + rng.below(STOPPING_STEPS);
             *self.stats.actors.entry("stopping").or_default() += 1;
             self.log.push(format!(
@@ -3696,6 +3731,7 @@ impl Soak {
     /// Step `step`: the clients ECS does not show, then one step, then the checks.
     async fn step_once(&mut self, step: u64) {
         self.step = step;
+        self.stats.quiet_steps += usize::from(self.quiet());
         // A budget of its own (`SOAK_DEADLINE_SECS`, below the VM's limit on the tier): past
         // it the soak fails with its step log, rather than be killed with nothing to show.
         let budget = env_number("SOAK_DEADLINE_SECS", 0);
@@ -4066,7 +4102,7 @@ impl Soak {
             {
                 continue;
             }
-            if self.phase != Phase::Healing && rng.chance(LAGGING_PER_MILLE) {
+            if self.phase != Phase::Healing && rng.chance(LAGGING_PER_MILLE) && !self.quiet() {
                 // Its refresh fails: it keeps its old list, and its report says so.
                 let until = self.step + 1 + rng.below(LAGGING_STEPS);
                 self.clients[i].router.note_refresh(false);
@@ -4384,21 +4420,14 @@ impl Soak {
         // reconciles move files when they drain a shard.
         // Late in a long wind-down no more kills land among moves: each may hold a drain for
         // `ABANDONED_AFTER`, and the wind-down must end.
-        let late = self.phase == Phase::WindingDown && self.step > self.steps + WIND_DOWN_STEPS;
+        let late = self.late_in_wind_down();
         // One walk of the files away from home serves the kill's draw and the rewrites.
         let misplaced = match self.converged() {
             true => self.misplaced(),
             false => Vec::new(),
         };
         let movable = !late && !misplaced.is_empty();
-        // Coverage: past half the main steps with no kill within a move, or none judged on
-        // disk to have moved files, yet (one that moved a single file may end before the
-        // watcher finds it), every run that will move is one, in the wind-down too (its
-        // drains move files where the main steps' fleet held them).
-        let killed_moved = self.stats.changed_on_disk.get("killed").copied();
-        let owed = !late
-            && self.step > self.steps / 2
-            && (self.stats.kills_within_a_move == 0 || killed_moved.unwrap_or(0) == 0);
+        let owed = self.kill_owed();
         // Coverage of a rewrite racing a move: past a quarter of the main steps with none yet,
         // a rebalance that will move has rewrites beside it instead of a kill (before the kill
         // within a move is owed, which the moments files are away from home are few for).
@@ -6136,6 +6165,7 @@ impl Soak {
                 "runs that read a list older than the recorded publish",
                 s.list_older_than_published,
             ),
+            ("steps kept quiet for a kill among moves", s.quiet_steps),
             ("client files seen in private names", s.private_copies.len()),
             ("latest versions hidden in private names", s.hidden_latest),
             ("readers' reads of check 8", s.oracle_reads),
