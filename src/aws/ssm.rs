@@ -18,6 +18,8 @@ pub struct Ssm {
     /// its writes, versioned reads (`<name>:<version>`) too: a read older than this lagged,
     /// and a write whose version is past the next one wrote over a version the run never read.
     versions: Arc<Mutex<BTreeMap<String, i64>>>,
+    /// The value of each parameter at a version this process read (as the newest) or wrote.
+    values: Arc<Mutex<BTreeMap<String, (i64, String)>>>,
 }
 
 impl Ssm {
@@ -25,7 +27,25 @@ impl Ssm {
         Ssm {
             client,
             versions: Arc::default(),
+            values: Arc::default(),
         }
+    }
+
+    /// What this process read or wrote, at `version` (none known: 0, not held).
+    fn hold(&self, name: &str, version: i64, value: &str) {
+        if version <= 0 {
+            return;
+        }
+        let mut values = self.values.lock().unwrap();
+        values.insert(name.to_owned(), (version, value.to_owned()));
+    }
+
+    /// The value at the newest version this process knows, when it read or wrote that
+    /// version itself.
+    fn own_newest(&self, name: &str) -> Option<String> {
+        let values = self.values.lock().unwrap();
+        let (version, value) = values.get(name)?;
+        (Some(*version) == self.known(name)).then(|| value.clone())
     }
 
     fn known(&self, name: &str) -> Option<i64> {
@@ -76,12 +96,7 @@ impl Ssm {
         let Some((text, ..)) = self.get(name).await? else {
             return Ok(None);
         };
-        State::from_json(&text)
-            .map(Some)
-            .map_err(|e| Error::StateParameter {
-                name: name.to_owned(),
-                problem: e.to_string(),
-            })
+        state_of(name, &text).map(Some)
     }
 
     /// A parameter's value and last modification, as SSM holds it now; `None` when it does
@@ -108,6 +123,9 @@ impl Ssm {
                 Some(known) => known,
                 None if !self.has_version(name, version + 1).await? => {
                     self.saw(name, version);
+                    if let Some((text, ..)) = &read {
+                        self.hold(name, version, text);
+                    }
                     return Ok(read);
                 }
                 None => version + 1,
@@ -177,14 +195,19 @@ impl Ssm {
     /// version the run never read, the change goes on that version, put back, and the run
     /// stops ([`Error::StaleWrite`]): what the change records (a target the run created) is
     /// kept either way.
+    ///
+    /// It starts from the newest version the run knows when the run read or wrote that version
+    /// itself: a read would answer it or a newer one, and a read that lagged the run's own
+    /// write (between a publish and its record, say) would stop the run for nothing. A version
+    /// written since by another is caught by the write's check, as after any read.
     pub async fn update_state(&self, name: &str, change: impl Fn(&mut State)) -> Result<(), Error> {
-        let mut state = self.read_state(name).await?.unwrap_or_default();
+        let mut state = match self.own_newest(name) {
+            Some(text) => state_of(name, &text)?,
+            None => self.read_state(name).await?.unwrap_or_default(),
+        };
         change(&mut state);
         let redo = |missed: String| {
-            let mut state = State::from_json(&missed).map_err(|e| Error::StateParameter {
-                name: name.to_owned(),
-                problem: e.to_string(),
-            })?;
+            let mut state = state_of(name, &missed)?;
             change(&mut state);
             Ok(fitted(name, &state))
         };
@@ -211,6 +234,7 @@ impl Ssm {
         let read = self.known(name);
         let wrote = self.put(name, value.clone(), fix).await?;
         self.saw(name, wrote);
+        self.hold(name, wrote, &value);
         let Some(read) = read else {
             return Ok(wrote);
         };
@@ -220,8 +244,10 @@ impl Ssm {
                 continue;
             }
             tracing::warn!(parameter = %name, read, missed, wrote, "written over a version the run never read: putting it back");
-            let restored = self.put(name, redo(text)?, fix).await?;
+            let restored_value = redo(text)?;
+            let restored = self.put(name, restored_value.clone(), fix).await?;
             self.saw(name, restored);
+            self.hold(name, restored, &restored_value);
             return Err(Error::StaleWrite {
                 name: name.to_owned(),
                 read,
@@ -332,9 +358,18 @@ fn too_large_error(name: &str, chars: usize, fix: &'static str) -> Error {
     }
 }
 
+/// The state a parameter's value holds; an error naming the parameter when it holds none.
+fn state_of(name: &str, text: &str) -> Result<State, Error> {
+    State::from_json(text).map_err(|e| Error::StateParameter {
+        name: name.to_owned(),
+        problem: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::Published;
     use aws_sdk_ssm::operation::get_parameter::{GetParameterError, GetParameterOutput};
     use aws_sdk_ssm::operation::put_parameter::PutParameterOutput;
     use aws_sdk_ssm::types::error::ParameterNotFound;
@@ -535,6 +570,41 @@ mod tests {
         );
         assert_eq!(put.num_calls(), 2, "the save, and version 2 put back");
         assert_eq!(ssm.known("/state"), Some(4));
+    }
+
+    /// A change on the state this run just wrote starts from what it wrote: SSM's reads, which
+    /// answer an older version here, are not asked, so a read that lags the run's own write
+    /// (between a publish and its record) cannot stop it.
+    #[tokio::test]
+    async fn a_change_on_the_runs_own_write_reads_nothing() {
+        let stale =
+            mock!(Client::get_parameter).then_output(|| GetParameterOutput::builder().build());
+        let put = mock!(Client::put_parameter)
+            .sequence()
+            .output(|| PutParameterOutput::builder().version(7).build())
+            .output(|| PutParameterOutput::builder().version(8).build())
+            .build();
+        let ssm = Ssm::new(mock_client!(
+            aws_sdk_ssm,
+            RuleMode::MatchAny,
+            [&stale, &put]
+        ));
+        let saved = State {
+            below_since: Some(5),
+            ..State::default()
+        };
+        ssm.write_state("/state", &saved).await.unwrap();
+        let record = Published { version: 3, at: 9 };
+        ssm.update_state("/state", |s| s.published = Some(record))
+            .await
+            .unwrap();
+        assert_eq!(stale.num_calls(), 0);
+        let (version, text) = ssm.values.lock().unwrap()["/state"].clone();
+        let wrote = State::from_json(&text).unwrap();
+        assert_eq!(
+            (version, wrote.below_since, wrote.published),
+            (8, Some(5), Some(record))
+        );
     }
 
     /// A retried put (its first answer lost) makes two versions of the run's own value: nothing
