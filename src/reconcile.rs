@@ -246,11 +246,16 @@ fn respond(
 ) -> Response {
     // At most a few of a kind, and a count of the rest: planted names make no flood.
     let warnings = capped(applied.warnings.iter().chain(&end.warnings));
-    let mut clients_behind = applied.clients_behind.clone();
-    clients_behind.extend(end.waits.clients.iter().cloned());
+    // A rebalance during a drain is held by the same clients as the drain: each named once.
     // Tasks that report nothing hold every move whatever was decided (on the first day, the
     // app on plain paths): named in every response, a plan's included.
-    for c in &end.unreported {
+    let mut clients_behind: Vec<Behind> = Vec::new();
+    for c in applied
+        .clients_behind
+        .iter()
+        .chain(&end.waits.clients)
+        .chain(&end.unreported)
+    {
         if !clients_behind.contains(c) {
             clients_behind.push(c.clone());
         }

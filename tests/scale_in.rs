@@ -1695,6 +1695,30 @@ async fn a_client_reporting_an_old_list_holds_a_rebalance() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_during_a_drain_names_a_client_behind_once() {
+    let mut tb = testbed(&['a', 'b']).await;
+    tb.env("SCALE_IN_COOLDOWN_SECONDS", "0");
+    let before = tb.world.published().await.value;
+    put_files(&tb.mount.watch_dir(), 0..6);
+    let inv = tb.invoke(&event("reconcile")).await;
+    check_eq!(inv, inv.response()["decision"], json!("start_drain"));
+    // A client still on the list before the drain holds both the drain and the rebalance.
+    tb.mount.report(OLD_CLIENT, &before, &[1, 2]);
+    let inv = tb.invoke(&rebalance(1000)).await;
+    let r = inv.response();
+    check_eq!(inv, r["decision"], json!("wait_for_clients"));
+    waits_for_old_client(&inv);
+    let named = format!("client {OLD_CLIENT} ");
+    let waits = strings(r, "waiting_for");
+    check_eq!(
+        inv,
+        waits.iter().filter(|w| w.starts_with(&named)).count(),
+        1
+    );
+    check_eq!(inv, r["clients_behind"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn planted_links_oversized_and_garbage_reports_delay_and_never_stop_the_run() {
     let tb = testbed(&['a', 'b']).await;
     let list = published_list(&tb).await;
