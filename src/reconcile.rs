@@ -237,6 +237,18 @@ fn tasks_waited_for(action: Action, end: &Plan) -> Vec<OldTask> {
     }
 }
 
+/// Each item once, in the order first met: a run's holders come from several sources (its
+/// rebalance, the plan's wait, the unreported tasks) that may name the same one.
+fn once<'a, T: PartialEq + Clone + 'a>(items: impl IntoIterator<Item = &'a T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
 fn respond(
     config: &Config,
     action: Action,
@@ -249,17 +261,13 @@ fn respond(
     // A rebalance during a drain is held by the same clients as the drain: each named once.
     // Tasks that report nothing hold every move whatever was decided (on the first day, the
     // app on plain paths): named in every response, a plan's included.
-    let mut clients_behind: Vec<Behind> = Vec::new();
-    for c in applied
-        .clients_behind
-        .iter()
-        .chain(&end.waits.clients)
-        .chain(&end.unreported)
-    {
-        if !clients_behind.contains(c) {
-            clients_behind.push(c.clone());
-        }
-    }
+    let clients_behind = once(
+        applied
+            .clients_behind
+            .iter()
+            .chain(&end.waits.clients)
+            .chain(&end.unreported),
+    );
     let moved_files = action != Action::Plan && applied.actions.contains(&StepKind::MoveFiles);
     let tasks = tasks_waited_for(action, end);
     let new_mount_target = applied.created.map(|(t, root)| NewMountTarget {
@@ -290,13 +298,8 @@ fn respond(
         total: end.current,
         mount_targets: end.list.mount_targets.clone(),
         waiting_for: {
-            // Targets still creating, and services a drain waits for.
-            let mut w = applied.waiting_for;
-            for service in &end.waits.services {
-                if !w.contains(service) {
-                    w.push(service.clone());
-                }
-            }
+            // Targets still creating, and services a drain or a rebalance waits for.
+            let mut w = once(applied.waiting_for.iter().chain(&end.waits.services));
             w.extend(tasks.iter().map(|t| t.id.clone()));
             // Each with its list version and when it was last seen.
             w.extend(clients_behind.iter().map(Behind::to_string));

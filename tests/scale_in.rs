@@ -1716,6 +1716,9 @@ async fn a_rebalance_during_a_drain_names_a_client_behind_once() {
         1
     );
     check_eq!(inv, r["clients_behind"].as_array().map(Vec::len), Some(1));
+    let entries = r["clients_behind"].as_array().cloned().unwrap_or_default();
+    let old = entries.iter().filter(|c| c["client"] == json!(OLD_CLIENT));
+    check_eq!(inv, old.count(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
