@@ -324,12 +324,13 @@ const REBALANCE_SETTLED_PER_MILLE: u64 = 650;
 /// Steps the wind-down may take: after the main steps, the clients delete down to a few files
 /// (faults, kills and the clients ECS does not show go on), until AWS is back to the one mount
 /// target and the list to one shard. Every seed then drains and deletes targets, whatever
-/// its course before. On the NFS tier a step is slow, so this bound, not the time, decides:
-/// seed 1's 400-step wind-down, whose kills end at `KILLS_END_IN_WIND_DOWN`, took 1,514 steps
-/// in one fresh-clone run while the function was still unlisting its last drained target.
+/// its course before. On the NFS tier a step is slow, so this bound, not the time, decides.
 const WIND_DOWN_STEPS: u64 = 3000;
-/// Past this many wind-down steps no more kills land among moves (each may hold a drain for
-/// `ABANDONED_AFTER`, and the wind-down must end well within `WIND_DOWN_STEPS`).
+/// Past this many wind-down steps nothing new holds a drain: no kill lands among moves (each
+/// may hold one for `ABANDONED_AFTER`) and no client that holds moves starts by chance
+/// ([`Soak::quiet`]), so the wind-down ends well within `WIND_DOWN_STEPS`. Before, such
+/// clients went on starting: seed 1's 400-step course on the tier once passed 1,500
+/// wind-down steps, the function still unlisting its last drained target.
 const KILLS_END_IN_WIND_DOWN: u64 = 1500;
 /// ... and the time it may take at least: a move a kill cut short holds its shard's drain
 /// until its private name is `ABANDONED_AFTER` old, however many steps run meanwhile (the
@@ -2343,8 +2344,7 @@ impl Soak {
         asserted && self.owed(self.stats.held_by_tasks_alone)
     }
 
-    /// Late in a long wind-down: no more kills land among moves (each may hold a drain for
-    /// `ABANDONED_AFTER`, and the wind-down must end).
+    /// Late in a long wind-down: nothing new holds a drain (`KILLS_END_IN_WIND_DOWN`).
     fn late_in_wind_down(&self) -> bool {
         self.phase == Phase::WindingDown && self.step > self.steps + KILLS_END_IN_WIND_DOWN
     }
@@ -2364,9 +2364,10 @@ impl Soak {
     /// silent one, an old router, a standalone or unreported task, a stopping or lagging
     /// one), and those live run out: the default seed's course otherwise held all but three
     /// or four runs that would move in its thousand steps, and under load none was killed
-    /// among its moves. The ones a statistic of their own is owed still start.
+    /// among its moves. Late in a long wind-down too, so that it ends. The ones a statistic of
+    /// their own is owed still start.
     fn quiet(&self) -> bool {
-        self.kill_owed()
+        self.kill_owed() || self.late_in_wind_down()
     }
 
     /// Runs beside a task whose router writes no report, and answers naming one, are owed.
@@ -3736,7 +3737,8 @@ impl Soak {
     /// Step `step`: the clients ECS does not show, then one step, then the checks.
     async fn step_once(&mut self, step: u64) {
         self.step = step;
-        self.stats.quiet_steps += usize::from(self.quiet());
+        // Counted for the kill only: the wind-down's quiet is its own bound's.
+        self.stats.quiet_steps += usize::from(self.kill_owed());
         // A budget of its own (`SOAK_DEADLINE_SECS`, below the VM's limit on the tier): past
         // it the soak fails with its step log, rather than be killed with nothing to show.
         let budget = env_number("SOAK_DEADLINE_SECS", 0);
